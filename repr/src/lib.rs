@@ -1,0 +1,25 @@
+//! Types shared by every Freshet crate.
+//!
+//! `repr` sits at the bottom of the dependency graph: storage, catalog, planner,
+//! compute and server all speak in terms of [`GlobalId`], [`Timestamp`],
+//! [`PgType`] and [`RelationDesc`], so none of them has to depend on another
+//! merely to name a collection or a column type.
+
+mod id;
+mod relation;
+mod types;
+
+pub use id::GlobalId;
+pub use relation::{ColumnDesc, RelationDesc};
+pub use types::{PG_TYPE_METADATA_KEY, PgType, TypeError};
+
+/// A point in logical time: milliseconds handed out by the timestamp oracle.
+pub type Timestamp = u64;
+
+/// A change in multiplicity of a row at a time.
+pub type Diff = i64;
+
+/// Name of the column that carries an update's time in storage batches.
+pub const TIME_COLUMN: &str = "_freshet_time";
+/// Name of the column that carries an update's diff in storage batches.
+pub const DIFF_COLUMN: &str = "_freshet_diff";

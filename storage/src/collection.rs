@@ -1,0 +1,370 @@
+//! The in-process state of one collection: its durable shard, decoded parts,
+//! table writes not yet flushed from the transaction log, listeners and
+//! read holds.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow::array::{RecordBatch, UInt64Array};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::SchemaRef;
+use freshet_repr::{GlobalId, Timestamp};
+use parking_lot::Mutex;
+use timely::progress::Antichain;
+use tokio::sync::{mpsc, watch};
+
+use crate::batch::{times, total_bytes, updates_schema};
+use crate::consolidate::{self, PartView};
+use crate::error::{Result, StorageError};
+use crate::holds::HoldSet;
+use crate::listen::{Listen, ListenEvent, Listener, Notify};
+use crate::shard::DurableShard;
+
+/// What kind of collection this is, which decides who writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectionKind {
+    /// Written through the transaction log; its upper is the log's upper.
+    Table,
+    /// Written directly with `compare_and_append` (materialized view outputs,
+    /// sources).
+    Materialized,
+}
+
+/// How a collection's `since` advances when nothing holds it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPolicy {
+    /// Keep history for this many milliseconds behind the upper.
+    LagBehindUpper(Timestamp),
+}
+
+impl Default for ReadPolicy {
+    fn default() -> Self {
+        ReadPolicy::LagBehindUpper(1_000)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct CollectionState {
+    pub shard: DurableShard,
+    pub cache: HashMap<String, Arc<RecordBatch>>,
+    /// Table only: committed updates not yet flushed to the shard.
+    pub pending: Vec<RecordBatch>,
+    pub pending_bytes: usize,
+    pub listeners: Vec<Listener>,
+    pub holds: HoldSet,
+    /// The logical since: reads below it are refused.
+    pub since: Timestamp,
+    pub policy: ReadPolicy,
+}
+
+/// One registered collection.
+#[derive(Debug)]
+pub struct Collection {
+    pub(crate) id: GlobalId,
+    pub(crate) kind: CollectionKind,
+    pub(crate) data_schema: SchemaRef,
+    pub(crate) updates_schema: SchemaRef,
+    pub(crate) state: Mutex<CollectionState>,
+    /// For tables, the transaction log's upper, shared by every table.
+    txn_upper: Arc<AtomicU64>,
+    /// Published upper (for tables, a clone of the log's watch).
+    pub(crate) upper_watch: watch::Sender<Timestamp>,
+}
+
+impl Collection {
+    pub(crate) fn new(
+        id: GlobalId,
+        kind: CollectionKind,
+        data_schema: SchemaRef,
+        shard: DurableShard,
+        txn_upper: Arc<AtomicU64>,
+        txn_watch: &watch::Sender<Timestamp>,
+    ) -> Self {
+        let since = shard.since().as_option().copied().unwrap_or(Timestamp::MAX);
+        let upper_watch = match kind {
+            CollectionKind::Table => txn_watch.clone(),
+            CollectionKind::Materialized => {
+                watch::Sender::new(shard.upper().as_option().copied().unwrap_or(Timestamp::MAX))
+            }
+        };
+        Collection {
+            id,
+            kind,
+            updates_schema: updates_schema(&data_schema),
+            data_schema,
+            state: Mutex::new(CollectionState {
+                shard,
+                cache: HashMap::new(),
+                pending: vec![],
+                pending_bytes: 0,
+                listeners: vec![],
+                holds: HoldSet::default(),
+                since,
+                policy: ReadPolicy::default(),
+            }),
+            txn_upper,
+            upper_watch,
+        }
+    }
+
+    /// The collection's upper: for tables, the transaction log's.
+    pub(crate) fn upper_locked(&self, state: &CollectionState) -> Antichain<Timestamp> {
+        match self.kind {
+            CollectionKind::Table => Antichain::from_elem(self.txn_upper.load(Ordering::SeqCst)),
+            CollectionKind::Materialized => state.shard.upper().clone(),
+        }
+    }
+
+    pub(crate) fn frontiers(&self) -> (Antichain<Timestamp>, Antichain<Timestamp>) {
+        let state = self.state.lock();
+        (Antichain::from_elem(state.since), self.upper_locked(&state))
+    }
+
+    fn check_readable(&self, state: &CollectionState, as_of: Timestamp, need_upper: bool) -> Result<()> {
+        let upper = self.upper_locked(state);
+        if as_of < state.since || (need_upper && upper.less_equal(&as_of)) {
+            return Err(StorageError::InvalidReadTime {
+                id: self.id,
+                as_of,
+                since: Antichain::from_elem(state.since),
+                upper,
+            });
+        }
+        Ok(())
+    }
+
+    /// Decoded parts and pending updates, loading parts into the cache.
+    fn part_views(&self, state: &mut CollectionState) -> Result<Vec<PartView>> {
+        let mut views = Vec::with_capacity(state.shard.parts().len() + state.pending.len());
+        for meta in state.shard.parts().to_vec() {
+            let updates = match state.cache.get(&meta.key) {
+                Some(b) => Arc::clone(b),
+                None => {
+                    let batches = state.shard.load_part(&meta)?;
+                    let batch = Arc::new(arrow::compute::concat_batches(
+                        &self.updates_schema,
+                        &batches,
+                    )?);
+                    state.cache.insert(meta.key.clone(), Arc::clone(&batch));
+                    batch
+                }
+            };
+            views.push(PartView {
+                updates,
+                max_time: meta.max_time,
+                consolidated: meta.consolidated,
+                unit_diffs: meta.unit_diffs,
+            });
+        }
+        for p in &state.pending {
+            views.push(PartView {
+                max_time: times(p)?.values().iter().copied().max().unwrap_or(0),
+                updates: Arc::new(p.clone()),
+                consolidated: false,
+                unit_diffs: false,
+            });
+        }
+        Ok(views)
+    }
+
+    /// Consolidated contents at `as_of`.
+    pub(crate) fn snapshot(&self, as_of: Timestamp) -> Result<Vec<RecordBatch>> {
+        let views = {
+            let mut state = self.state.lock();
+            self.check_readable(&state, as_of, true)?;
+            self.part_views(&mut state)?
+        };
+        consolidate::snapshot(self.id, &self.data_schema, &self.updates_schema, &views, as_of)
+    }
+
+    /// Updates after `as_of`, then live updates and progress.
+    pub(crate) fn listen(&self, as_of: Timestamp, notify: Option<Notify>) -> Result<Listen> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let listener = Listener { tx, notify };
+        let mut state = self.state.lock();
+        self.check_readable(&state, as_of, false)?;
+        for view in self.part_views(&mut state)? {
+            if view.max_time <= as_of {
+                continue;
+            }
+            let keep = arrow::compute::kernels::cmp::gt(
+                times(&view.updates)?,
+                &UInt64Array::new_scalar(as_of),
+            )?;
+            let later = filter_record_batch(&view.updates, &keep)?;
+            if later.num_rows() > 0 {
+                listener.send(ListenEvent::Updates(later));
+            }
+        }
+        listener.send(ListenEvent::Progress(self.upper_locked(&state)));
+        state.listeners.push(listener);
+        Ok(Listen { rx })
+    }
+
+    /// Table only: add committed updates (already stamped) from the log.
+    pub(crate) fn push_pending(&self, updates: RecordBatch) {
+        let mut state = self.state.lock();
+        if updates.num_rows() == 0 {
+            return;
+        }
+        state.pending_bytes += total_bytes(std::slice::from_ref(&updates));
+        state
+            .listeners
+            .retain(|l| l.send(ListenEvent::Updates(updates.clone())));
+        state.pending.push(updates);
+    }
+
+    /// Tell listeners the upper advanced.
+    pub(crate) fn broadcast_progress(&self) {
+        let mut state = self.state.lock();
+        if state.listeners.is_empty() {
+            return;
+        }
+        let upper = self.upper_locked(&state);
+        state
+            .listeners
+            .retain(|l| l.send(ListenEvent::Progress(upper.clone())));
+    }
+
+    /// Table only: move pending updates into the shard, advancing its upper.
+    pub(crate) fn flush_pending(&self, new_upper: Timestamp) -> Result<()> {
+        let mut state = self.state.lock();
+        let expected = state.shard.upper().clone();
+        if !expected.less_than(&new_upper) && state.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut state.pending);
+        match state.shard.compare_and_append(
+            &self.updates_schema,
+            &pending,
+            &expected,
+            Antichain::from_elem(new_upper),
+        ) {
+            Ok(written) => {
+                if let Some((meta, batch)) = written {
+                    state.cache.insert(meta.key, batch);
+                }
+                state.pending_bytes = 0;
+                Ok(())
+            }
+            Err(e) => {
+                state.pending = pending;
+                Err(e)
+            }
+        }
+    }
+
+    /// Materialized only: durably append updates and advance the upper.
+    pub(crate) fn compare_and_append(
+        &self,
+        updates: &[RecordBatch],
+        expected: &Antichain<Timestamp>,
+        new_upper: Antichain<Timestamp>,
+    ) -> Result<()> {
+        if self.kind == CollectionKind::Table {
+            return Err(StorageError::InvalidUsage(format!(
+                "{} is a table; write it through the transaction log",
+                self.id
+            )));
+        }
+        let mut state = self.state.lock();
+        let written =
+            state
+                .shard
+                .compare_and_append(&self.updates_schema, updates, expected, new_upper.clone())?;
+        if let Some((meta, batch)) = written {
+            state.cache.insert(meta.key, Arc::clone(&batch));
+            let batch = batch.as_ref().clone();
+            state
+                .listeners
+                .retain(|l| l.send(ListenEvent::Updates(batch.clone())));
+        }
+        state
+            .listeners
+            .retain(|l| l.send(ListenEvent::Progress(new_upper.clone())));
+        self.upper_watch
+            .send_replace(new_upper.as_option().copied().unwrap_or(Timestamp::MAX));
+        Ok(())
+    }
+
+    pub(crate) fn acquire_hold(&self, t: Timestamp) -> Result<()> {
+        let mut state = self.state.lock();
+        if t < state.since {
+            return Err(StorageError::InvalidReadTime {
+                id: self.id,
+                as_of: t,
+                since: Antichain::from_elem(state.since),
+                upper: self.upper_locked(&state),
+            });
+        }
+        state.holds.add(t);
+        Ok(())
+    }
+
+    pub(crate) fn add_hold_unchecked(&self, t: Timestamp) {
+        self.state.lock().holds.add(t);
+    }
+
+    pub(crate) fn release_hold(&self, t: Timestamp) {
+        self.state.lock().holds.remove(t);
+    }
+
+    pub(crate) fn move_hold(&self, from: Timestamp, to: Timestamp) {
+        let mut state = self.state.lock();
+        state.holds.add(to);
+        state.holds.remove(from);
+    }
+
+    /// Advance the logical since as far as the read policy and holds allow.
+    pub(crate) fn advance_since(&self) {
+        let mut state = self.state.lock();
+        let Some(upper) = self.upper_locked(&state).as_option().copied() else {
+            return;
+        };
+        let ReadPolicy::LagBehindUpper(lag) = state.policy;
+        let mut target = upper.saturating_sub(1).saturating_sub(lag);
+        if let Some(held) = state.holds.min() {
+            target = target.min(held);
+        }
+        if target > state.since {
+            state.since = target;
+        }
+    }
+
+    /// Merge parts when there are too many, consolidating at the since.
+    pub(crate) fn maybe_compact(&self, max_parts: usize) -> Result<()> {
+        let (keys, views, since) = {
+            let mut state = self.state.lock();
+            if state.shard.parts().len() <= max_parts {
+                return Ok(());
+            }
+            let keys: Vec<String> = state.shard.parts().iter().map(|p| p.key.clone()).collect();
+            let views = self.part_views(&mut state)?;
+            let n = keys.len();
+            (keys, views.into_iter().take(n).collect::<Vec<_>>(), state.since)
+        };
+        let (merged, consolidated, unit) =
+            consolidate::compact(self.id, &self.updates_schema, &views, since)?;
+        let mut state = self.state.lock();
+        let written = state.shard.compact(
+            &self.updates_schema,
+            &keys,
+            Some((&merged, consolidated, unit)),
+            Antichain::from_elem(since),
+        )?;
+        for k in &keys {
+            state.cache.remove(k);
+        }
+        if let Some((meta, batch)) = written {
+            state.cache.insert(meta.key, batch);
+        }
+        tracing::debug!(id = %self.id, merged = keys.len(), rows = merged.num_rows(), since, "compacted");
+        Ok(())
+    }
+
+    /// Close every listener (the collection is being dropped).
+    pub(crate) fn close_listeners(&self) {
+        self.state.lock().listeners.clear();
+    }
+}

@@ -1,0 +1,675 @@
+//! [`Storage`]: the one entry point the rest of Freshet uses.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use freshet_repr::{DIFF_COLUMN, GlobalId, Timestamp};
+use parking_lot::{Mutex, RwLock};
+use timely::progress::Antichain;
+use tokio::sync::{oneshot, watch};
+
+use crate::batch::{stamp, times};
+use crate::blob::Blob;
+use crate::collection::{Collection, CollectionKind, ReadPolicy};
+use crate::epoch::Fence;
+use crate::error::{Result, StorageError};
+use crate::holds::{HoldInfo, ReadHold};
+use crate::listen::{Listen, Notify};
+use crate::oracle::{TimestampOracle, wall_clock_ms};
+use crate::shard::{DurableShard, decode_state, delete_shard, part_prefix};
+use crate::txn_log::{self, TxnLog};
+
+/// Tunables for [`Storage`]; the defaults suit the embedded server.
+#[derive(Clone)]
+pub struct StorageConfig {
+    /// Directory of the transaction log segments.
+    pub txn_dir: PathBuf,
+    /// How often time advances when nobody writes, and how often background
+    /// maintenance (since advancement, compaction, fencing checks) runs.
+    pub tick: Duration,
+    /// Flush table writes from the log into shards at least this often.
+    pub flush_interval: Duration,
+    /// ... or once this many bytes of table writes are pending.
+    pub flush_bytes: usize,
+    /// Compact a shard once it has more parts than this.
+    pub max_parts: usize,
+    /// The wall clock, in milliseconds (replaceable in tests).
+    pub now: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+}
+
+impl StorageConfig {
+    /// Defaults for a data directory.
+    pub fn new(data_dir: &Path) -> Self {
+        StorageConfig {
+            txn_dir: data_dir.join("txn"),
+            tick: Duration::from_millis(1_000),
+            flush_interval: Duration::from_secs(10),
+            flush_bytes: 16 << 20,
+            max_parts: 8,
+            now: Arc::new(wall_clock_ms),
+        }
+    }
+}
+
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageConfig")
+            .field("txn_dir", &self.txn_dir)
+            .field("tick", &self.tick)
+            .field("flush_interval", &self.flush_interval)
+            .field("flush_bytes", &self.flush_bytes)
+            .field("max_parts", &self.max_parts)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One table's share of a group commit: data columns plus a trailing
+/// `diff` column (see [`write_batch`](crate::write_batch)).
+#[derive(Clone, Debug)]
+pub struct TableWrite {
+    /// The table written.
+    pub id: GlobalId,
+    /// Rows to insert (diff > 0) or retract (diff < 0).
+    pub updates: RecordBatch,
+}
+
+/// A collection's frontiers and size, for introspection.
+#[derive(Clone, Debug)]
+pub struct CollectionInfo {
+    /// The collection.
+    pub id: GlobalId,
+    /// Table or materialized.
+    pub kind: CollectionKind,
+    /// Reads below this are refused.
+    pub since: Antichain<Timestamp>,
+    /// Every time below this is final.
+    pub upper: Antichain<Timestamp>,
+    /// Durable parts in its shard.
+    pub parts: usize,
+}
+
+enum Command {
+    Commit(Vec<TableWrite>, oneshot::Sender<Result<Timestamp>>),
+    Flush(oneshot::Sender<Result<()>>),
+    Shutdown,
+}
+
+struct Inner {
+    blob: Arc<dyn Blob>,
+    fence: Fence,
+    oracle: TimestampOracle,
+    config: StorageConfig,
+    collections: RwLock<BTreeMap<GlobalId, Arc<Collection>>>,
+    txn_upper: Arc<AtomicU64>,
+    txn_watch: watch::Sender<Timestamp>,
+    /// Log records replayed at boot, waiting for their tables to register.
+    recovered: Mutex<HashMap<GlobalId, Vec<RecordBatch>>>,
+    booted: AtomicBool,
+    /// Set once a newer process fenced this one.
+    fenced: watch::Sender<bool>,
+    shutting_down: AtomicBool,
+}
+
+/// Durable collections, table transactions, timestamps and read holds.
+///
+/// `Storage` learns which collections exist only from the catalog's
+/// implications ([`create_collection`](Storage::create_collection),
+/// [`drop_collection`](Storage::drop_collection)); everything that reads data
+/// does so through [`snapshot`](Storage::snapshot) or
+/// [`listen`](Storage::listen) under a [`ReadHold`].
+pub struct Storage {
+    inner: Arc<Inner>,
+    commands: mpsc::Sender<Command>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage")
+            .field("epoch", &self.inner.fence.epoch())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Storage {
+    /// Open storage for a process that holds `fence`: replay the transaction
+    /// log, resume the oracle, and start the group-commit and maintenance
+    /// threads. Collections must then be registered (boot applies the
+    /// catalog), after which [`finish_boot`](Storage::finish_boot) runs.
+    pub fn open(blob: Arc<dyn Blob>, fence: Fence, config: StorageConfig) -> Result<Storage> {
+        fence.check()?;
+        let records = txn_log::recover(&config.txn_dir)?;
+        let consensus = Arc::clone(fence.consensus());
+        let mut min_ts = records.iter().map(|r| r.ts + 1).max().unwrap_or(0);
+        for key in consensus.list_keys("shard/")? {
+            if let Some(v) = consensus.head(&key)? {
+                let state = decode_state(&v.data)?;
+                if let Some(u) = state.upper.as_option() {
+                    min_ts = min_ts.max(*u);
+                }
+            }
+        }
+        let oracle = TimestampOracle::open(fence.clone(), min_ts, Arc::clone(&config.now))?;
+        let start = oracle.read_ts();
+        let mut recovered: HashMap<GlobalId, Vec<RecordBatch>> = HashMap::new();
+        let n_records = records.len();
+        for record in records {
+            for (id, write) in record.writes {
+                recovered.entry(id).or_default().push(stamp(&write, record.ts)?);
+            }
+        }
+        tracing::info!(records = n_records, tables = recovered.len(), "replayed transaction log");
+        let log = TxnLog::create(&config.txn_dir, fence.epoch())?;
+        let inner = Arc::new(Inner {
+            blob,
+            fence,
+            oracle,
+            collections: RwLock::new(BTreeMap::new()),
+            txn_upper: Arc::new(AtomicU64::new(start + 1)),
+            txn_watch: watch::Sender::new(start + 1),
+            recovered: Mutex::new(recovered),
+            booted: AtomicBool::new(false),
+            fenced: watch::Sender::new(false),
+            shutting_down: AtomicBool::new(false),
+            config,
+        });
+        let (tx, rx) = mpsc::channel();
+        let committer = {
+            let inner = Arc::clone(&inner);
+            std::thread::Builder::new()
+                .name("freshet-commit".into())
+                .spawn(move || run_committer(inner, log, rx))?
+        };
+        let maintenance = {
+            let inner = Arc::downgrade(&inner);
+            std::thread::Builder::new()
+                .name("freshet-maint".into())
+                .spawn(move || run_maintenance(inner))?
+        };
+        Ok(Storage {
+            inner,
+            commands: tx,
+            threads: Mutex::new(vec![committer, maintenance]),
+        })
+    }
+
+    /// The epoch this process holds.
+    pub fn epoch(&self) -> u64 {
+        self.inner.fence.epoch()
+    }
+
+    /// Becomes `true` once a newer process has fenced this one.
+    pub fn fenced(&self) -> watch::Receiver<bool> {
+        self.inner.fenced.subscribe()
+    }
+
+    /// Register a collection (creating its shard if new). Idempotent.
+    pub fn create_collection(
+        &self,
+        id: GlobalId,
+        schema: SchemaRef,
+        kind: CollectionKind,
+    ) -> Result<()> {
+        if self.inner.collections.read().contains_key(&id) {
+            return Ok(());
+        }
+        let shard = DurableShard::open(id, Arc::clone(&self.inner.blob), self.inner.fence.clone())
+            .inspect_err(|e| self.inner.note_error(e))?;
+        let collection = Collection::new(
+            id,
+            kind,
+            schema,
+            shard,
+            Arc::clone(&self.inner.txn_upper),
+            &self.inner.txn_watch,
+        );
+        if kind == CollectionKind::Table
+            && let Some(batches) = self.inner.recovered.lock().remove(&id)
+        {
+            let shard_upper = collection.state.lock().shard.upper().as_option().copied();
+            for b in batches {
+                let keep = arrow::compute::kernels::cmp::gt_eq(
+                    times(&b)?,
+                    &arrow::array::UInt64Array::new_scalar(shard_upper.unwrap_or(Timestamp::MAX)),
+                )?;
+                let b = arrow::compute::filter_record_batch(&b, &keep)?;
+                let b = retag_updates(b, &collection.updates_schema)?;
+                collection.push_pending(b);
+            }
+        }
+        self.inner.collections.write().insert(id, Arc::new(collection));
+        Ok(())
+    }
+
+    /// Unregister a collection and delete its shard. Listeners end; holds
+    /// on it become inert.
+    pub fn drop_collection(&self, id: GlobalId) -> Result<()> {
+        let removed = self.inner.collections.write().remove(&id);
+        if let Some(c) = removed {
+            c.close_listeners();
+            let state = c.state.lock();
+            drop(state);
+            delete_shard(id, &self.inner.blob, &self.inner.fence)
+                .inspect_err(|e| self.inner.note_error(e))?;
+        }
+        Ok(())
+    }
+
+    /// After boot registered every collection: flush replayed log records
+    /// into shards, delete the replayed segments, and collect shards and
+    /// parts that no registered collection owns (left by a crash).
+    pub fn finish_boot(&self) -> Result<()> {
+        self.inner.booted.store(true, Ordering::SeqCst);
+        self.inner.recovered.lock().clear();
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Flush(tx))?;
+        rx.blocking_recv().map_err(|_| StorageError::ShutDown)??;
+        let consensus = Arc::clone(self.inner.fence.consensus());
+        let live: BTreeMap<GlobalId, Arc<Collection>> = self.inner.collections.read().clone();
+        for key in consensus.list_keys("shard/")? {
+            let Some(id) = key.strip_prefix("shard/").and_then(|s| s.parse::<GlobalId>().ok())
+            else {
+                continue;
+            };
+            if !live.contains_key(&id) {
+                tracing::info!(%id, "deleting shard of a dropped collection");
+                delete_shard(id, &self.inner.blob, &self.inner.fence)?;
+            }
+        }
+        for (id, c) in &live {
+            let referenced: Vec<String> = {
+                let state = c.state.lock();
+                state.shard.parts().iter().map(|p| p.key.clone()).collect()
+            };
+            for key in self.inner.blob.list_keys(&part_prefix(*id))? {
+                if !referenced.contains(&key) {
+                    tracing::info!(%key, "deleting orphaned part");
+                    self.inner.blob.delete(&key)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&self, cmd: Command) -> Result<()> {
+        self.commands.send(cmd).map_err(|_| StorageError::ShutDown)
+    }
+
+    fn collection(&self, id: GlobalId) -> Result<Arc<Collection>> {
+        self.inner.collection(id)
+    }
+
+    /// Group-commit table writes atomically at one timestamp, returning it
+    /// once the group is durable and visible.
+    pub async fn commit(&self, writes: Vec<TableWrite>) -> Result<Timestamp> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Commit(writes, tx))?;
+        rx.await.map_err(|_| StorageError::ShutDown)?
+    }
+
+    /// [`commit`](Storage::commit) for threads outside an async runtime.
+    pub fn commit_blocking(&self, writes: Vec<TableWrite>) -> Result<Timestamp> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Commit(writes, tx))?;
+        rx.blocking_recv().map_err(|_| StorageError::ShutDown)?
+    }
+
+    /// Flush pending table writes into shards now.
+    pub fn flush_blocking(&self) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Command::Flush(tx))?;
+        rx.blocking_recv().map_err(|_| StorageError::ShutDown)?
+    }
+
+    /// The strict-serializable read time: every write acknowledged before
+    /// this call is visible at it.
+    pub fn read_ts(&self) -> Timestamp {
+        self.inner.oracle.read_ts()
+    }
+
+    /// A collection's `(since, upper)`.
+    pub fn frontiers(&self, id: GlobalId) -> Result<(Antichain<Timestamp>, Antichain<Timestamp>)> {
+        Ok(self.collection(id)?.frontiers())
+    }
+
+    /// Hold `id` readable at `time` until the returned hold is dropped.
+    pub fn acquire_read_hold(&self, id: GlobalId, time: Timestamp) -> Result<ReadHold> {
+        let c = self.collection(id)?;
+        c.acquire_hold(time)?;
+        Ok(ReadHold::new(id, time, Arc::downgrade(&c)))
+    }
+
+    /// Every live read hold.
+    pub fn read_holds(&self) -> Vec<HoldInfo> {
+        let collections = self.inner.collections.read();
+        let mut out = Vec::new();
+        for (id, c) in collections.iter() {
+            let state = c.state.lock();
+            out.extend(state.holds.iter().map(|(time, count)| HoldInfo {
+                id: *id,
+                time,
+                count,
+            }));
+        }
+        out
+    }
+
+    /// Every registered collection with its frontiers.
+    pub fn collections(&self) -> Vec<CollectionInfo> {
+        let collections = self.inner.collections.read();
+        collections
+            .values()
+            .map(|c| {
+                let state = c.state.lock();
+                CollectionInfo {
+                    id: c.id,
+                    kind: c.kind,
+                    since: Antichain::from_elem(state.since),
+                    upper: c.upper_locked(&state),
+                    parts: state.shard.parts().len(),
+                }
+            })
+            .collect()
+    }
+
+    /// Set how a collection's since advances.
+    pub fn set_read_policy(&self, id: GlobalId, policy: ReadPolicy) -> Result<()> {
+        self.collection(id)?.state.lock().policy = policy;
+        Ok(())
+    }
+
+    /// The contents of `id` at `as_of` as batches of its schema: each row
+    /// repeated by its multiplicity. Requires `since <= as_of < upper`.
+    pub fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> Result<Vec<RecordBatch>> {
+        self.collection(id)?.snapshot(as_of)
+    }
+
+    /// Updates to `id` at times after `as_of`, in time order with progress;
+    /// `notify` (if any) runs after each event is queued.
+    pub fn listen(&self, id: GlobalId, as_of: Timestamp, notify: Option<Notify>) -> Result<Listen> {
+        self.collection(id)?.listen(as_of, notify)
+    }
+
+    /// Durably append updates to a non-table collection if its upper is
+    /// `expected`, advancing it to `new_upper`.
+    pub fn compare_and_append(
+        &self,
+        id: GlobalId,
+        updates: &[RecordBatch],
+        expected: &Antichain<Timestamp>,
+        new_upper: Antichain<Timestamp>,
+    ) -> Result<()> {
+        self.collection(id)?
+            .compare_and_append(updates, expected, new_upper)
+            .inspect_err(|e| self.inner.note_error(e))
+    }
+
+    /// The Arrow schema of a collection's data.
+    pub fn schema(&self, id: GlobalId) -> Result<SchemaRef> {
+        Ok(Arc::clone(&self.collection(id)?.data_schema))
+    }
+
+    /// Wait until `id`'s upper is beyond `time` (the collection is complete
+    /// at `time`).
+    pub async fn wait_for_upper(&self, id: GlobalId, time: Timestamp) -> Result<()> {
+        let mut rx = self.collection(id)?.upper_watch.subscribe();
+        rx.wait_for(|u| *u > time)
+            .await
+            .map_err(|_| StorageError::UnknownCollection(id))?;
+        Ok(())
+    }
+
+    /// Stop background threads. Acknowledged writes are already durable.
+    pub fn shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        let _ = self.commands.send(Command::Shutdown);
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Give recovered updates exactly the collection's updates schema.
+fn retag_updates(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    if batch.schema() == *schema {
+        return Ok(batch);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(schema),
+        batch.columns().to_vec(),
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}
+
+impl Inner {
+    fn collection(&self, id: GlobalId) -> Result<Arc<Collection>> {
+        self.collections
+            .read()
+            .get(&id)
+            .cloned()
+            .ok_or(StorageError::UnknownCollection(id))
+    }
+
+    fn tables(&self) -> Vec<Arc<Collection>> {
+        self.collections
+            .read()
+            .values()
+            .filter(|c| c.kind == CollectionKind::Table)
+            .cloned()
+            .collect()
+    }
+
+    fn note_error(&self, e: &StorageError) {
+        if e.is_fenced() && !*self.fenced.borrow() {
+            tracing::error!(error = %e, "a newer process took over the data directory; this process stops writing");
+            self.fenced.send_replace(true);
+        }
+    }
+
+    /// Check a write against its table before it is assigned a time.
+    fn validate(&self, write: &TableWrite) -> Result<Arc<Collection>> {
+        let c = self.collection(write.id)?;
+        if c.kind != CollectionKind::Table {
+            return Err(StorageError::InvalidUsage(format!("{} is not a table", write.id)));
+        }
+        let schema = write.updates.schema();
+        let n = schema.fields().len();
+        let matches = n == c.data_schema.fields().len() + 1
+            && schema.field(n - 1).name() == DIFF_COLUMN
+            && schema.fields()[..n - 1]
+                .iter()
+                .zip(c.data_schema.fields().iter())
+                .all(|(a, b)| a.data_type() == b.data_type());
+        if !matches {
+            return Err(StorageError::InvalidUsage(format!(
+                "write to {} does not match its schema",
+                write.id
+            )));
+        }
+        Ok(c)
+    }
+
+    /// Commit one group: one timestamp, one log record, one fsync.
+    fn commit_group(
+        &self,
+        log: &mut TxnLog,
+        requests: Vec<(Vec<TableWrite>, oneshot::Sender<Result<Timestamp>>)>,
+    ) {
+        let mut accepted = Vec::new();
+        for (writes, reply) in requests {
+            match writes
+                .iter()
+                .map(|w| self.validate(w))
+                .collect::<Result<Vec<_>>>()
+            {
+                Ok(targets) => accepted.push((writes, targets, reply)),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            }
+        }
+        let result = (|| {
+            let ts = self.oracle.allocate_write_ts()?;
+            let flat: Vec<(GlobalId, RecordBatch)> = accepted
+                .iter()
+                .flat_map(|(writes, _, _)| writes.iter())
+                .filter(|w| w.updates.num_rows() > 0)
+                .map(|w| (w.id, w.updates.clone()))
+                .collect();
+            if !flat.is_empty() {
+                log.append(ts, &flat)?;
+            }
+            // After the fsync and before anyone is told: if a newer process
+            // took over, it may already have replayed the log without this
+            // record, so the write must not be acknowledged.
+            self.fence.check()?;
+            for (writes, targets, _) in &accepted {
+                for (w, c) in writes.iter().zip(targets) {
+                    if w.updates.num_rows() > 0 {
+                        c.push_pending(retag_updates(stamp(&w.updates, ts)?, &c.updates_schema)?);
+                    }
+                }
+            }
+            self.txn_upper.store(ts + 1, Ordering::SeqCst);
+            self.txn_watch.send_replace(ts + 1);
+            for t in self.tables() {
+                t.broadcast_progress();
+            }
+            self.oracle.apply_write(ts);
+            Ok(ts)
+        })();
+        if let Err(e) = &result {
+            self.note_error(e);
+        }
+        for (_, _, reply) in accepted {
+            let _ = reply.send(match &result {
+                Ok(ts) => Ok(*ts),
+                Err(e) => Err(clone_error(e)),
+            });
+        }
+    }
+
+    /// Move every table's pending writes into its shard, then delete the log
+    /// segments they came from.
+    fn flush(&self, log: &mut TxnLog) -> Result<()> {
+        let old = log.roll()?;
+        let upper = self.txn_upper.load(Ordering::SeqCst);
+        for t in self.tables() {
+            t.flush_pending(upper)?;
+        }
+        txn_log::delete_segments(&self.config.txn_dir, &old)?;
+        Ok(())
+    }
+
+    fn pending_bytes(&self) -> usize {
+        self.tables().iter().map(|t| t.state.lock().pending_bytes).sum()
+    }
+}
+
+/// Errors are delivered to every writer of a failed group.
+fn clone_error(e: &StorageError) -> StorageError {
+    match e {
+        StorageError::Fenced { mine, current } => StorageError::Fenced {
+            mine: *mine,
+            current: *current,
+        },
+        StorageError::ShutDown => StorageError::ShutDown,
+        other => StorageError::Corruption(other.to_string()),
+    }
+}
+
+fn run_committer(inner: Arc<Inner>, mut log: TxnLog, rx: mpsc::Receiver<Command>) {
+    let mut last_flush = Instant::now();
+    let mut last_tick = Instant::now();
+    loop {
+        let first = match rx.recv_timeout(inner.config.tick.saturating_sub(last_tick.elapsed())) {
+            Ok(cmd) => Some(cmd),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        let mut commits = Vec::new();
+        let mut flushes = Vec::new();
+        let mut shutdown = false;
+        for cmd in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            match cmd {
+                Command::Commit(writes, reply) => commits.push((writes, reply)),
+                Command::Flush(reply) => flushes.push(reply),
+                Command::Shutdown => shutdown = true,
+            }
+        }
+        if *inner.fenced.borrow() {
+            for (_, reply) in commits {
+                let _ = reply.send(Err(StorageError::Fenced {
+                    mine: inner.fence.epoch(),
+                    current: inner.fence.current().unwrap_or(0),
+                }));
+            }
+        } else if !commits.is_empty() || last_tick.elapsed() >= inner.config.tick {
+            // An empty group still advances time, so idle tables never stall
+            // readers and read policies keep moving.
+            inner.commit_group(&mut log, commits);
+            last_tick = Instant::now();
+        }
+        let booted = inner.booted.load(Ordering::SeqCst);
+        let due = last_flush.elapsed() >= inner.config.flush_interval
+            || inner.pending_bytes() >= inner.config.flush_bytes;
+        if !flushes.is_empty() || (booted && due && !*inner.fenced.borrow()) {
+            let result = inner.flush(&mut log);
+            if let Err(e) = &result {
+                inner.note_error(e);
+                tracing::error!(error = %e, "flushing table writes failed");
+            }
+            last_flush = Instant::now();
+            for reply in flushes {
+                let _ = reply.send(match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(clone_error(e)),
+                });
+            }
+        }
+        if shutdown {
+            return;
+        }
+    }
+}
+
+fn run_maintenance(inner: Weak<Inner>) {
+    loop {
+        let Some(inner) = inner.upgrade() else { return };
+        if inner.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let tick = inner.config.tick;
+        if !*inner.fenced.borrow() {
+            if let Err(e) = inner.fence.check() {
+                inner.note_error(&e);
+            }
+            let collections: Vec<Arc<Collection>> =
+                inner.collections.read().values().cloned().collect();
+            for c in collections {
+                c.advance_since();
+                if inner.booted.load(Ordering::SeqCst)
+                    && let Err(e) = c.maybe_compact(inner.config.max_parts)
+                {
+                    inner.note_error(&e);
+                    tracing::warn!(id = %c.id, error = %e, "compaction failed");
+                }
+            }
+        }
+        drop(inner);
+        std::thread::sleep(tick);
+    }
+}

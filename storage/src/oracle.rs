@@ -1,0 +1,200 @@
+//! The durable timestamp oracle.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use freshet_repr::Timestamp;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::consensus::{CasResult, SeqNo, VersionedData};
+use crate::epoch::Fence;
+use crate::error::{Result, StorageError};
+
+/// Consensus key holding the oracle's persisted upper bound.
+pub const ORACLE_KEY: &str = "oracle";
+
+/// How far ahead of the last handed-out timestamp the oracle persists, so
+/// that only one write in this many milliseconds of time needs an fsync.
+pub const ALLOCATION_BLOCK_MS: u64 = 5_000;
+
+#[derive(Serialize, Deserialize)]
+struct PersistedOracle {
+    epoch: u64,
+    /// No timestamp at or above this was ever handed out.
+    upper: Timestamp,
+}
+
+#[derive(Debug)]
+struct OracleState {
+    last_write: Timestamp,
+    read_ts: Timestamp,
+    persisted_upper: Timestamp,
+    seqno: Option<SeqNo>,
+}
+
+/// Hands out write timestamps (milliseconds, strictly increasing, never
+/// reused across restarts) and tracks the read timestamp at which every
+/// acknowledged write is visible.
+///
+/// Timestamps are allocated ahead in blocks: the oracle durably records an
+/// upper bound `ALLOCATION_BLOCK_MS` past what it hands out, so a restart
+/// resumes above anything handed out before, even if the wall clock went
+/// backwards.
+pub struct TimestampOracle {
+    fence: Fence,
+    state: Mutex<OracleState>,
+    now: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn wall_clock_ms() -> Timestamp {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as Timestamp)
+        .unwrap_or(0)
+}
+
+impl std::fmt::Debug for TimestampOracle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimestampOracle")
+            .field("state", &*self.state.lock())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TimestampOracle {
+    /// Open the oracle, resuming at or above `max(persisted, min_ts, now)`.
+    pub fn open(
+        fence: Fence,
+        min_ts: Timestamp,
+        now: Arc<dyn Fn() -> Timestamp + Send + Sync>,
+    ) -> Result<Self> {
+        let consensus = Arc::clone(fence.consensus());
+        let head = consensus.head(ORACLE_KEY)?;
+        let persisted = match &head {
+            Some(v) => {
+                let p: PersistedOracle = serde_json::from_slice(&v.data)
+                    .map_err(|e| StorageError::Corruption(format!("oracle state: {e}")))?;
+                if p.epoch > fence.epoch() {
+                    return Err(StorageError::Fenced {
+                        mine: fence.epoch(),
+                        current: p.epoch,
+                    });
+                }
+                p.upper
+            }
+            None => 0,
+        };
+        let start = persisted.max(min_ts).max(now());
+        let oracle = TimestampOracle {
+            fence,
+            state: Mutex::new(OracleState {
+                last_write: start,
+                read_ts: start,
+                persisted_upper: 0,
+                seqno: head.map(|v| v.seqno),
+            }),
+            now,
+        };
+        oracle.persist(&mut oracle.state.lock(), start + ALLOCATION_BLOCK_MS)?;
+        tracing::info!(start, persisted, min_ts, "timestamp oracle resumed");
+        Ok(oracle)
+    }
+
+    fn persist(&self, state: &mut OracleState, upper: Timestamp) -> Result<()> {
+        let consensus = self.fence.consensus();
+        let data = serde_json::to_vec(&PersistedOracle {
+            epoch: self.fence.epoch(),
+            upper,
+        })
+        .map_err(|e| StorageError::Corruption(e.to_string()))?;
+        let next = state.seqno.map_or(1, |s| s + 1);
+        match consensus.compare_and_set(ORACLE_KEY, state.seqno, VersionedData { seqno: next, data })? {
+            CasResult::Committed => {
+                if let Some(s) = state.seqno {
+                    consensus.truncate(ORACLE_KEY, s + 1)?;
+                }
+                state.seqno = Some(next);
+                state.persisted_upper = upper;
+                Ok(())
+            }
+            CasResult::Mismatch(_) => {
+                self.fence.check()?;
+                Err(StorageError::Corruption(
+                    "oracle state changed under the same epoch".into(),
+                ))
+            }
+        }
+    }
+
+    /// A new write timestamp, greater than every one handed out before.
+    pub fn allocate_write_ts(&self) -> Result<Timestamp> {
+        let mut state = self.state.lock();
+        let ts = (self.now)().max(state.last_write + 1);
+        if ts >= state.persisted_upper {
+            self.persist(&mut state, ts + ALLOCATION_BLOCK_MS)?;
+        }
+        state.last_write = ts;
+        Ok(ts)
+    }
+
+    /// Record that the write at `ts` is durable and visible.
+    pub fn apply_write(&self, ts: Timestamp) {
+        let mut state = self.state.lock();
+        state.read_ts = state.read_ts.max(ts);
+    }
+
+    /// The strict-serializable read timestamp: every acknowledged write is
+    /// visible at it.
+    pub fn read_ts(&self) -> Timestamp {
+        self.state.lock().read_ts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consensus::{Consensus, FileConsensus};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn monotonic_across_restarts_even_when_clock_goes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let c: Arc<dyn Consensus> = Arc::new(FileConsensus::open(dir.path()).unwrap());
+        let clock = Arc::new(AtomicU64::new(1_000_000));
+        let now = {
+            let clock = Arc::clone(&clock);
+            Arc::new(move || clock.load(Ordering::SeqCst)) as Arc<dyn Fn() -> u64 + Send + Sync>
+        };
+        let mut last = 0;
+        for round in 0..3 {
+            let fence = Fence::acquire(Arc::clone(&c)).unwrap();
+            let oracle = TimestampOracle::open(fence, 0, Arc::clone(&now)).unwrap();
+            for _ in 0..100 {
+                let ts = oracle.allocate_write_ts().unwrap();
+                assert!(ts > last, "round {round}: {ts} <= {last}");
+                last = ts;
+                oracle.apply_write(ts);
+                assert_eq!(oracle.read_ts(), ts);
+            }
+            // The wall clock jumps back an hour before the next start.
+            clock.fetch_sub(3_600_000, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn fenced_oracle_stops_allocating_new_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let c: Arc<dyn Consensus> = Arc::new(FileConsensus::open(dir.path()).unwrap());
+        let clock = Arc::new(AtomicU64::new(1_000));
+        let now = {
+            let clock = Arc::clone(&clock);
+            Arc::new(move || clock.load(Ordering::SeqCst)) as Arc<dyn Fn() -> u64 + Send + Sync>
+        };
+        let old = TimestampOracle::open(Fence::acquire(Arc::clone(&c)).unwrap(), 0, Arc::clone(&now)).unwrap();
+        let _new = TimestampOracle::open(Fence::acquire(Arc::clone(&c)).unwrap(), 0, Arc::clone(&now)).unwrap();
+        clock.fetch_add(10 * ALLOCATION_BLOCK_MS, Ordering::SeqCst);
+        assert!(old.allocate_write_ts().unwrap_err().is_fenced());
+    }
+}

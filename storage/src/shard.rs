@@ -1,0 +1,292 @@
+//! The durable half of a collection: parts in `Blob`, state in `Consensus`.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use freshet_repr::{GlobalId, Timestamp};
+use serde::{Deserialize, Serialize};
+use timely::progress::Antichain;
+
+use crate::batch::{decode_file, encode_file, times, total_bytes};
+use crate::blob::Blob;
+use crate::consensus::{CasResult, SeqNo, VersionedData};
+use crate::epoch::Fence;
+use crate::error::{Result, StorageError};
+
+/// How many state versions accumulate before old ones are truncated.
+const TRUNCATE_EVERY: u64 = 32;
+
+/// Consensus key of a collection's shard state.
+pub(crate) fn shard_key(id: GlobalId) -> String {
+    format!("shard/{id}")
+}
+
+/// Blob key prefix of a collection's parts.
+pub(crate) fn part_prefix(id: GlobalId) -> String {
+    format!("parts/{id}/")
+}
+
+/// Metadata of one immutable part (a batch file of updates).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct PartMeta {
+    pub key: String,
+    pub rows: usize,
+    pub bytes: usize,
+    pub max_time: Timestamp,
+    /// Rows distinct, diffs positive, times all ≤ the shard's since.
+    pub consolidated: bool,
+    pub unit_diffs: bool,
+}
+
+/// The durable state of a shard, versioned in consensus.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct ShardState {
+    /// Epoch of the last process that wrote this state.
+    pub epoch: u64,
+    pub since: Antichain<Timestamp>,
+    pub upper: Antichain<Timestamp>,
+    pub parts: Vec<PartMeta>,
+}
+
+/// A shard as seen by the one process allowed to write it.
+#[derive(Debug)]
+pub(crate) struct DurableShard {
+    id: GlobalId,
+    key: String,
+    blob: Arc<dyn Blob>,
+    fence: Fence,
+    seqno: SeqNo,
+    state: ShardState,
+}
+
+impl DurableShard {
+    /// Open the shard, creating it if new, and claim it for this epoch.
+    pub fn open(id: GlobalId, blob: Arc<dyn Blob>, fence: Fence) -> Result<Self> {
+        let key = shard_key(id);
+        let consensus = Arc::clone(fence.consensus());
+        let head = consensus.head(&key)?;
+        let (seqno, state) = match head {
+            Some(v) => (v.seqno, decode_state(&v.data)?),
+            None => (
+                0,
+                ShardState {
+                    epoch: fence.epoch(),
+                    since: Antichain::from_elem(0),
+                    upper: Antichain::from_elem(0),
+                    parts: vec![],
+                },
+            ),
+        };
+        if state.epoch > fence.epoch() {
+            return Err(StorageError::Fenced {
+                mine: fence.epoch(),
+                current: state.epoch,
+            });
+        }
+        let mut shard = DurableShard {
+            id,
+            key,
+            blob,
+            fence,
+            seqno,
+            state: state.clone(),
+        };
+        if seqno == 0 || state.epoch < shard.fence.epoch() {
+            // Record our epoch so an older process's next write fails.
+            shard.commit(state)?;
+        }
+        Ok(shard)
+    }
+
+    pub fn upper(&self) -> &Antichain<Timestamp> {
+        &self.state.upper
+    }
+
+    pub fn since(&self) -> &Antichain<Timestamp> {
+        &self.state.since
+    }
+
+    pub fn parts(&self) -> &[PartMeta] {
+        &self.state.parts
+    }
+
+    fn commit(&mut self, mut next: ShardState) -> Result<()> {
+        next.epoch = self.fence.epoch();
+        let data = serde_json::to_vec(&next).map_err(|e| StorageError::Corruption(e.to_string()))?;
+        let expected = (self.seqno > 0).then_some(self.seqno);
+        let consensus = self.fence.consensus();
+        match consensus.compare_and_set(
+            &self.key,
+            expected,
+            VersionedData {
+                seqno: self.seqno + 1,
+                data,
+            },
+        )? {
+            CasResult::Committed => {
+                self.seqno += 1;
+                self.state = next;
+                if self.seqno % TRUNCATE_EVERY == 0 {
+                    consensus.truncate(&self.key, self.seqno)?;
+                }
+                Ok(())
+            }
+            CasResult::Mismatch(_) => {
+                let head = consensus.head(&self.key)?;
+                if let Some(v) = head {
+                    let theirs = decode_state(&v.data)?;
+                    if theirs.epoch > self.fence.epoch() {
+                        return Err(StorageError::Fenced {
+                            mine: self.fence.epoch(),
+                            current: theirs.epoch,
+                        });
+                    }
+                }
+                self.fence.check()?;
+                Err(StorageError::Corruption(format!(
+                    "shard {} changed under epoch {}",
+                    self.id,
+                    self.fence.epoch()
+                )))
+            }
+        }
+    }
+
+    /// Durably append `updates` (times in `[expected, new_upper)`) and advance
+    /// the upper to `new_upper`. Returns the new part, if one was written.
+    pub fn compare_and_append(
+        &mut self,
+        schema: &SchemaRef,
+        updates: &[RecordBatch],
+        expected: &Antichain<Timestamp>,
+        new_upper: Antichain<Timestamp>,
+    ) -> Result<Option<(PartMeta, Arc<RecordBatch>)>> {
+        if &self.state.upper != expected {
+            return Err(StorageError::UpperMismatch {
+                id: self.id,
+                expected: expected.clone(),
+                actual: self.state.upper.clone(),
+            });
+        }
+        if !timely::PartialOrder::less_equal(expected, &new_upper) {
+            return Err(StorageError::InvalidUsage(format!(
+                "upper of {} may not regress from {expected:?} to {new_upper:?}",
+                self.id
+            )));
+        }
+        let mut max_time = None;
+        for b in updates {
+            for &t in times(b)?.values() {
+                if !expected.less_equal(&t) || new_upper.less_equal(&t) {
+                    return Err(StorageError::InvalidUsage(format!(
+                        "update at {t} outside [{expected:?}, {new_upper:?}) for {}",
+                        self.id
+                    )));
+                }
+                max_time = max_time.max(Some(t));
+            }
+        }
+        let mut next = self.state.clone();
+        next.upper = new_upper;
+        let written = match max_time {
+            Some(max_time) => {
+                let batch = arrow::compute::concat_batches(schema, updates)?;
+                let meta = self.write_part(schema, &batch, max_time, false, false)?;
+                next.parts.push(meta.clone());
+                Some((meta, Arc::new(batch)))
+            }
+            None => None,
+        };
+        if let Err(e) = self.commit(next) {
+            if let Some((meta, _)) = &written {
+                let _ = self.blob.delete(&meta.key);
+            }
+            return Err(e);
+        }
+        Ok(written)
+    }
+
+    fn write_part(
+        &self,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+        max_time: Timestamp,
+        consolidated: bool,
+        unit_diffs: bool,
+    ) -> Result<PartMeta> {
+        let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
+        let data = encode_file(schema, std::slice::from_ref(batch))?;
+        self.blob.set(&key, &data)?;
+        Ok(PartMeta {
+            key,
+            rows: batch.num_rows(),
+            bytes: total_bytes(std::slice::from_ref(batch)),
+            max_time,
+            consolidated,
+            unit_diffs,
+        })
+    }
+
+    /// Replace `replaced` parts by `merged` (their consolidation at `since`)
+    /// and advance the durable since. Old part files are deleted afterwards.
+    pub fn compact(
+        &mut self,
+        schema: &SchemaRef,
+        replaced: &[String],
+        merged: Option<(&RecordBatch, bool, bool)>,
+        since: Antichain<Timestamp>,
+    ) -> Result<Option<(PartMeta, Arc<RecordBatch>)>> {
+        let mut next = self.state.clone();
+        next.parts.retain(|p| !replaced.contains(&p.key));
+        let written = match merged {
+            Some((batch, consolidated, unit)) if batch.num_rows() > 0 => {
+                let max_time = times(batch)?.values().iter().copied().max().unwrap_or(0);
+                let meta = self.write_part(schema, batch, max_time, consolidated, unit)?;
+                // Keep parts ordered by time: the merged part holds the oldest data.
+                next.parts.insert(0, meta.clone());
+                Some((meta, Arc::new(batch.clone())))
+            }
+            _ => None,
+        };
+        if timely::PartialOrder::less_than(&next.since, &since) {
+            next.since = since;
+        }
+        if let Err(e) = self.commit(next) {
+            if let Some((meta, _)) = &written {
+                let _ = self.blob.delete(&meta.key);
+            }
+            return Err(e);
+        }
+        for key in replaced {
+            if let Err(e) = self.blob.delete(key) {
+                tracing::warn!(%key, error = %e, "could not delete compacted part");
+            }
+        }
+        Ok(written)
+    }
+
+    /// Read a part's updates from blob storage.
+    pub fn load_part(&self, meta: &PartMeta) -> Result<Vec<RecordBatch>> {
+        let data = self.blob.get(&meta.key)?.ok_or_else(|| {
+            StorageError::Corruption(format!("part {} of {} is missing", meta.key, self.id))
+        })?;
+        decode_file(&data)
+    }
+
+}
+
+/// Delete everything stored for a shard.
+pub(crate) fn delete_shard(id: GlobalId, blob: &Arc<dyn Blob>, fence: &Fence) -> Result<()> {
+    fence.check()?;
+    fence.consensus().delete_key(&shard_key(id))?;
+    for key in blob.list_keys(&part_prefix(id))? {
+        blob.delete(&key)?;
+    }
+    Ok(())
+}
+
+/// Decode a shard state.
+pub(crate) fn decode_state(data: &[u8]) -> Result<ShardState> {
+    serde_json::from_slice(data).map_err(|e| StorageError::Corruption(format!("shard state: {e}")))
+}

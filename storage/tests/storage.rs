@@ -1,0 +1,320 @@
+//! Storage contracts: group commit, snapshot and listen, frontiers, read
+//! holds, restart and fencing.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{Array, Int64Array, UInt64Array};
+use common::*;
+use freshet_repr::GlobalId;
+use freshet_storage::{
+    CollectionKind, ListenEvent, Storage, StorageError, open_local, updates_schema,
+};
+use timely::progress::Antichain;
+
+const A: GlobalId = GlobalId::User(1);
+const B: GlobalId = GlobalId::User(2);
+
+#[test]
+fn group_commit_is_atomic_across_tables_and_visible_at_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path(), fast_config(dir.path()));
+    let t0 = s.read_ts();
+    let t1 = s
+        .commit_blocking(vec![insert(A, &[1, 2], "x"), insert(B, &[10], "y")])
+        .unwrap();
+    assert!(t1 > t0);
+    assert_eq!(s.read_ts(), t1, "strict serializable: the ack'd write is readable");
+    let t2 = s
+        .commit_blocking(vec![delete(A, &[1], "x"), insert(B, &[11], "y")])
+        .unwrap();
+    assert!(t2 > t1);
+    assert_eq!(ids(&s.snapshot(A, t0).unwrap()), Vec::<i64>::new());
+    assert_eq!(ids(&s.snapshot(A, t1).unwrap()), vec![1, 2]);
+    assert_eq!(ids(&s.snapshot(B, t1).unwrap()), vec![10]);
+    assert_eq!(ids(&s.snapshot(A, t2).unwrap()), vec![2]);
+    assert_eq!(ids(&s.snapshot(B, t2).unwrap()), vec![10, 11]);
+    // A time beyond the upper is not readable yet.
+    let (_, upper) = s.frontiers(A).unwrap();
+    let u = *upper.as_option().unwrap();
+    assert!(matches!(
+        s.snapshot(A, u),
+        Err(StorageError::InvalidReadTime { .. })
+    ));
+}
+
+#[test]
+fn retracting_a_missing_row_is_an_internal_error_not_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path(), fast_config(dir.path()));
+    let t = s.commit_blocking(vec![delete(A, &[7], "z")]).unwrap();
+    assert!(matches!(
+        s.snapshot(A, t),
+        Err(StorageError::NegativeMultiplicity { .. })
+    ));
+}
+
+#[test]
+fn idle_tables_advance_with_every_group_and_with_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path(), fast_config(dir.path()));
+    let t = s.commit_blocking(vec![insert(A, &[1], "x")]).unwrap();
+    let (_, upper_b) = s.frontiers(B).unwrap();
+    assert!(upper_b.less_than(&(t + 1)) || upper_b == Antichain::from_elem(t + 1));
+    assert!(!upper_b.less_equal(&t), "B's upper passed the commit to A");
+    std::thread::sleep(Duration::from_millis(100));
+    let (_, later) = s.frontiers(B).unwrap();
+    assert!(
+        later.as_option() > upper_b.as_option(),
+        "ticks advance uppers without writes"
+    );
+}
+
+#[test]
+fn snapshot_plus_listen_sees_every_update_once_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path(), fast_config(dir.path()));
+    let t1 = s.commit_blocking(vec![insert(A, &[1], "x")]).unwrap();
+    let t2 = s.commit_blocking(vec![insert(A, &[2], "x")]).unwrap();
+    let mut listen = s.listen(A, t1, None).unwrap();
+    let t3 = s
+        .commit_blocking(vec![insert(A, &[3], "x"), delete(A, &[1], "x")])
+        .unwrap();
+    let mut seen = vec![];
+    let mut last_progress = 0;
+    loop {
+        match listen.try_next() {
+            Ok(ListenEvent::Updates(b)) => {
+                let ids = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+                let times = b.column(2).as_any().downcast_ref::<UInt64Array>().unwrap();
+                let diffs = b.column(3).as_any().downcast_ref::<Int64Array>().unwrap();
+                for i in 0..b.num_rows() {
+                    assert!(times.value(i) > t1);
+                    assert!(times.value(i) >= last_progress, "update behind progress");
+                    seen.push((times.value(i), ids.value(i), diffs.value(i)));
+                }
+            }
+            Ok(ListenEvent::Progress(p)) => {
+                let p = *p.as_option().unwrap();
+                assert!(p >= last_progress);
+                last_progress = p;
+                if p > t3 {
+                    break;
+                }
+            }
+            Err(false) => std::thread::sleep(Duration::from_millis(5)),
+            Err(true) => panic!("listen ended"),
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, vec![(t2, 2, 1), (t3, 1, -1), (t3, 3, 1)]);
+}
+
+#[test]
+fn since_never_passes_a_read_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path(), fast_config(dir.path()));
+    s.set_read_policy(A, freshet_storage::ReadPolicy::LagBehindUpper(0))
+        .unwrap();
+    let t = s.commit_blocking(vec![insert(A, &[1], "x")]).unwrap();
+    let hold = s.acquire_read_hold(A, t).unwrap();
+    assert_eq!(s.read_holds().iter().filter(|h| h.id == A).count(), 1);
+    s.commit_blocking(vec![delete(A, &[1], "x")]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let (since, _) = s.frontiers(A).unwrap();
+    assert_eq!(since, Antichain::from_elem(t), "since stops at the hold");
+    assert_eq!(ids(&s.snapshot(A, t).unwrap()), vec![1]);
+    drop(hold);
+    assert!(s.read_holds().iter().all(|h| h.id != A));
+    std::thread::sleep(Duration::from_millis(200));
+    let (since, _) = s.frontiers(A).unwrap();
+    assert!(since.as_option() > Some(&t), "since advances once released");
+    assert!(matches!(
+        s.snapshot(A, t),
+        Err(StorageError::InvalidReadTime { .. })
+    ));
+    assert!(s.acquire_read_hold(A, t).is_err());
+}
+
+#[test]
+fn acknowledged_writes_survive_restart_before_and_after_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = fast_config(dir.path());
+    cfg.flush_interval = Duration::from_secs(3600);
+    let (t1, t2) = {
+        let s = open(dir.path(), cfg.clone());
+        let t1 = s.commit_blocking(vec![insert(A, &[1, 2], "x")]).unwrap();
+        s.flush_blocking().unwrap();
+        let t2 = s
+            .commit_blocking(vec![insert(A, &[3], "x"), insert(B, &[4], "y")])
+            .unwrap();
+        (t1, t2)
+        // Dropped without a flush: t2 lives only in the log.
+    };
+    let s = open(dir.path(), cfg.clone());
+    assert!(s.read_ts() > t2, "the oracle resumes above every handed-out time");
+    let now = s.read_ts();
+    assert_eq!(ids(&s.snapshot(A, now).unwrap()), vec![1, 2, 3]);
+    assert_eq!(ids(&s.snapshot(B, now).unwrap()), vec![4]);
+    let _ = t1;
+    let t3 = s.commit_blocking(vec![insert(A, &[5], "x")]).unwrap();
+    drop(s);
+    let s = open(dir.path(), cfg);
+    assert!(s.read_ts() > t3);
+    assert_eq!(ids(&s.snapshot(A, s.read_ts()).unwrap()), vec![1, 2, 3, 5]);
+}
+
+#[test]
+fn compaction_keeps_contents_and_bounds_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = fast_config(dir.path());
+    cfg.max_parts = 3;
+    let s = open(dir.path(), cfg);
+    s.set_read_policy(A, freshet_storage::ReadPolicy::LagBehindUpper(0))
+        .unwrap();
+    let mut expect = vec![];
+    for i in 0..20 {
+        s.commit_blocking(vec![insert(A, &[i], "x")]).unwrap();
+        expect.push(i);
+        if i % 3 == 0 {
+            s.commit_blocking(vec![delete(A, &[i], "x")]).unwrap();
+            expect.retain(|x| *x != i);
+        }
+        s.flush_blocking().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let info = s.collections().into_iter().find(|c| c.id == A).unwrap();
+    assert!(info.parts <= 4, "parts: {}", info.parts);
+    assert_eq!(ids(&s.snapshot(A, s.read_ts()).unwrap()), expect);
+}
+
+#[test]
+fn a_newer_process_fences_the_older_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = open(dir.path(), fast_config(dir.path()));
+    let t = old.commit_blocking(vec![insert(A, &[1], "x")]).unwrap();
+    let mut fenced = old.fenced();
+    let new = open(dir.path(), fast_config(dir.path()));
+    let err = old.commit_blocking(vec![insert(A, &[2], "x")]).unwrap_err();
+    assert!(err.is_fenced(), "{err}");
+    assert!(*fenced.borrow_and_update());
+    // The new process has every acknowledged write and none of the refused.
+    assert!(new.read_ts() > t);
+    assert_eq!(ids(&new.snapshot(A, new.read_ts()).unwrap()), vec![1]);
+    drop(old);
+    drop(new);
+    let again = open(dir.path(), fast_config(dir.path()));
+    assert_eq!(ids(&again.snapshot(A, again.read_ts()).unwrap()), vec![1]);
+}
+
+#[test]
+fn materialized_collections_append_with_compare_and_set_uppers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (blob, fence) = open_local(dir.path()).unwrap();
+    let s = Storage::open(blob, fence, fast_config(dir.path())).unwrap();
+    let mv = GlobalId::User(9);
+    s.create_collection(mv, schema(), CollectionKind::Materialized)
+        .unwrap();
+    s.finish_boot().unwrap();
+    let mut listen = s.listen(mv, 0, None).unwrap();
+    let updates = |ids: &[i64], t: u64| {
+        let data = rows(ids, "m");
+        let mut cols = data.columns().to_vec();
+        cols.push(Arc::new(UInt64Array::from(vec![t; ids.len()])));
+        cols.push(Arc::new(Int64Array::from(vec![1i64; ids.len()])));
+        arrow::array::RecordBatch::try_new(updates_schema(&schema()), cols).unwrap()
+    };
+    s.compare_and_append(
+        mv,
+        &[updates(&[1], 5)],
+        &Antichain::from_elem(0),
+        Antichain::from_elem(10),
+    )
+    .unwrap();
+    let err = s
+        .compare_and_append(
+            mv,
+            &[updates(&[2], 12)],
+            &Antichain::from_elem(0),
+            Antichain::from_elem(20),
+        )
+        .unwrap_err();
+    assert!(matches!(err, StorageError::UpperMismatch { .. }));
+    // Updates outside [expected, new_upper) are refused.
+    assert!(
+        s.compare_and_append(
+            mv,
+            &[updates(&[2], 25)],
+            &Antichain::from_elem(10),
+            Antichain::from_elem(20),
+        )
+        .is_err()
+    );
+    assert_eq!(ids(&s.snapshot(mv, 9).unwrap()), vec![1]);
+    assert!(s.snapshot(mv, 10).is_err(), "10 is not complete yet");
+    let mut events = vec![];
+    while let Ok(e) = listen.try_next() {
+        events.push(e);
+    }
+    assert!(matches!(events.last(), Some(ListenEvent::Progress(p)) if p == &Antichain::from_elem(10)));
+    // Sealing: the empty antichain means no more updates ever.
+    s.compare_and_append(mv, &[], &Antichain::from_elem(10), Antichain::new())
+        .unwrap();
+    assert_eq!(s.frontiers(mv).unwrap().1, Antichain::new());
+}
+
+#[test]
+fn dropping_a_collection_deletes_its_shard_and_ends_listeners() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path(), fast_config(dir.path()));
+    s.commit_blocking(vec![insert(A, &[1], "x")]).unwrap();
+    s.flush_blocking().unwrap();
+    let mut listen = s.listen(A, s.read_ts(), None).unwrap();
+    s.drop_collection(A).unwrap();
+    loop {
+        match listen.try_next() {
+            Err(true) => break,
+            _ => continue,
+        }
+    }
+    assert!(matches!(
+        s.snapshot(A, s.read_ts()),
+        Err(StorageError::UnknownCollection(_))
+    ));
+    assert!(!dir.path().join("consensus/shard/u1/e-00000000000000000001").exists());
+    let parts = std::fs::read_dir(dir.path().join("blob/parts/u1"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(parts, 0);
+}
+
+#[test]
+fn concurrent_writers_share_group_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(open(dir.path(), fast_config(dir.path())));
+    let threads: Vec<_> = (0..16)
+        .map(|w| {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                (0..20)
+                    .map(|i| {
+                        s.commit_blocking(vec![insert(A, &[w * 1000 + i], "c")])
+                            .unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut all_ts = vec![];
+    for t in threads {
+        all_ts.extend(t.join().unwrap());
+    }
+    let distinct: std::collections::BTreeSet<_> = all_ts.iter().collect();
+    assert!(
+        distinct.len() < all_ts.len(),
+        "some writers should share a group commit timestamp"
+    );
+    assert_eq!(s.snapshot(A, s.read_ts()).unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 320);
+}
