@@ -1,0 +1,220 @@
+//! The catalog: state plus its durable log of committed diffs.
+
+use std::sync::Arc;
+
+use freshet_repr::GlobalId;
+use freshet_storage::{CasResult, Consensus, Fence, SeqNo, StorageError, VersionedData};
+use serde::{Deserialize, Serialize};
+
+use crate::diff::{CatalogDiff, Change};
+use crate::error::CatalogError;
+use crate::objects::CatalogObject;
+use crate::state::CatalogState;
+use crate::transact::{Op, transact};
+
+/// Consensus key of the catalog log.
+pub const CATALOG_KEY: &str = "catalog";
+
+/// Name of the database every fresh data directory starts with.
+pub const DEFAULT_DATABASE: &str = "freshet";
+
+/// Rewrite the log as one snapshot once it holds this many entries.
+const SNAPSHOT_AFTER: usize = 256;
+
+#[derive(Serialize, Deserialize)]
+enum LogEntry {
+    /// A process took over the catalog at this epoch.
+    Fence { epoch: u64 },
+    /// A committed transaction.
+    Diff {
+        epoch: u64,
+        next_id: u64,
+        diff: CatalogDiff,
+    },
+    /// The whole catalog (entries before it were truncated).
+    Snapshot {
+        epoch: u64,
+        next_id: u64,
+        objects: Vec<CatalogObject>,
+    },
+}
+
+impl LogEntry {
+    fn epoch(&self) -> u64 {
+        match self {
+            LogEntry::Fence { epoch }
+            | LogEntry::Diff { epoch, .. }
+            | LogEntry::Snapshot { epoch, .. } => *epoch,
+        }
+    }
+}
+
+/// The catalog: the single authority on what exists.
+///
+/// Every change is a transaction ([`Catalog::transact`]) whose committed
+/// diff is appended to a log in [`Consensus`] by compare-and-set before the
+/// transaction returns; opening the catalog replays that log and appends a
+/// fence entry, so an older process's next commit fails.
+#[derive(Debug)]
+pub struct Catalog {
+    consensus: Arc<dyn Consensus>,
+    fence: Fence,
+    seqno: Option<SeqNo>,
+    state: Arc<CatalogState>,
+}
+
+fn encode(entry: &LogEntry) -> Result<Vec<u8>, CatalogError> {
+    serde_json::to_vec(entry).map_err(|e| CatalogError::Corruption(e.to_string()))
+}
+
+fn decode(data: &[u8]) -> Result<LogEntry, CatalogError> {
+    serde_json::from_slice(data).map_err(|e| CatalogError::Corruption(e.to_string()))
+}
+
+impl Catalog {
+    /// Open the catalog for the process holding `fence`: replay the log,
+    /// fence older processes, and on first boot create the default database
+    /// `freshet` with schema `public`.
+    pub fn open(fence: Fence) -> Result<Catalog, CatalogError> {
+        let consensus = Arc::clone(fence.consensus());
+        let entries = consensus.scan(CATALOG_KEY, 0)?;
+        let mut state = CatalogState::default();
+        let mut seqno = None;
+        let n_entries = entries.len();
+        for v in entries {
+            let entry = decode(&v.data)?;
+            if entry.epoch() > fence.epoch() {
+                return Err(StorageError::Fenced {
+                    mine: fence.epoch(),
+                    current: entry.epoch(),
+                }
+                .into());
+            }
+            match entry {
+                LogEntry::Fence { .. } => {}
+                LogEntry::Diff { next_id, diff, .. } => {
+                    state.apply(&diff)?;
+                    state.next_id = next_id;
+                }
+                LogEntry::Snapshot {
+                    next_id, objects, ..
+                } => {
+                    state = CatalogState::default();
+                    state.apply(&CatalogDiff {
+                        changes: objects.into_iter().map(Change::Added).collect(),
+                    })?;
+                    state.next_id = next_id;
+                }
+            }
+            seqno = Some(v.seqno);
+        }
+        let mut catalog = Catalog {
+            consensus,
+            fence,
+            seqno,
+            state: Arc::new(state),
+        };
+        if n_entries >= SNAPSHOT_AFTER {
+            catalog.write_snapshot()?;
+        } else {
+            let epoch = catalog.fence.epoch();
+            catalog.append(LogEntry::Fence { epoch })?;
+        }
+        if n_entries == 0 {
+            catalog.transact(vec![Op::CreateDatabase {
+                name: DEFAULT_DATABASE.into(),
+            }])?;
+            tracing::info!("initialized a new catalog with database \"{DEFAULT_DATABASE}\"");
+        }
+        tracing::info!(
+            entries = n_entries,
+            items = catalog.state.items().count(),
+            "catalog opened"
+        );
+        Ok(catalog)
+    }
+
+    fn write_snapshot(&mut self) -> Result<(), CatalogError> {
+        let objects = self
+            .state
+            .as_diff_from_empty()
+            .changes
+            .into_iter()
+            .filter_map(|c| match c {
+                Change::Added(o) => Some(o),
+                _ => None,
+            })
+            .collect();
+        let entry = LogEntry::Snapshot {
+            epoch: self.fence.epoch(),
+            next_id: self.state.next_id,
+            objects,
+        };
+        self.append(entry)?;
+        if let Some(s) = self.seqno {
+            self.consensus.truncate(CATALOG_KEY, s)?;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, entry: LogEntry) -> Result<(), CatalogError> {
+        let next = self.seqno.map_or(1, |s| s + 1);
+        match self.consensus.compare_and_set(
+            CATALOG_KEY,
+            self.seqno,
+            VersionedData {
+                seqno: next,
+                data: encode(&entry)?,
+            },
+        )? {
+            CasResult::Committed => {
+                self.seqno = Some(next);
+                Ok(())
+            }
+            CasResult::Mismatch(_) => {
+                // Someone else appended: only a newer epoch may do that.
+                for v in self.consensus.scan(CATALOG_KEY, next)? {
+                    let theirs = decode(&v.data)?.epoch();
+                    if theirs > self.fence.epoch() {
+                        return Err(StorageError::Fenced {
+                            mine: self.fence.epoch(),
+                            current: theirs,
+                        }
+                        .into());
+                    }
+                }
+                self.fence.check()?;
+                Err(CatalogError::Corruption(
+                    "catalog log changed under this process's epoch".into(),
+                ))
+            }
+        }
+    }
+
+    /// The current state (cheap to clone and hold while planning).
+    pub fn state(&self) -> Arc<CatalogState> {
+        Arc::clone(&self.state)
+    }
+
+    /// The epoch this catalog writes under.
+    pub fn epoch(&self) -> u64 {
+        self.fence.epoch()
+    }
+
+    /// Validate and durably commit `ops` as one transaction. Returns the
+    /// committed diff and the ids of objects created, in order. Nothing is
+    /// changed if any op fails or the log append fails.
+    pub fn transact(&mut self, ops: Vec<Op>) -> Result<(CatalogDiff, Vec<GlobalId>), CatalogError> {
+        let (next, diff, created) = transact(&self.state, ops)?;
+        if diff.is_empty() {
+            return Ok((diff, created));
+        }
+        self.append(LogEntry::Diff {
+            epoch: self.fence.epoch(),
+            next_id: next.next_id,
+            diff: diff.clone(),
+        })?;
+        self.state = Arc::new(next);
+        Ok((diff, created))
+    }
+}

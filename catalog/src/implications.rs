@@ -1,0 +1,105 @@
+//! What a committed diff implies for storage and compute.
+//!
+//! The sequencer applies these in order after every DDL, and boot applies
+//! them for the whole catalog as one diff from empty; storage and compute
+//! learn about maintained objects in no other way.
+
+use freshet_repr::{GlobalId, RelationDesc};
+
+use crate::diff::{CatalogDiff, Change};
+use crate::objects::{CatalogObject, Item, ItemKind};
+
+/// One action storage or compute must take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Implication {
+    /// Stop a sink export.
+    DropSinkExport(GlobalId),
+    /// Tear down a materialized view's or index's dataflow.
+    DropDataflow(GlobalId),
+    /// Unregister a collection and delete its shard.
+    DropCollection(GlobalId),
+    /// Register a table's (or source's) storage collection.
+    CreateTableCollection {
+        /// The table.
+        id: GlobalId,
+        /// Its columns.
+        desc: RelationDesc,
+    },
+    /// Register a materialized view's output collection.
+    CreateMaterializedCollection {
+        /// The materialized view.
+        id: GlobalId,
+        /// Its columns.
+        desc: RelationDesc,
+    },
+    /// Install a materialized view's or index's dataflow.
+    InstallDataflow(GlobalId),
+    /// Start a sink export.
+    ExportSink(GlobalId),
+    /// Set the default read policy of a newly created collection.
+    InitReadPolicy(GlobalId),
+}
+
+fn removed_actions(item: &Item, out: &mut [Vec<Implication>; 3]) {
+    match item.kind {
+        ItemKind::Sink => out[0].push(Implication::DropSinkExport(item.id)),
+        ItemKind::MaterializedView | ItemKind::Index => {
+            out[1].push(Implication::DropDataflow(item.id))
+        }
+        _ => {}
+    }
+    if item.kind.has_collection() {
+        out[2].push(Implication::DropCollection(item.id));
+    }
+}
+
+fn added_actions(item: &Item, out: &mut [Vec<Implication>; 5]) {
+    let desc = item.desc.clone().unwrap_or_default();
+    match item.kind {
+        ItemKind::Table | ItemKind::Source => out[0].push(Implication::CreateTableCollection {
+            id: item.id,
+            desc,
+        }),
+        ItemKind::MaterializedView => {
+            out[1].push(Implication::CreateMaterializedCollection { id: item.id, desc });
+            out[2].push(Implication::InstallDataflow(item.id));
+        }
+        ItemKind::Index => out[2].push(Implication::InstallDataflow(item.id)),
+        ItemKind::Sink => out[3].push(Implication::ExportSink(item.id)),
+        ItemKind::View => {}
+    }
+    if item.kind.has_collection() {
+        out[4].push(Implication::InitReadPolicy(item.id));
+    }
+}
+
+/// Whether replacing `old` by `new` changes what runs (not just names).
+fn changes_runtime(old: &Item, new: &Item) -> bool {
+    (old.kind.has_collection() || matches!(old.kind, ItemKind::Index | ItemKind::Sink))
+        && (old.create_sql != new.create_sql || old.desc != new.desc || old.kind != new.kind)
+}
+
+/// The ordered actions a committed diff implies: removals first (sinks,
+/// then dataflows, then collections), then additions in the order of
+/// ARCHITECTURE.md (table and source collections, materialized-view
+/// collections, dataflows, sink exports, read policies). Renames imply
+/// nothing: storage and compute know objects only by id.
+pub fn implications(diff: &CatalogDiff) -> Vec<Implication> {
+    let mut removed: [Vec<Implication>; 3] = Default::default();
+    let mut added: [Vec<Implication>; 5] = Default::default();
+    for change in &diff.changes {
+        match change {
+            Change::Removed(CatalogObject::Item(item)) => removed_actions(item, &mut removed),
+            Change::Added(CatalogObject::Item(item)) => added_actions(item, &mut added),
+            Change::Updated {
+                old: CatalogObject::Item(old),
+                new: CatalogObject::Item(new),
+            } if changes_runtime(old, new) => {
+                removed_actions(old, &mut removed);
+                added_actions(new, &mut added);
+            }
+            _ => {}
+        }
+    }
+    removed.into_iter().chain(added).flatten().collect()
+}

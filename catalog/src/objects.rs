@@ -1,0 +1,144 @@
+//! The objects the catalog keeps.
+
+use freshet_repr::{GlobalId, RelationDesc};
+use serde::{Deserialize, Serialize};
+
+/// A database: a namespace of schemas.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Database {
+    /// Stable id.
+    pub id: GlobalId,
+    /// Postgres-visible object id.
+    pub oid: u32,
+    /// Name, unique among databases.
+    pub name: String,
+}
+
+/// A schema: a namespace of items inside a database.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schema {
+    /// Stable id.
+    pub id: GlobalId,
+    /// Postgres-visible object id.
+    pub oid: u32,
+    /// The database it belongs to.
+    pub database_id: GlobalId,
+    /// Name, unique within the database.
+    pub name: String,
+}
+
+/// What kind of relation or object an item is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ItemKind {
+    /// A table written with INSERT/UPDATE/DELETE/COPY.
+    Table,
+    /// A named query, inlined where used.
+    View,
+    /// A query whose results are maintained incrementally and persisted.
+    MaterializedView,
+    /// An in-memory arrangement of a relation.
+    Index,
+    /// Data ingested from outside.
+    Source,
+    /// Data exported to outside.
+    Sink,
+}
+
+impl ItemKind {
+    /// The word users see (`SHOW`, error messages).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ItemKind::Table => "table",
+            ItemKind::View => "view",
+            ItemKind::MaterializedView => "materialized view",
+            ItemKind::Index => "index",
+            ItemKind::Source => "source",
+            ItemKind::Sink => "sink",
+        }
+    }
+
+    /// Whether the item has a storage collection of its own.
+    pub fn has_collection(&self) -> bool {
+        matches!(
+            self,
+            ItemKind::Table | ItemKind::MaterializedView | ItemKind::Source
+        )
+    }
+}
+
+/// A table column's default, as SQL text (e.g. `0`, `'x'`, `now()`).
+pub type DefaultExpr = Option<String>;
+
+/// A catalog item: a relation or other named object inside a schema.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Item {
+    /// Stable id; storage and compute know the item only by it.
+    pub id: GlobalId,
+    /// Postgres-visible object id.
+    pub oid: u32,
+    /// The schema the item lives in.
+    pub schema_id: GlobalId,
+    /// Name, unique among the schema's items.
+    pub name: String,
+    /// What the item is.
+    pub kind: ItemKind,
+    /// The definition, with every relation reference resolved to an id (the
+    /// planner's canonical form), so boot never re-resolves names.
+    pub create_sql: String,
+    /// The relation's columns, for items that are relations.
+    pub desc: Option<RelationDesc>,
+    /// Items this one reads from directly (its dependencies).
+    pub references: Vec<GlobalId>,
+    /// Kind-specific details.
+    pub details: ItemDetails,
+}
+
+/// Kind-specific parts of an item's definition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ItemDetails {
+    /// Table column defaults, by column position.
+    Table {
+        /// Default expression per column.
+        defaults: Vec<DefaultExpr>,
+    },
+    /// Nothing beyond the SQL.
+    View,
+    /// A materialized view's written plan and the time its dataflow starts.
+    MaterializedView {
+        /// The serialized dataflow plan (format defined by the planner).
+        plan: Option<String>,
+        /// The committed `as_of` of its first hydration.
+        as_of: Option<u64>,
+    },
+    /// The indexed relation and its key expressions (SQL text).
+    Index {
+        /// The relation indexed.
+        on: GlobalId,
+        /// Key expressions.
+        keys: Vec<String>,
+    },
+    /// Reserved for sources and sinks.
+    Other,
+}
+
+/// Any object the catalog holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CatalogObject {
+    /// A database.
+    Database(Database),
+    /// A schema.
+    Schema(Schema),
+    /// An item.
+    Item(Item),
+}
+
+impl CatalogObject {
+    /// The object's id.
+    pub fn id(&self) -> GlobalId {
+        match self {
+            CatalogObject::Database(d) => d.id,
+            CatalogObject::Schema(s) => s.id,
+            CatalogObject::Item(i) => i.id,
+        }
+    }
+}
