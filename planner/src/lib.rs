@@ -1,1 +1,31 @@
-//! placeholder
+//! Planning for Freshet: SQL text to statement plans.
+//!
+//! Statements are parsed with sqlparser ([`parse`]), their relation names
+//! resolved to catalog ids ([`resolve`]), and queries planned by DataFusion
+//! over [`provider::PlanningContext`] with a Postgres type layer
+//! ([`freshet_repr::PgType`], [`rules`]).
+
+pub mod engine;
+pub mod error;
+pub mod parse;
+pub mod pgtext;
+pub mod provider;
+pub mod resolve;
+pub mod rules;
+pub mod system;
+pub mod types;
+
+pub use error::{PlanError, Result, SqlStateError};
+pub use provider::{CollectionReader, QueryBinding, ReadContext};
+pub use resolve::SessionInfo;
+pub mod ddl;
+pub mod dml;
+pub mod misc;
+pub mod naming;
+pub mod plan;
+pub mod query;
+pub mod statement;
+
+pub use plan::{CopyFormat, CopyFromPlan, CopyOptions, ExplainKind, Plan, QueryPlan, SetValue, WriteKind, WritePlan};
+pub use query::StatementContext;
+pub use statement::plan_statement;

@@ -1,0 +1,448 @@
+//! Planning DDL: CREATE, DROP, ALTER ... RENAME.
+
+use std::collections::BTreeSet;
+
+use datafusion::logical_expr::ExprSchemable;
+use datafusion::sql::sqlparser::ast::{
+    self, ColumnOption, CreateTable, CreateView, ObjectName, ObjectType, SchemaName,
+};
+use freshet_catalog::{ItemDef, ItemDetails, ItemKind};
+use freshet_repr::{ColumnDesc, GlobalId, RelationDesc};
+
+use crate::error::{PlanError, Result};
+use crate::parse::{ObjectKind, normalize_ident, normalize_name};
+use crate::plan::Plan;
+use crate::query::{StatementContext, plan_query};
+use crate::resolve::{Resolved, quote_if_needed};
+use crate::types::pg_type_of;
+
+/// `CREATE DATABASE`.
+pub fn create_database(name: &ObjectName, if_not_exists: bool) -> Result<Plan> {
+    let parts = normalize_name(name)?;
+    let [name] = parts.as_slice() else {
+        return Err(PlanError::Syntax(format!("improper database name: {name}")));
+    };
+    Ok(Plan::CreateDatabase {
+        name: name.clone(),
+        if_not_exists,
+    })
+}
+
+/// `CREATE SCHEMA`.
+pub fn create_schema(
+    cx: &StatementContext,
+    name: &SchemaName,
+    if_not_exists: bool,
+) -> Result<Plan> {
+    let SchemaName::Simple(name) = name else {
+        return Err(PlanError::unsupported("CREATE SCHEMA ... AUTHORIZATION"));
+    };
+    let parts = normalize_name(name)?;
+    let resolver = cx.resolver();
+    let (db, schema) = match parts.as_slice() {
+        [schema] => (resolver.database()?, schema.clone()),
+        [db, schema] => (
+            cx.catalog
+                .database_by_name(db)
+                .ok_or_else(|| PlanError::UnknownDatabase(db.clone()))?,
+            schema.clone(),
+        ),
+        _ => return Err(PlanError::Syntax(format!("improper schema name: {name}"))),
+    };
+    if crate::system::SYSTEM_SCHEMAS.contains(&schema.as_str()) || schema.starts_with("pg_") {
+        return Err(PlanError::InvalidParameter(format!(
+            "unacceptable schema name \"{schema}\": the prefix \"pg_\" and built-in schema names are reserved"
+        )));
+    }
+    Ok(Plan::CreateSchema {
+        database_id: db.id,
+        name: schema,
+        if_not_exists,
+    })
+}
+
+/// `CREATE TABLE`.
+pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
+    if ct.temporary {
+        return Err(PlanError::unsupported("CREATE TEMPORARY TABLE"));
+    }
+    if ct.query.is_some() {
+        return Err(PlanError::unsupported("CREATE TABLE ... AS"));
+    }
+    if ct.like.is_some() || ct.clone.is_some() {
+        return Err(PlanError::unsupported("CREATE TABLE ... LIKE"));
+    }
+    if ct.or_replace {
+        return Err(PlanError::unsupported("CREATE OR REPLACE TABLE"));
+    }
+    if let Some(c) = ct.constraints.first() {
+        return Err(PlanError::unsupported(format!("table constraint {c}")));
+    }
+    if ct.columns.is_empty() {
+        return Err(PlanError::unsupported("a table without columns"));
+    }
+    let resolver = cx.resolver();
+    let (schema, name) = resolver.create_target(&ct.name)?;
+    let mut columns = Vec::new();
+    let mut defaults = Vec::new();
+    let mut seen = BTreeSet::new();
+    let pc = cx.planning();
+    for def in &ct.columns {
+        let col_name = normalize_ident(&def.name);
+        if !seen.insert(col_name.clone()) {
+            return Err(PlanError::DuplicateColumn(col_name));
+        }
+        let ty = pg_type_of(&def.data_type)?;
+        let mut nullable = true;
+        let mut default = None;
+        for opt in &def.options {
+            match &opt.option {
+                ColumnOption::Null => nullable = true,
+                ColumnOption::NotNull => nullable = false,
+                ColumnOption::Default(expr) => {
+                    // The default must plan and cast to the column's type.
+                    let sql = expr.to_string();
+                    let planned = pc.plan_scalar_sql(&sql)?;
+                    planned
+                        .cast_to(&ty.arrow_type(), &datafusion::common::DFSchema::empty())
+                        .map_err(|_| {
+                            PlanError::DatatypeMismatch(format!(
+                                "column \"{col_name}\" is of type {} but default expression is not",
+                                ty.sql_name()
+                            ))
+                        })?;
+                    default = Some(sql);
+                }
+                other => {
+                    return Err(PlanError::unsupported(format!(
+                        "column option {other}"
+                    )));
+                }
+            }
+        }
+        columns.push(ColumnDesc {
+            name: col_name,
+            ty,
+            nullable,
+        });
+        defaults.push(default);
+    }
+    let desc = RelationDesc::new(columns);
+    let create_sql = table_sql(&name, &desc, &defaults);
+    Ok(Plan::CreateItem {
+        def: ItemDef {
+            schema_id: schema.id,
+            name,
+            kind: ItemKind::Table,
+            create_sql,
+            desc: Some(desc),
+            references: vec![],
+            details: ItemDetails::Table { defaults },
+        },
+        if_not_exists: ct.if_not_exists,
+        replace: None,
+    })
+}
+
+/// Canonical `CREATE TABLE` text for a table.
+pub fn table_sql(name: &str, desc: &RelationDesc, defaults: &[Option<String>]) -> String {
+    let cols: Vec<String> = desc
+        .columns
+        .iter()
+        .zip(defaults.iter().chain(std::iter::repeat(&None)))
+        .map(|(c, d)| {
+            let mut s = format!("{} {}", quote_if_needed(&c.name), c.ty.sql_name());
+            if let Some(d) = d {
+                s.push_str(&format!(" DEFAULT {d}"));
+            }
+            if !c.nullable {
+                s.push_str(" NOT NULL");
+            }
+            s
+        })
+        .collect();
+    format!("CREATE TABLE {} ({})", quote_if_needed(name), cols.join(", "))
+}
+
+/// `CREATE [OR REPLACE] VIEW`.
+pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
+    if cv.materialized {
+        return Err(PlanError::unsupported("CREATE MATERIALIZED VIEW"));
+    }
+    if cv.temporary {
+        return Err(PlanError::unsupported("CREATE TEMPORARY VIEW"));
+    }
+    let resolver = cx.resolver();
+    let (schema, name) = resolver.create_target(&cv.name)?;
+    let mut query = (*cv.query).clone();
+    let refs = resolver.rewrite(&mut query)?;
+    let plan = plan_query(cx, &query)?;
+    let mut names: Vec<String> = plan.desc.columns.iter().map(|c| c.name.clone()).collect();
+    if !cv.columns.is_empty() {
+        if cv.columns.len() > names.len() {
+            return Err(PlanError::InvalidDefinition(
+                "CREATE VIEW specifies more column names than columns".into(),
+            ));
+        }
+        for (slot, c) in names.iter_mut().zip(&cv.columns) {
+            *slot = normalize_ident(&c.name);
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for n in &names {
+        if !seen.insert(n) {
+            return Err(PlanError::DuplicateColumn(n.clone()));
+        }
+    }
+    let desc = RelationDesc::new(
+        plan.desc
+            .columns
+            .iter()
+            .zip(&names)
+            .map(|(c, n)| ColumnDesc {
+                name: n.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+            })
+            .collect(),
+    );
+    let existing = cx.catalog.item_by_name(schema.id, &name);
+    let replace = match existing {
+        Some(item) if cv.or_replace => {
+            if item.kind != ItemKind::View {
+                return Err(PlanError::WrongObjectType {
+                    name: name.clone(),
+                    expected: "a view",
+                });
+            }
+            check_view_replacement(item.desc.as_ref(), &desc)?;
+            Some(item.id)
+        }
+        _ => None,
+    };
+    let create_sql = format!(
+        "CREATE VIEW {} ({}) AS {query}",
+        quote_if_needed(&name),
+        names
+            .iter()
+            .map(|n| quote_if_needed(n).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(Plan::CreateItem {
+        def: ItemDef {
+            schema_id: schema.id,
+            name,
+            kind: ItemKind::View,
+            create_sql,
+            desc: Some(desc),
+            references: refs.items.into_iter().collect(),
+            details: ItemDetails::View,
+        },
+        if_not_exists: cv.if_not_exists,
+        replace,
+    })
+}
+
+/// Postgres's rule for `CREATE OR REPLACE VIEW`: existing columns keep
+/// their names and types; new columns may only be added at the end.
+fn check_view_replacement(old: Option<&RelationDesc>, new: &RelationDesc) -> Result<()> {
+    let Some(old) = old else { return Ok(()) };
+    if new.arity() < old.arity() {
+        return Err(PlanError::InvalidDefinition(
+            "cannot drop columns from view".into(),
+        ));
+    }
+    for (o, n) in old.columns.iter().zip(&new.columns) {
+        if o.name != n.name {
+            return Err(PlanError::InvalidDefinition(format!(
+                "cannot change name of view column \"{}\" to \"{}\"",
+                o.name, n.name
+            )));
+        }
+        if o.ty != n.ty {
+            return Err(PlanError::InvalidDefinition(format!(
+                "cannot change data type of view column \"{}\" from {} to {}",
+                o.name,
+                o.ty.sql_name(),
+                n.ty.sql_name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn expected_kind(kind: ObjectKind) -> (ItemKind, &'static str) {
+    match kind {
+        ObjectKind::Table => (ItemKind::Table, "a table"),
+        ObjectKind::View => (ItemKind::View, "a view"),
+        ObjectKind::MaterializedView => (ItemKind::MaterializedView, "a materialized view"),
+        ObjectKind::Index => (ItemKind::Index, "an index"),
+        ObjectKind::Source => (ItemKind::Source, "a source"),
+        ObjectKind::Sink => (ItemKind::Sink, "a sink"),
+    }
+}
+
+/// Resolve an item that must be of `kind`; `Ok(None)` if it does not exist.
+fn lookup_kind(
+    cx: &StatementContext,
+    name: &ObjectName,
+    kind: ObjectKind,
+) -> Result<Option<GlobalId>> {
+    let resolver = cx.resolver();
+    let found = match resolver.lookup_relation(name) {
+        Ok(f) => f,
+        Err(PlanError::UnknownSchema(_)) | Err(PlanError::UnknownDatabase(_)) => None,
+        Err(e) => return Err(e),
+    };
+    match found {
+        None => Ok(None),
+        Some(Resolved::System(rel)) => Err(PlanError::Catalog(
+            freshet_catalog::CatalogError::SystemObject(rel.qualified_name()),
+        )),
+        Some(Resolved::Item(id)) => {
+            let item = cx.catalog.get_item(id)?;
+            let (want, expected) = expected_kind(kind);
+            if item.kind != want {
+                return Err(PlanError::WrongObjectType {
+                    name: item.name.clone(),
+                    expected,
+                });
+            }
+            Ok(Some(id))
+        }
+    }
+}
+
+fn missing_message(kind: ObjectKind, name: &ObjectName) -> PlanError {
+    match kind {
+        ObjectKind::Table => PlanError::UnknownRelation(name.to_string()),
+        other => PlanError::Catalog(freshet_catalog::CatalogError::UnknownItem {
+            kind: expected_kind(other).1.trim_start_matches("a ").trim_start_matches("an ").into(),
+            name: name.to_string(),
+        }),
+    }
+}
+
+/// `DROP ...`.
+pub fn drop_objects(
+    cx: &StatementContext,
+    object_type: &ObjectType,
+    names: &[ObjectName],
+    if_exists: bool,
+    cascade: bool,
+) -> Result<Plan> {
+    let mut ids = Vec::new();
+    let mut notices = Vec::new();
+    match object_type {
+        ObjectType::Database => {
+            for name in names {
+                let parts = normalize_name(name)?;
+                match cx.catalog.database_by_name(&parts.join(".")) {
+                    Some(db) if db.name == cx.session.database => {
+                        return Err(PlanError::InvalidParameter(
+                            "cannot drop the currently open database".into(),
+                        ));
+                    }
+                    Some(db) => ids.push(db.id),
+                    None if if_exists => notices.push(format!(
+                        "database \"{}\" does not exist, skipping",
+                        parts.join(".")
+                    )),
+                    None => return Err(PlanError::UnknownDatabase(parts.join("."))),
+                }
+            }
+        }
+        ObjectType::Schema => {
+            for name in names {
+                match cx.resolver().resolve_schema(name) {
+                    Ok(s) => ids.push(s.id),
+                    Err(PlanError::UnknownSchema(n)) if if_exists => {
+                        notices.push(format!("schema \"{n}\" does not exist, skipping"))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        other => {
+            let kind = match other {
+                ObjectType::Table => ObjectKind::Table,
+                ObjectType::View => ObjectKind::View,
+                ObjectType::MaterializedView => ObjectKind::MaterializedView,
+                ObjectType::Index => ObjectKind::Index,
+                other => return Err(PlanError::unsupported(format!("DROP {other}"))),
+            };
+            for name in names {
+                match lookup_kind(cx, name, kind)? {
+                    Some(id) => ids.push(id),
+                    None if if_exists => notices.push(format!(
+                        "{} \"{name}\" does not exist, skipping",
+                        expected_kind(kind).1.trim_start_matches("a ").trim_start_matches("an ")
+                    )),
+                    None => return Err(missing_message(kind, name)),
+                }
+            }
+        }
+    }
+    let ids = if cascade {
+        cx.catalog.transitive_dependents(&ids).into_iter().collect()
+    } else {
+        ids
+    };
+    Ok(Plan::Drop { ids, notices })
+}
+
+/// `ALTER <kind> name RENAME TO new`.
+pub fn rename(
+    cx: &StatementContext,
+    kind: ObjectKind,
+    name: &ObjectName,
+    new_name: &ast::Ident,
+    if_exists: bool,
+) -> Result<Plan> {
+    match lookup_kind(cx, name, kind)? {
+        Some(id) => Ok(Plan::Rename {
+            id,
+            new_name: normalize_ident(new_name),
+        }),
+        None if if_exists => Ok(Plan::Empty),
+        None => Err(missing_message(kind, name)),
+    }
+}
+
+/// The `CREATE` statement that recreates an item, with current names.
+pub fn show_create_sql(cx: &StatementContext, id: GlobalId) -> Result<String> {
+    let resolver = cx.resolver();
+    let item = cx.catalog.get_item(id)?;
+    let qualified = resolver.display_name(id);
+    match item.kind {
+        ItemKind::Table => {
+            let desc = item.desc.clone().unwrap_or_default();
+            let defaults = match &item.details {
+                ItemDetails::Table { defaults } => defaults.clone(),
+                _ => vec![],
+            };
+            let sql = table_sql(&item.name, &desc, &defaults);
+            Ok(sql.replacen(
+                &format!("CREATE TABLE {}", quote_if_needed(&item.name)),
+                &format!("CREATE TABLE {qualified}"),
+                1,
+            ))
+        }
+        _ => {
+            let mut stmts = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+                &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+                &item.create_sql,
+            )
+            .map_err(|e| PlanError::Internal(format!("stored definition does not parse: {e}")))?;
+            let mut stmt = stmts
+                .pop()
+                .ok_or_else(|| PlanError::Internal("empty definition".into()))?;
+            if let ast::Statement::CreateView(v) = &mut stmt {
+                v.name = qualified;
+            }
+            resolver.humanize(&mut stmt);
+            Ok(stmt.to_string())
+        }
+    }
+}

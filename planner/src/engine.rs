@@ -1,0 +1,54 @@
+//! The DataFusion session state every Freshet session starts from.
+
+use std::sync::Arc;
+
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::registry::FunctionRegistry;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::optimizer::AnalyzerRule;
+use datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingFunction;
+use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
+use datafusion::prelude::SessionConfig;
+
+use crate::rules::{CheckedIntegerArithmetic, IntegerLiteralTypes, PostgresTextCasts};
+
+/// A DataFusion session configured for Postgres semantics.
+pub fn new_session_state(target_partitions: usize) -> SessionState {
+    let mut config = SessionConfig::new()
+        .with_target_partitions(target_partitions.max(1))
+        .with_information_schema(false)
+        .with_create_default_catalog_and_schema(false);
+    {
+        let options = config.options_mut();
+        options.sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+        // `1.5` is numeric in Postgres, not double precision.
+        options.sql_parser.parse_float_as_decimal = true;
+        options.sql_parser.map_string_types_to_utf8view = false;
+        options.sql_parser.enable_ident_normalization = true;
+        // NULLs sort as larger than every value, as in Postgres.
+        options.sql_parser.default_null_ordering = "nulls_max".into();
+        options.execution.time_zone = Some("+00:00".into());
+    }
+    let checked = CheckedIntegerArithmetic::default();
+    let casts = PostgresTextCasts::default();
+    let mut functions = checked.functions();
+    functions.extend(casts.functions());
+    let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
+        Arc::new(IntegerLiteralTypes),
+        Arc::new(ResolveGroupingFunction::new()),
+        Arc::new(TypeCoercion::new()),
+        Arc::new(checked),
+        Arc::new(casts),
+    ];
+    let mut state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_analyzer_rules(analyzer_rules)
+        .build();
+    for f in functions {
+        state
+            .register_udf(f)
+            .expect("registering built-in functions cannot fail");
+    }
+    state
+}

@@ -1,0 +1,302 @@
+//! Parsing SQL into Freshet statements.
+//!
+//! Freshet parses with sqlparser's PostgreSQL dialect (the version DataFusion
+//! re-exports, so ASTs pass straight to its planner) and adds a thin layer
+//! for statements sqlparser does not know, such as `EXPLAIN TIMESTAMP FOR`
+//! and `ALTER VIEW ... RENAME TO`.
+
+use datafusion::sql::sqlparser::ast::{self, Ident, ObjectName};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
+use datafusion::sql::sqlparser::parser::{Parser, ParserError};
+use datafusion::sql::sqlparser::tokenizer::Token;
+
+use crate::error::{PlanError, Result};
+
+/// Deepest nesting the parser accepts before refusing the statement.
+pub const RECURSION_LIMIT: usize = 64;
+
+/// Kinds of object a Freshet-specific statement may name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    /// `TABLE`
+    Table,
+    /// `VIEW`
+    View,
+    /// `MATERIALIZED VIEW`
+    MaterializedView,
+    /// `INDEX`
+    Index,
+    /// `SOURCE`
+    Source,
+    /// `SINK`
+    Sink,
+}
+
+/// A statement as Freshet understands it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Statement {
+    /// Anything sqlparser parses.
+    Sql(Box<ast::Statement>),
+    /// `EXPLAIN TIMESTAMP FOR <select>`.
+    ExplainTimestamp(Box<ast::Statement>),
+    /// `ALTER <kind> [IF EXISTS] name RENAME TO new_name`.
+    AlterRename {
+        /// What kind of object.
+        kind: ObjectKind,
+        /// Whether a missing object is a notice rather than an error.
+        if_exists: bool,
+        /// The object.
+        name: ObjectName,
+        /// Its new (unqualified) name.
+        new_name: Ident,
+    },
+}
+
+impl std::fmt::Display for Statement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Statement::Sql(s) => write!(f, "{s}"),
+            Statement::ExplainTimestamp(s) => write!(f, "EXPLAIN TIMESTAMP FOR {s}"),
+            Statement::AlterRename {
+                kind,
+                if_exists,
+                name,
+                new_name,
+            } => write!(
+                f,
+                "ALTER {} {}{name} RENAME TO {new_name}",
+                kind.keyword(),
+                if *if_exists { "IF EXISTS " } else { "" }
+            ),
+        }
+    }
+}
+
+impl ObjectKind {
+    /// The SQL keyword(s).
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            ObjectKind::Table => "TABLE",
+            ObjectKind::View => "VIEW",
+            ObjectKind::MaterializedView => "MATERIALIZED VIEW",
+            ObjectKind::Index => "INDEX",
+            ObjectKind::Source => "SOURCE",
+            ObjectKind::Sink => "SINK",
+        }
+    }
+}
+
+/// Parse a query string holding any number of statements.
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    let dialect = PostgreSqlDialect {};
+    let mut parser = Parser::new(&dialect)
+        .with_recursion_limit(RECURSION_LIMIT)
+        .try_with_sql(sql)
+        .map_err(|e| parse_error(sql, e))?;
+    let mut out = Vec::new();
+    loop {
+        while parser.consume_token(&Token::SemiColon) {}
+        if parser.peek_token().token == Token::EOF {
+            break;
+        }
+        let stmt = parse_one(&mut parser).map_err(|e| parse_error(sql, e))?;
+        out.push(stmt);
+        let next = parser.peek_token();
+        if next.token != Token::EOF && next.token != Token::SemiColon {
+            return Err(parse_error(
+                sql,
+                ParserError::ParserError(format!(
+                    "Expected: end of statement, found: {} at Line: {}, Column: {}",
+                    next.token, next.span.start.line, next.span.start.column
+                )),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
+    if parser.parse_keywords(&[Keyword::EXPLAIN, Keyword::TIMESTAMP, Keyword::FOR]) {
+        return Ok(Statement::ExplainTimestamp(Box::new(parser.parse_statement()?)));
+    }
+    if let Some(rename) = try_alter_rename(parser)? {
+        return Ok(rename);
+    }
+    Ok(Statement::Sql(Box::new(parser.parse_statement()?)))
+}
+
+/// Recognize `ALTER <kind> [IF EXISTS] name RENAME TO new` by peeking, so
+/// that every other `ALTER` still goes to sqlparser.
+fn try_alter_rename(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    let word = |n: usize| match parser.peek_nth_token(n).token {
+        Token::Word(w) => Some(w.keyword),
+        _ => None,
+    };
+    let is_word = |n: usize, text: &str| match parser.peek_nth_token(n).token {
+        Token::Word(w) => w.quote_style.is_none() && w.value.eq_ignore_ascii_case(text),
+        _ => false,
+    };
+    if word(0) != Some(Keyword::ALTER) {
+        return Ok(None);
+    }
+    let (kind, kind_len) = match (word(1), word(2)) {
+        (Some(Keyword::TABLE), _) => (ObjectKind::Table, 1),
+        (Some(Keyword::VIEW), _) => (ObjectKind::View, 1),
+        (Some(Keyword::MATERIALIZED), Some(Keyword::VIEW)) => (ObjectKind::MaterializedView, 2),
+        (Some(Keyword::INDEX), _) => (ObjectKind::Index, 1),
+        (Some(Keyword::SOURCE), _) => (ObjectKind::Source, 1),
+        _ if is_word(1, "sink") => (ObjectKind::Sink, 1),
+        _ => return Ok(None),
+    };
+    let mut n = 1 + kind_len;
+    let if_exists = word(n) == Some(Keyword::IF) && word(n + 1) == Some(Keyword::EXISTS);
+    if if_exists {
+        n += 2;
+    }
+    // name: word (. word)*
+    if !matches!(parser.peek_nth_token(n).token, Token::Word(_)) {
+        return Ok(None);
+    }
+    n += 1;
+    while parser.peek_nth_token(n).token == Token::Period
+        && matches!(parser.peek_nth_token(n + 1).token, Token::Word(_))
+    {
+        n += 2;
+    }
+    if !(word(n) == Some(Keyword::RENAME) && word(n + 1) == Some(Keyword::TO)) {
+        return Ok(None);
+    }
+    for _ in 0..1 + kind_len {
+        parser.next_token();
+    }
+    if if_exists {
+        parser.next_token();
+        parser.next_token();
+    }
+    let name = parser.parse_object_name(false)?;
+    parser.next_token();
+    parser.next_token();
+    let new_name = parser.parse_identifier()?;
+    Ok(Some(Statement::AlterRename {
+        kind,
+        if_exists,
+        name,
+        new_name,
+    }))
+}
+
+/// Turn a sqlparser error into a syntax error with a 1-based character
+/// position, as Postgres reports in `ErrorResponse`.
+fn parse_error(sql: &str, e: ParserError) -> PlanError {
+    let message = match &e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m.clone(),
+        ParserError::RecursionLimitExceeded => {
+            return PlanError::Parse {
+                message: "statement is too deeply nested".into(),
+                position: None,
+            };
+        }
+    };
+    let (message, position) = match message.rsplit_once(" at Line: ") {
+        Some((msg, loc)) => {
+            let mut parts = loc.split(", Column: ");
+            let line = parts.next().and_then(|l| l.trim().parse::<usize>().ok());
+            let col = parts.next().and_then(|c| c.trim().parse::<usize>().ok());
+            let pos = match (line, col) {
+                (Some(line), Some(col)) => {
+                    let before: usize = sql
+                        .split('\n')
+                        .take(line.saturating_sub(1))
+                        .map(|l| l.chars().count() + 1)
+                        .sum();
+                    Some(before + col)
+                }
+                _ => None,
+            };
+            (msg.to_string(), pos)
+        }
+        None => (message, None),
+    };
+    PlanError::Parse {
+        message: format!("syntax error: {message}"),
+        position,
+    }
+}
+
+/// Normalize an identifier as Postgres does: unquoted names fold to lower
+/// case, quoted names are kept exactly.
+pub fn normalize_ident(ident: &Ident) -> String {
+    match ident.quote_style {
+        Some(_) => ident.value.clone(),
+        None => ident.value.to_lowercase(),
+    }
+}
+
+/// The identifiers of an object name, normalized.
+pub fn normalize_name(name: &ObjectName) -> Result<Vec<String>> {
+    name.0
+        .iter()
+        .map(|part| {
+            part.as_ident()
+                .map(normalize_ident)
+                .ok_or_else(|| PlanError::Syntax(format!("invalid name: {name}")))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_statements_and_skips_empty_ones() {
+        let s = parse("select 1;; select 2;").unwrap();
+        assert_eq!(s.len(), 2);
+        assert!(parse("  ;  ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn reports_positions() {
+        match parse("SELECT 1 FROMM t").unwrap_err() {
+            PlanError::Parse { position, .. } => assert_eq!(position, Some(15)),
+            other => panic!("{other:?}"),
+        }
+        match parse("select 1;\nselect * frm t").unwrap_err() {
+            PlanError::Parse { position, .. } => assert_eq!(position, Some(21)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_extensions() {
+        assert!(matches!(
+            &parse("EXPLAIN TIMESTAMP FOR SELECT 1").unwrap()[0],
+            Statement::ExplainTimestamp(_)
+        ));
+        match &parse("ALTER VIEW IF EXISTS s.v RENAME TO w").unwrap()[0] {
+            Statement::AlterRename {
+                kind,
+                if_exists,
+                name,
+                new_name,
+            } => {
+                assert_eq!(*kind, ObjectKind::View);
+                assert!(*if_exists);
+                assert_eq!(name.to_string(), "s.v");
+                assert_eq!(new_name.value, "w");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            &parse("ALTER TABLE t ADD COLUMN x int").unwrap()[0],
+            Statement::Sql(_)
+        ));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_crash() {
+        let sql = format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(parse(&sql).is_err());
+    }
+}

@@ -1,0 +1,209 @@
+//! What a statement means, ready for the sequencer to execute.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use datafusion::logical_expr::LogicalPlan;
+use freshet_catalog::ItemDef;
+use freshet_repr::{GlobalId, RelationDesc};
+
+use crate::provider::QueryBinding;
+
+/// A planned query: a DataFusion logical plan (analyzed, not yet optimized)
+/// plus what the sequencer needs to run it under read holds.
+#[derive(Debug, Clone)]
+pub struct QueryPlan {
+    /// The analyzed DataFusion plan.
+    pub logical: LogicalPlan,
+    /// Set with the read time before execution.
+    pub binding: Arc<QueryBinding>,
+    /// Catalog items named directly (before view expansion).
+    pub references: BTreeSet<GlobalId>,
+    /// Storage collections read, with views expanded through their
+    /// definitions: the logical inputs that must be held.
+    pub inputs: BTreeSet<GlobalId>,
+    /// Output columns with Postgres names and types.
+    pub desc: RelationDesc,
+    /// Whether the query calls functions whose value depends on when it
+    /// runs (`now()`, `random()`).
+    pub volatile: bool,
+}
+
+/// How `EXPLAIN` was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExplainKind {
+    /// The DataFusion plan.
+    Plan,
+    /// The chosen timestamp and each input's frontiers.
+    Timestamp,
+}
+
+/// Which write a [`WritePlan`] performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// The source yields rows to insert.
+    Insert,
+    /// The source yields old rows followed by new rows (2 × arity columns).
+    Update,
+    /// The source yields rows to retract.
+    Delete,
+}
+
+/// INSERT, UPDATE or DELETE.
+#[derive(Debug, Clone)]
+pub struct WritePlan {
+    /// The table written.
+    pub table: GlobalId,
+    /// The table's columns (constraints are checked against them).
+    pub table_desc: RelationDesc,
+    /// Insert, update or delete.
+    pub kind: WriteKind,
+    /// The query producing the rows to write.
+    pub source: QueryPlan,
+    /// Whether the statement reads before it writes and so must hold the
+    /// table's write lock from its read to its commit.
+    pub read_then_write: bool,
+    /// `RETURNING` over the rows written, if any.
+    pub returning: Option<QueryPlan>,
+}
+
+/// COPY data formats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyFormat {
+    /// Tab-separated text with backslash escapes.
+    Text,
+    /// Comma-separated values.
+    Csv,
+}
+
+/// Options of a COPY.
+#[derive(Debug, Clone)]
+pub struct CopyOptions {
+    /// Text or CSV.
+    pub format: CopyFormat,
+    /// Field separator.
+    pub delimiter: u8,
+    /// How NULL is spelled.
+    pub null: String,
+    /// Whether the first line is a header (CSV).
+    pub header: bool,
+    /// CSV quote character.
+    pub quote: u8,
+    /// CSV escape character.
+    pub escape: u8,
+}
+
+/// `COPY t [(cols)] FROM STDIN`.
+#[derive(Debug, Clone)]
+pub struct CopyFromPlan {
+    /// The table.
+    pub table: GlobalId,
+    /// The table's columns.
+    pub table_desc: RelationDesc,
+    /// For each column in the data, the table column it fills.
+    pub columns: Vec<usize>,
+    /// Default values for table columns the data does not fill.
+    pub defaults: QueryPlan,
+    /// Format options.
+    pub options: CopyOptions,
+}
+
+/// The value of a `SET`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetValue {
+    /// `DEFAULT` / `RESET`.
+    Default,
+    /// One or more values, as text.
+    Values(Vec<String>),
+}
+
+/// A planned statement.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Nothing to do.
+    Empty,
+    /// `CREATE DATABASE`.
+    CreateDatabase {
+        /// Name.
+        name: String,
+        /// Skip if it exists.
+        if_not_exists: bool,
+    },
+    /// `CREATE SCHEMA`.
+    CreateSchema {
+        /// Database.
+        database_id: GlobalId,
+        /// Name.
+        name: String,
+        /// Skip if it exists.
+        if_not_exists: bool,
+    },
+    /// `CREATE TABLE`, `CREATE [OR REPLACE] VIEW`.
+    CreateItem {
+        /// The definition.
+        def: ItemDef,
+        /// Skip (with a notice) if the name exists.
+        if_not_exists: bool,
+        /// `OR REPLACE` of this existing item.
+        replace: Option<GlobalId>,
+    },
+    /// `DROP ...`: objects to remove, dependents included.
+    Drop {
+        /// Everything to remove.
+        ids: Vec<GlobalId>,
+        /// Notices for names that did not exist (`IF EXISTS`).
+        notices: Vec<String>,
+    },
+    /// `ALTER ... RENAME TO`.
+    Rename {
+        /// The item.
+        id: GlobalId,
+        /// New name.
+        new_name: String,
+    },
+    /// A query.
+    Select(QueryPlan),
+    /// `EXPLAIN`.
+    Explain(ExplainKind, QueryPlan),
+    /// A write.
+    Write(WritePlan),
+    /// `COPY ... FROM STDIN`.
+    CopyFrom(CopyFromPlan),
+    /// `COPY (query) TO STDOUT`.
+    CopyTo(QueryPlan, CopyOptions),
+    /// Rows computed at planning time (`SHOW TABLES`, `SHOW CREATE`, ...).
+    Rows {
+        /// Column names and types.
+        desc: RelationDesc,
+        /// The rows.
+        batch: RecordBatch,
+    },
+    /// `SET [LOCAL] name = value`.
+    SetVariable {
+        /// Lower-case variable name.
+        name: String,
+        /// New value.
+        value: SetValue,
+        /// Only for the current transaction.
+        local: bool,
+    },
+    /// `RESET ALL` / `DISCARD ALL`.
+    ResetAll,
+    /// `SHOW name` / `SHOW ALL`.
+    ShowVariable(String),
+    /// `BEGIN` / `START TRANSACTION`.
+    StartTransaction {
+        /// Requested isolation level.
+        isolation: Option<String>,
+    },
+    /// `SET TRANSACTION ...`.
+    SetTransaction {
+        /// Requested isolation level.
+        isolation: Option<String>,
+    },
+    /// `COMMIT`.
+    Commit,
+    /// `ROLLBACK`.
+    Rollback,
+}

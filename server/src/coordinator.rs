@@ -1,0 +1,871 @@
+//! The sequencer: plans statements, commits catalog transactions and
+//! applies their implications, runs queries under read holds, and
+//! serialises read-then-write statements per table.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use datafusion::common::ParamValues;
+use freshet_catalog::{
+    Catalog, CatalogDiff, CatalogError, CatalogState, Implication, Op, implications,
+};
+use freshet_planner::parse::Statement;
+use freshet_planner::{
+    CopyFromPlan, ExplainKind, Plan, QueryPlan, ReadContext, StatementContext, WriteKind,
+    WritePlan, plan_statement,
+};
+use freshet_repr::{GlobalId, RelationDesc, Timestamp};
+use freshet_storage::{
+    CollectionKind, ReadHold, ReadPolicy, Storage, StorageConfig, TableWrite, open_local,
+    write_batch,
+};
+use parking_lot::{Mutex, RwLock};
+use pgwire::api::ConnectionManager;
+
+use crate::error::{AdapterError, Result};
+use crate::introspection::QueryReader;
+use crate::session::{PendingCopy, Session, TxnRead, TxnStatus};
+use crate::values::check_rows;
+use crate::vars::Isolation;
+
+/// What executing a statement produced.
+#[derive(Debug)]
+pub enum ExecuteResponse {
+    /// Rows, with the command tag (`SELECT`, `SHOW`, `INSERT 0`, ...).
+    Rows {
+        /// Columns.
+        desc: RelationDesc,
+        /// Data.
+        batches: Vec<RecordBatch>,
+        /// Tag; the row count is appended.
+        tag: String,
+    },
+    /// A command with its complete tag (`CREATE TABLE`, `INSERT 0 3`).
+    Command(String),
+    /// `BEGIN` / `START TRANSACTION`.
+    TransactionStart(String),
+    /// `COMMIT` / `ROLLBACK`.
+    TransactionEnd(String),
+    /// COPY FROM STDIN is waiting for data (the plan is in the session).
+    CopyIn {
+        /// Number of columns in the data.
+        columns: usize,
+    },
+    /// COPY TO STDOUT data.
+    CopyOut {
+        /// Columns.
+        desc: RelationDesc,
+        /// Data.
+        batches: Vec<RecordBatch>,
+        /// Format options.
+        options: freshet_planner::CopyOptions,
+    },
+}
+
+/// Per-statement context the handler passes in.
+#[derive(Debug, Default)]
+pub struct ExecCtx {
+    /// Notices to send before the statement's result.
+    pub notices: Vec<String>,
+}
+
+/// Shared server state.
+pub struct Coordinator {
+    catalog: tokio::sync::Mutex<Catalog>,
+    state: RwLock<Arc<CatalogState>>,
+    /// Storage.
+    pub storage: Arc<Storage>,
+    base_df: datafusion::execution::SessionState,
+    table_locks: Mutex<HashMap<GlobalId, Arc<tokio::sync::Mutex<()>>>>,
+    /// Cancel-request registry (pgwire).
+    pub connections: Arc<ConnectionManager>,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator").finish_non_exhaustive()
+    }
+}
+
+/// The tag Postgres sends for a DDL or utility statement.
+pub fn command_tag(stmt: &Statement) -> String {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    match stmt {
+        Statement::Sql(s) => match s.as_ref() {
+            S::CreateTable(_) => "CREATE TABLE".into(),
+            S::CreateView(v) if v.materialized => "CREATE MATERIALIZED VIEW".into(),
+            S::CreateView(_) => "CREATE VIEW".into(),
+            S::CreateSchema { .. } => "CREATE SCHEMA".into(),
+            S::CreateDatabase { .. } => "CREATE DATABASE".into(),
+            S::Drop { object_type, .. } => format!("DROP {}", object_type.to_string().to_uppercase()),
+            S::AlterTable(_) => "ALTER TABLE".into(),
+            S::Set(_) => "SET".into(),
+            S::Reset(_) => "RESET".into(),
+            S::Discard { .. } => "DISCARD ALL".into(),
+            S::StartTransaction { begin: true, .. } => "BEGIN".into(),
+            S::StartTransaction { .. } => "START TRANSACTION".into(),
+            S::Commit { .. } => "COMMIT".into(),
+            S::Rollback { .. } => "ROLLBACK".into(),
+            other => other.to_string().split_whitespace().next().unwrap_or("").to_uppercase(),
+        },
+        Statement::AlterRename { kind, .. } => format!("ALTER {}", kind.keyword()),
+        Statement::ExplainTimestamp(_) => "EXPLAIN".into(),
+    }
+}
+
+impl Coordinator {
+    /// Open the data directory (fencing any earlier process), open storage
+    /// and the catalog, and apply the whole catalog through `implications`.
+    pub fn open(data_dir: &Path, storage_config: Option<StorageConfig>) -> Result<Arc<Self>> {
+        let (blob, fence) = open_local(data_dir)?;
+        let config = storage_config.unwrap_or_else(|| StorageConfig::new(data_dir));
+        let storage = Arc::new(Storage::open(blob, fence.clone(), config)?);
+        let catalog = Catalog::open(fence)?;
+        let state = catalog.state();
+        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let coord = Coordinator {
+            catalog: tokio::sync::Mutex::new(catalog),
+            state: RwLock::new(Arc::clone(&state)),
+            storage,
+            base_df: freshet_planner::engine::new_session_state(parallelism),
+            table_locks: Mutex::new(HashMap::new()),
+            connections: Arc::new(ConnectionManager::new()),
+        };
+        // Boot is the same function as DDL: the whole catalog as one diff.
+        coord.apply(&state.as_diff_from_empty())?;
+        coord.storage.finish_boot()?;
+        tracing::info!(
+            items = state.items().count(),
+            epoch = coord.storage.epoch(),
+            "catalog applied; ready"
+        );
+        Ok(Arc::new(coord))
+    }
+
+    /// The current catalog version.
+    pub fn catalog_state(&self) -> Arc<CatalogState> {
+        Arc::clone(&self.state.read())
+    }
+
+    /// The DataFusion state new sessions start from.
+    pub fn base_session_state(&self) -> &datafusion::execution::SessionState {
+        &self.base_df
+    }
+
+    /// Apply what a committed diff implies, in order.
+    fn apply(&self, diff: &CatalogDiff) -> Result<()> {
+        for imp in implications(diff) {
+            tracing::debug!(?imp, "applying implication");
+            match imp {
+                Implication::CreateTableCollection { id, desc } => {
+                    self.storage
+                        .create_collection(id, desc.arrow_schema(), CollectionKind::Table)?
+                }
+                Implication::CreateMaterializedCollection { id, desc } => self
+                    .storage
+                    .create_collection(id, desc.arrow_schema(), CollectionKind::Materialized)?,
+                Implication::DropCollection(id) => {
+                    self.storage.drop_collection(id)?;
+                    self.table_locks.lock().remove(&id);
+                }
+                Implication::InitReadPolicy(id) => {
+                    self.storage.set_read_policy(id, ReadPolicy::default())?
+                }
+                Implication::InstallDataflow(id)
+                | Implication::DropDataflow(id)
+                | Implication::ExportSink(id)
+                | Implication::DropSinkExport(id) => {
+                    return Err(AdapterError::Internal(format!(
+                        "implication for {id} requires compute, which this build does not run"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Commit a catalog transaction and apply its implications.
+    async fn transact(&self, ops: Vec<Op>) -> Result<Vec<GlobalId>> {
+        let mut catalog = self.catalog.lock().await;
+        let (diff, ids) = catalog.transact(ops)?;
+        *self.state.write() = catalog.state();
+        if let Err(e) = self.apply(&diff) {
+            tracing::error!(error = %e, "applying a committed catalog change failed; it will be retried at boot");
+            return Err(e);
+        }
+        Ok(ids)
+    }
+
+    fn table_lock(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<()>> {
+        Arc::clone(self.table_locks.lock().entry(id).or_default())
+    }
+
+    /// Execute one statement for a session.
+    pub async fn execute(
+        &self,
+        session: &mut Session,
+        stmt: &Statement,
+        params: Option<&ParamValues>,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        let result = self.execute_inner(session, stmt, params, ctx).await;
+        if result.is_err() && session.status == TxnStatus::InBlock {
+            session.status = TxnStatus::Failed;
+        }
+        result
+    }
+
+    /// Plan a statement for the session (also used to describe prepared
+    /// statements).
+    pub fn plan(
+        &self,
+        session: &Session,
+        stmt: &Statement,
+        params: Option<&ParamValues>,
+    ) -> Result<Plan> {
+        let catalog = self.catalog_state();
+        let info = session.info();
+        let cx = StatementContext {
+            state: &session.df,
+            catalog: &catalog,
+            session: &info,
+            params,
+        };
+        Ok(plan_statement(&cx, stmt)?)
+    }
+
+    async fn execute_inner(
+        &self,
+        session: &mut Session,
+        stmt: &Statement,
+        params: Option<&ParamValues>,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        if session.status == TxnStatus::Failed && !is_txn_end(stmt) {
+            return Err(AdapterError::TransactionAborted);
+        }
+        // `now()` and friends take their value from the statement's start.
+        session.df.mark_start_execution();
+        let plan = self.plan(session, stmt, params)?;
+        let tag = command_tag(stmt);
+        match plan {
+            Plan::Empty => Ok(ExecuteResponse::Command(tag)),
+            Plan::CreateDatabase { name, if_not_exists } => {
+                self.ddl(session, &tag, vec![Op::CreateDatabase { name: name.clone() }], if_not_exists, ctx, &name, "database").await
+            }
+            Plan::CreateSchema {
+                database_id,
+                name,
+                if_not_exists,
+            } => {
+                let op = Op::CreateSchema {
+                    database_id,
+                    name: name.clone(),
+                };
+                self.ddl(session, &tag, vec![op], if_not_exists, ctx, &name, "schema").await
+            }
+            Plan::CreateItem {
+                def,
+                if_not_exists,
+                replace,
+            } => {
+                let name = def.name.clone();
+                let op = match replace {
+                    Some(id) => Op::ReplaceItem { id, def },
+                    None => Op::CreateItem(def),
+                };
+                self.ddl(session, &tag, vec![op], if_not_exists, ctx, &name, "relation").await
+            }
+            Plan::Drop { ids, notices } => {
+                ctx.notices.extend(notices);
+                if ids.is_empty() {
+                    return Ok(ExecuteResponse::Command(tag));
+                }
+                self.ddl(session, &tag, vec![Op::Drop(ids)], false, ctx, "", "").await
+            }
+            Plan::Rename { id, new_name } => {
+                self.ddl(session, &tag, vec![Op::RenameItem { id, new_name }], false, ctx, "", "").await
+            }
+            Plan::Select(q) => {
+                let batches = self.read(session, &q).await?;
+                Ok(ExecuteResponse::Rows {
+                    desc: q.desc,
+                    batches,
+                    tag: "SELECT".into(),
+                })
+            }
+            Plan::Explain(kind, q) => self.explain(session, kind, &q).await,
+            Plan::Write(w) => self.write(session, w).await,
+            Plan::CopyFrom(plan) => {
+                let columns = plan.columns.len();
+                session.copy_in = Some(PendingCopy {
+                    plan,
+                    data: Vec::new(),
+                });
+                Ok(ExecuteResponse::CopyIn { columns })
+            }
+            Plan::CopyTo(q, options) => {
+                let batches = self.read(session, &q).await?;
+                Ok(ExecuteResponse::CopyOut {
+                    desc: q.desc,
+                    batches,
+                    options,
+                })
+            }
+            Plan::Rows { desc, batch } => Ok(ExecuteResponse::Rows {
+                desc,
+                batches: vec![batch],
+                tag: "SHOW".into(),
+            }),
+            Plan::SetVariable { name, value, local } => {
+                if local {
+                    if session.status == TxnStatus::Idle {
+                        ctx.notices
+                            .push("SET LOCAL can only be used in transaction blocks".into());
+                        return Ok(ExecuteResponse::Command(tag));
+                    }
+                    if session.txn.saved_vars.is_none() {
+                        session.txn.saved_vars = Some(session.vars.clone());
+                    }
+                }
+                session.vars.set(&name, &value)?;
+                session.refresh_df();
+                Ok(ExecuteResponse::Command(tag))
+            }
+            Plan::ResetAll => {
+                session.vars = Default::default();
+                session.refresh_df();
+                Ok(ExecuteResponse::Command(tag))
+            }
+            Plan::ShowVariable(name) => show_variable(session, &name),
+            Plan::StartTransaction { isolation } => {
+                if session.status != TxnStatus::Idle {
+                    ctx.notices
+                        .push("there is already a transaction in progress".into());
+                } else {
+                    session.status = TxnStatus::InBlock;
+                    session.txn = Default::default();
+                }
+                if let Some(level) = isolation {
+                    session.txn.isolation = Some(parse_isolation(&level));
+                }
+                Ok(ExecuteResponse::TransactionStart(tag))
+            }
+            Plan::SetTransaction { isolation } => {
+                if session.status == TxnStatus::Idle {
+                    ctx.notices.push(
+                        "SET TRANSACTION can only be used in transaction blocks".into(),
+                    );
+                } else if let Some(level) = isolation {
+                    session.txn.isolation = Some(parse_isolation(&level));
+                }
+                Ok(ExecuteResponse::Command(tag))
+            }
+            Plan::Commit => self.end_transaction(session, true, ctx).await,
+            Plan::Rollback => self.end_transaction(session, false, ctx).await,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn ddl(
+        &self,
+        session: &Session,
+        tag: &str,
+        ops: Vec<Op>,
+        if_not_exists: bool,
+        ctx: &mut ExecCtx,
+        name: &str,
+        kind: &str,
+    ) -> Result<ExecuteResponse> {
+        if session.status != TxnStatus::Idle {
+            return Err(AdapterError::InTransactionBlock(tag.to_string()));
+        }
+        match self.transact(ops).await {
+            Ok(_) => Ok(ExecuteResponse::Command(tag.to_string())),
+            Err(AdapterError::Catalog(CatalogError::AlreadyExists { .. })) if if_not_exists => {
+                ctx.notices
+                    .push(format!("{kind} \"{name}\" already exists, skipping"));
+                Ok(ExecuteResponse::Command(tag.to_string()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn end_transaction(
+        &self,
+        session: &mut Session,
+        commit: bool,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        let status = session.status;
+        let txn = std::mem::take(&mut session.txn);
+        session.status = TxnStatus::Idle;
+        if let Some(vars) = txn.saved_vars {
+            session.vars = vars;
+            session.refresh_df();
+        }
+        match status {
+            TxnStatus::Idle => {
+                ctx.notices.push("there is no transaction in progress".into());
+                Ok(ExecuteResponse::TransactionEnd(
+                    if commit { "COMMIT" } else { "ROLLBACK" }.into(),
+                ))
+            }
+            TxnStatus::Failed => Ok(ExecuteResponse::TransactionEnd("ROLLBACK".into())),
+            TxnStatus::InBlock => {
+                if commit && !txn.writes.is_empty() {
+                    self.storage.commit(txn.writes).await?;
+                }
+                drop(txn.read);
+                Ok(ExecuteResponse::TransactionEnd(
+                    if commit { "COMMIT" } else { "ROLLBACK" }.into(),
+                ))
+            }
+        }
+    }
+
+    /// Pick a read time for `inputs` and hold them there.
+    fn choose_and_hold(
+        &self,
+        inputs: &BTreeSet<GlobalId>,
+        isolation: Isolation,
+    ) -> Result<(Timestamp, Vec<ReadHold>)> {
+        let mut ts = self.storage.read_ts();
+        if isolation == Isolation::Serializable {
+            // Any readable time will do: the freshest every input has
+            // already completed, so the read never waits.
+            for id in inputs {
+                let (_, upper) = self.storage.frontiers(*id)?;
+                if let Some(u) = upper.as_option() {
+                    ts = ts.min(u.saturating_sub(1));
+                }
+            }
+        }
+        let mut holds = Vec::with_capacity(inputs.len());
+        for id in inputs {
+            match self.storage.acquire_read_hold(*id, ts) {
+                Ok(h) => holds.push(h),
+                Err(freshet_storage::StorageError::InvalidReadTime { since, .. }) => {
+                    return Err(AdapterError::data(
+                        "22000",
+                        format!(
+                            "Timestamp ({ts}) is not valid for all inputs: {} has since {:?}",
+                            self.describe(*id),
+                            since.elements()
+                        ),
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok((ts, holds))
+    }
+
+    fn describe(&self, id: GlobalId) -> String {
+        self.catalog_state()
+            .full_name(id)
+            .map(|(d, s, i)| format!("{d}.{s}.{i}"))
+            .unwrap_or_else(|| id.to_string())
+    }
+
+    /// Every collection in the schemas `inputs` live in: what a
+    /// transaction may read after its first query.
+    fn timedomain(&self, inputs: &BTreeSet<GlobalId>) -> BTreeSet<GlobalId> {
+        let catalog = self.catalog_state();
+        let schemas: BTreeSet<GlobalId> = inputs
+            .iter()
+            .filter_map(|id| catalog.item(*id).map(|i| i.schema_id))
+            .collect();
+        let mut out: BTreeSet<GlobalId> = catalog
+            .items()
+            .filter(|i| schemas.contains(&i.schema_id) && i.kind.has_collection())
+            .map(|i| i.id)
+            .collect();
+        out.extend(inputs);
+        out
+    }
+
+    fn reader(&self, session: &Session) -> Arc<QueryReader> {
+        Arc::new(QueryReader {
+            storage: Arc::clone(&self.storage),
+            catalog: self.catalog_state(),
+            database: session.database.clone(),
+        })
+    }
+
+    /// Run a planned query at `ts` (holds must already protect its inputs).
+    async fn run_at(&self, session: &Session, q: &QueryPlan, ts: Timestamp) -> Result<Vec<RecordBatch>> {
+        q.binding
+            .bind(ReadContext {
+                as_of: ts,
+                reader: self.reader(session),
+            })
+            .map_err(AdapterError::Internal)?;
+        let physical = session.df.create_physical_plan(&q.logical).await?;
+        Ok(datafusion::physical_plan::collect(physical, session.df.task_ctx()).await?)
+    }
+
+    /// Run a query for a session, inside its transaction if it has one.
+    async fn read(&self, session: &mut Session, q: &QueryPlan) -> Result<Vec<RecordBatch>> {
+        if session.status == TxnStatus::InBlock {
+            if !session.txn.writes.is_empty() {
+                return Err(AdapterError::InvalidTransactionState(
+                    "a transaction that has written may not read; commit the writes first".into(),
+                ));
+            }
+            let ts = match &session.txn.read {
+                Some(read) => {
+                    if let Some(outside) = q.inputs.iter().find(|i| !read.read_set.contains(i)) {
+                        return Err(AdapterError::InvalidTransactionState(format!(
+                            "transactions can only read objects in the schemas of their first query; {} is outside them",
+                            self.describe(*outside)
+                        )));
+                    }
+                    read.ts
+                }
+                None => {
+                    let read_set = self.timedomain(&q.inputs);
+                    let (ts, holds) = self.choose_and_hold(&read_set, session.isolation())?;
+                    session.txn.read = Some(TxnRead {
+                        ts,
+                        read_set,
+                        holds,
+                    });
+                    ts
+                }
+            };
+            return self.run_at(session, q, ts).await;
+        }
+        let (ts, holds) = self.choose_and_hold(&q.inputs, session.isolation())?;
+        let result = self.run_at(session, q, ts).await;
+        drop(holds);
+        result
+    }
+
+    async fn explain(
+        &self,
+        session: &mut Session,
+        kind: ExplainKind,
+        q: &QueryPlan,
+    ) -> Result<ExecuteResponse> {
+        let lines: Vec<String> = match kind {
+            ExplainKind::Plan => {
+                let optimized = session.df.optimize(&q.logical)?;
+                let mut lines = vec!["Optimized logical plan:".to_string()];
+                lines.extend(
+                    optimized
+                        .display_indent()
+                        .to_string()
+                        .lines()
+                        .map(|l| format!("  {l}")),
+                );
+                lines
+            }
+            ExplainKind::Timestamp => {
+                let isolation = session.isolation();
+                let (ts, holds) = match &session.txn.read {
+                    Some(r) if session.status == TxnStatus::InBlock => (r.ts, vec![]),
+                    _ => self.choose_and_hold(&q.inputs, isolation)?,
+                };
+                let mut lines = vec![
+                    format!("                query timestamp: {ts}"),
+                    format!("                      isolation: {}", isolation.name()),
+                    format!("          oracle read timestamp: {}", self.storage.read_ts()),
+                ];
+                let all_holds = self.storage.read_holds();
+                for id in &q.inputs {
+                    let (since, upper) = self.storage.frontiers(*id)?;
+                    let held: Vec<String> = all_holds
+                        .iter()
+                        .filter(|h| h.id == *id)
+                        .map(|h| format!("{}x{}", h.count, h.time))
+                        .collect();
+                    lines.push(format!("input {} ({id}):", self.describe(*id)));
+                    lines.push(format!("                          since: {:?}", since.elements()));
+                    lines.push(format!("                          upper: {:?}", upper.elements()));
+                    lines.push(format!("                     read holds: [{}]", held.join(", ")));
+                }
+                drop(holds);
+                lines
+            }
+        };
+        Ok(ExecuteResponse::Rows {
+            desc: RelationDesc::new(vec![freshet_repr::ColumnDesc {
+                name: "QUERY PLAN".into(),
+                ty: freshet_repr::PgType::Text,
+                nullable: false,
+            }]),
+            batches: vec![RecordBatch::try_new(
+                RelationDesc::new(vec![freshet_repr::ColumnDesc {
+                    name: "QUERY PLAN".into(),
+                    ty: freshet_repr::PgType::Text,
+                    nullable: false,
+                }])
+                .arrow_schema(),
+                vec![Arc::new(arrow::array::StringArray::from(lines))],
+            )
+            .map_err(|e| AdapterError::Internal(e.to_string()))?],
+            tag: "EXPLAIN".into(),
+        })
+    }
+
+    fn table_name(&self, id: GlobalId) -> String {
+        self.catalog_state()
+            .item(id)
+            .map(|i| i.name.clone())
+            .unwrap_or_else(|| id.to_string())
+    }
+
+    /// Rows as batches of the table's exact schema, checked.
+    fn table_rows(&self, table: GlobalId, desc: &RelationDesc, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let name = self.table_name(table);
+        batches
+            .into_iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| check_rows(&name, desc, b))
+            .collect()
+    }
+
+    async fn write(&self, session: &mut Session, w: WritePlan) -> Result<ExecuteResponse> {
+        if session.status == TxnStatus::InBlock {
+            if w.kind != WriteKind::Insert || w.read_then_write {
+                return Err(AdapterError::InvalidTransactionState(
+                    "only INSERT ... VALUES may run inside a transaction block; UPDATE, DELETE and INSERT ... SELECT run on their own".into(),
+                ));
+            }
+            if session.txn.read.is_some() {
+                return Err(AdapterError::InvalidTransactionState(
+                    "a transaction that has read may not write".into(),
+                ));
+            }
+            let ts = self.storage.read_ts();
+            let rows = self.run_at(session, &w.source, ts).await?;
+            let rows = self.table_rows(w.table, &w.table_desc, rows)?;
+            let count: usize = rows.iter().map(|b| b.num_rows()).sum();
+            for b in &rows {
+                session.txn.writes.push(TableWrite {
+                    id: w.table,
+                    updates: write_batch(b, 1)?,
+                });
+            }
+            return self.finish_write(session, &w, rows, ts, count).await;
+        }
+        let lock = if w.read_then_write {
+            Some(self.table_lock(w.table).lock_owned().await)
+        } else {
+            None
+        };
+        let (ts, holds) = self.choose_and_hold(&w.source.inputs, Isolation::StrictSerializable)?;
+        let rows = self.run_at(session, &w.source, ts).await?;
+        drop(holds);
+        let n = w.table_desc.arity();
+        let (writes, written, count) = match w.kind {
+            WriteKind::Insert => {
+                let rows = self.table_rows(w.table, &w.table_desc, rows)?;
+                let writes = rows
+                    .iter()
+                    .map(|b| Ok(TableWrite { id: w.table, updates: write_batch(b, 1)? }))
+                    .collect::<Result<Vec<_>>>()?;
+                let count = rows.iter().map(|b| b.num_rows()).sum();
+                (writes, rows, count)
+            }
+            WriteKind::Delete => {
+                let rows = self.table_rows(w.table, &w.table_desc, rows)?;
+                let writes = rows
+                    .iter()
+                    .map(|b| Ok(TableWrite { id: w.table, updates: write_batch(b, -1)? }))
+                    .collect::<Result<Vec<_>>>()?;
+                let count = rows.iter().map(|b| b.num_rows()).sum();
+                (writes, rows, count)
+            }
+            WriteKind::Update => {
+                let mut old = Vec::new();
+                let mut new = Vec::new();
+                for b in rows.into_iter().filter(|b| b.num_rows() > 0) {
+                    old.push(b.project(&(0..n).collect::<Vec<_>>()).map_err(|e| AdapterError::Internal(e.to_string()))?);
+                    new.push(b.project(&(n..2 * n).collect::<Vec<_>>()).map_err(|e| AdapterError::Internal(e.to_string()))?);
+                }
+                let old = self.table_rows(w.table, &w.table_desc, old)?;
+                let new = self.table_rows(w.table, &w.table_desc, new)?;
+                let mut writes = Vec::new();
+                for b in &old {
+                    writes.push(TableWrite { id: w.table, updates: write_batch(b, -1)? });
+                }
+                for b in &new {
+                    writes.push(TableWrite { id: w.table, updates: write_batch(b, 1)? });
+                }
+                let count = new.iter().map(|b| b.num_rows()).sum();
+                (writes, new, count)
+            }
+        };
+        let commit_ts = if writes.is_empty() {
+            ts
+        } else {
+            // Commit and release the table lock in a task of its own, so a
+            // cancelled or timed-out statement cannot release the lock while
+            // its commit is still in flight.
+            let storage = Arc::clone(&self.storage);
+            let task = tokio::spawn(async move {
+                let result = storage.commit(writes).await;
+                drop(lock);
+                result
+            });
+            task.await
+                .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))??
+        };
+        self.finish_write(session, &w, written, commit_ts, count).await
+    }
+
+    async fn finish_write(
+        &self,
+        session: &Session,
+        w: &WritePlan,
+        written: Vec<RecordBatch>,
+        ts: Timestamp,
+        count: usize,
+    ) -> Result<ExecuteResponse> {
+        let (tag_prefix, tag) = match w.kind {
+            WriteKind::Insert => ("INSERT 0", format!("INSERT 0 {count}")),
+            WriteKind::Update => ("UPDATE", format!("UPDATE {count}")),
+            WriteKind::Delete => ("DELETE", format!("DELETE {count}")),
+        };
+        match &w.returning {
+            None => Ok(ExecuteResponse::Command(tag)),
+            Some(r) => {
+                r.binding
+                    .bind_rows(written)
+                    .map_err(AdapterError::Internal)?;
+                let (_, holds) = self.choose_and_hold(&r.inputs, Isolation::StrictSerializable)?;
+                let batches = self.run_at(session, r, ts.max(self.storage.read_ts())).await?;
+                drop(holds);
+                Ok(ExecuteResponse::Rows {
+                    desc: r.desc.clone(),
+                    batches,
+                    tag: tag_prefix.into(),
+                })
+            }
+        }
+    }
+
+    /// Finish a `COPY ... FROM STDIN` with the data received.
+    pub async fn copy_in(&self, session: &mut Session, copy: PendingCopy) -> Result<usize> {
+        let result = self.copy_in_inner(session, copy).await;
+        if result.is_err() && session.status == TxnStatus::InBlock {
+            session.status = TxnStatus::Failed;
+        }
+        result
+    }
+
+    async fn copy_in_inner(&self, session: &mut Session, copy: PendingCopy) -> Result<usize> {
+        let PendingCopy { plan, data } = copy;
+        let CopyFromPlan {
+            table,
+            table_desc,
+            columns,
+            defaults,
+            options,
+        } = plan;
+        let rows = crate::copy::parse_rows(&data, &options, columns.len())?;
+        drop(data);
+        let default_row = self.run_at(session, &defaults, self.storage.read_ts()).await?;
+        let default_row = match default_row.into_iter().find(|b| b.num_rows() > 0) {
+            Some(b) => check_rows_unchecked(&table_desc, b)?,
+            None => RecordBatch::new_empty(table_desc.arrow_schema()),
+        };
+        let mut writes = Vec::new();
+        let mut count = 0;
+        for chunk in rows.chunks(64 * 1024) {
+            let batch = crate::copy::rows_to_batch(chunk, &table_desc, &columns, &default_row)?;
+            let batch = check_rows(&self.table_name(table), &table_desc, batch)?;
+            count += batch.num_rows();
+            writes.push(TableWrite {
+                id: table,
+                updates: write_batch(&batch, 1)?,
+            });
+        }
+        if session.status == TxnStatus::InBlock {
+            if session.txn.read.is_some() {
+                return Err(AdapterError::InvalidTransactionState(
+                    "a transaction that has read may not write".into(),
+                ));
+            }
+            session.txn.writes.extend(writes);
+        } else if !writes.is_empty() {
+            self.storage.commit(writes).await?;
+        }
+        Ok(count)
+    }
+}
+
+/// The defaults row already has the table's types; give it the exact schema.
+fn check_rows_unchecked(desc: &RelationDesc, batch: RecordBatch) -> Result<RecordBatch> {
+    RecordBatch::try_new(desc.arrow_schema(), batch.columns().to_vec())
+        .map_err(|e| AdapterError::Internal(e.to_string()))
+}
+
+fn is_txn_end(stmt: &Statement) -> bool {
+    use datafusion::sql::sqlparser::ast::Statement as S;
+    matches!(stmt, Statement::Sql(s) if matches!(s.as_ref(), S::Commit { .. } | S::Rollback { .. }))
+}
+
+fn parse_isolation(level: &str) -> Isolation {
+    match level {
+        "strict serializable" => Isolation::StrictSerializable,
+        _ => Isolation::Serializable,
+    }
+}
+
+fn show_variable(session: &Session, name: &str) -> Result<ExecuteResponse> {
+    use freshet_repr::{ColumnDesc, PgType};
+    let text = |n: &str| ColumnDesc {
+        name: n.into(),
+        ty: PgType::Text,
+        nullable: false,
+    };
+    if name == "all" {
+        let all = session.vars.all();
+        let desc = RelationDesc::new(vec![text("name"), text("setting")]);
+        let batch = RecordBatch::try_new(
+            desc.arrow_schema(),
+            vec![
+                Arc::new(arrow::array::StringArray::from(
+                    all.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>(),
+                )),
+                Arc::new(arrow::array::StringArray::from(
+                    all.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+                )),
+            ],
+        )
+        .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        return Ok(ExecuteResponse::Rows {
+            desc,
+            batches: vec![batch],
+            tag: "SHOW".into(),
+        });
+    }
+    let value = session
+        .vars
+        .get(name)
+        .ok_or_else(|| AdapterError::UnknownVariable(name.to_string()))?;
+    let display = session
+        .vars
+        .all()
+        .into_iter()
+        .map(|(n, _)| n)
+        .find(|n| n.eq_ignore_ascii_case(name))
+        .unwrap_or(name)
+        .to_string();
+    let desc = RelationDesc::new(vec![text(&display)]);
+    let batch = RecordBatch::try_new(
+        desc.arrow_schema(),
+        vec![Arc::new(arrow::array::StringArray::from(vec![value]))],
+    )
+    .map_err(|e| AdapterError::Internal(e.to_string()))?;
+    Ok(ExecuteResponse::Rows {
+        desc,
+        batches: vec![batch],
+        tag: "SHOW".into(),
+    })
+}

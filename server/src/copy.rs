@@ -1,0 +1,353 @@
+//! COPY data: parsing `COPY ... FROM STDIN` (text and CSV) and rendering
+//! `COPY ... TO STDOUT`.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch};
+use freshet_planner::{CopyFormat, CopyOptions};
+use freshet_repr::RelationDesc;
+use pgwire::api::results::{CopyCsvOptions, CopyEncoder, CopyTextOptions, FieldFormat, FieldInfo};
+use pgwire::messages::copy::CopyData;
+use pgwire::types::format::FormatOptions;
+
+use crate::encode::{encode_cell, prepare_columns, wire_type};
+use crate::error::{AdapterError, Result};
+use crate::values::parse_text_array;
+
+/// Split COPY data into rows of fields (`None` = NULL).
+pub fn parse_rows(data: &[u8], options: &CopyOptions, expected: usize) -> Result<Vec<Vec<Option<String>>>> {
+    let text = std::str::from_utf8(data)
+        .map_err(|_| AdapterError::BadCopyData("COPY data is not valid UTF-8".into()))?;
+    let rows = match options.format {
+        CopyFormat::Text => parse_text(text, options)?,
+        CopyFormat::Csv => parse_csv(text, options)?,
+    };
+    let rows: Vec<_> = if options.header { rows.into_iter().skip(1).collect() } else { rows };
+    for (i, row) in rows.iter().enumerate() {
+        if row.len() != expected {
+            return Err(AdapterError::BadCopyData(format!(
+                "{} data for line {}: expected {expected} columns, found {}",
+                if row.len() < expected { "missing" } else { "extra" },
+                i + 1 + usize::from(options.header),
+                row.len()
+            )));
+        }
+    }
+    Ok(rows)
+}
+
+fn parse_text(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>>>> {
+    let delim = options.delimiter as char;
+    let mut rows = Vec::new();
+    for line in text.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line == "\\." {
+            break;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let mut fields = Vec::new();
+        for raw in split_unescaped(line, delim) {
+            if raw == options.null {
+                fields.push(None);
+            } else {
+                fields.push(Some(unescape_text(&raw)?));
+            }
+        }
+        rows.push(fields);
+    }
+    Ok(rows)
+}
+
+/// Split on the delimiter where it is not escaped by a backslash.
+fn split_unescaped(line: &str, delim: char) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            let last = out.last_mut().expect("never empty");
+            last.push(c);
+            if let Some(n) = chars.next() {
+                last.push(n);
+            }
+        } else if c == delim {
+            out.push(String::new());
+        } else {
+            out.last_mut().expect("never empty").push(c);
+        }
+    }
+    out
+}
+
+fn unescape_text(s: &str) -> Result<String> {
+    if !s.contains('\\') {
+        return Ok(s.to_string());
+    }
+    let mut out = String::with_capacity(s.len());
+    let bytes: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c != '\\' || i + 1 >= bytes.len() {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let n = bytes[i + 1];
+        i += 2;
+        match n {
+            'b' => out.push('\u{8}'),
+            'f' => out.push('\u{c}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\u{b}'),
+            'x' => {
+                let mut v = 0u32;
+                let mut k = 0;
+                while k < 2 && i < bytes.len() && bytes[i].is_ascii_hexdigit() {
+                    v = v * 16 + bytes[i].to_digit(16).unwrap_or(0);
+                    i += 1;
+                    k += 1;
+                }
+                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+            }
+            '0'..='7' => {
+                let mut v = n.to_digit(8).unwrap_or(0);
+                let mut k = 1;
+                while k < 3 && i < bytes.len() && bytes[i].is_digit(8) {
+                    v = v * 8 + bytes[i].to_digit(8).unwrap_or(0);
+                    i += 1;
+                    k += 1;
+                }
+                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_csv(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>>>> {
+    let (delim, quote, escape) = (
+        options.delimiter as char,
+        options.quote as char,
+        options.escape as char,
+    );
+    let mut rows = Vec::new();
+    let mut row: Vec<Option<String>> = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut in_quotes = false;
+    let mut at_line_start = true;
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    let finish_field = |row: &mut Vec<Option<String>>, field: &mut String, quoted: &mut bool| {
+        let f = std::mem::take(field);
+        if !*quoted && f == options.null {
+            row.push(None);
+        } else {
+            row.push(Some(f));
+        }
+        *quoted = false;
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if in_quotes {
+            if c == escape && escape != quote && chars.get(i + 1) == Some(&quote) {
+                field.push(quote);
+                i += 2;
+                continue;
+            }
+            if c == quote {
+                if chars.get(i + 1) == Some(&quote) && escape == quote {
+                    field.push(quote);
+                    i += 2;
+                    continue;
+                }
+                in_quotes = false;
+                i += 1;
+                continue;
+            }
+            field.push(c);
+            i += 1;
+            continue;
+        }
+        if at_line_start && c == '\\' && chars.get(i + 1) == Some(&'.') {
+            let end = chars.get(i + 2);
+            if end.is_none() || end == Some(&'\n') || end == Some(&'\r') {
+                break;
+            }
+        }
+        at_line_start = false;
+        if c == quote {
+            in_quotes = true;
+            quoted = true;
+        } else if c == delim {
+            finish_field(&mut row, &mut field, &mut quoted);
+        } else if c == '\n' || c == '\r' {
+            if c == '\r' && chars.get(i + 1) == Some(&'\n') {
+                i += 1;
+            }
+            finish_field(&mut row, &mut field, &mut quoted);
+            rows.push(std::mem::take(&mut row));
+            at_line_start = true;
+        } else {
+            field.push(c);
+        }
+        i += 1;
+    }
+    if in_quotes {
+        return Err(AdapterError::BadCopyData("unterminated CSV quoted field".into()));
+    }
+    if !field.is_empty() || quoted || !row.is_empty() {
+        finish_field(&mut row, &mut field, &mut quoted);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Convert parsed rows into columns of the table's types: `columns[i]` is
+/// the table column data field `i` fills; other columns take `defaults`.
+pub fn rows_to_batch(
+    rows: &[Vec<Option<String>>],
+    desc: &RelationDesc,
+    columns: &[usize],
+    defaults: &RecordBatch,
+) -> Result<RecordBatch> {
+    let n = rows.len();
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(desc.arity());
+    for (table_col, col) in desc.columns.iter().enumerate() {
+        let array = match columns.iter().position(|c| *c == table_col) {
+            Some(field) => {
+                let values: Vec<Option<&str>> =
+                    rows.iter().map(|r| r[field].as_deref()).collect();
+                parse_text_array(&values, &col.ty)?
+            }
+            None => {
+                let default = defaults.column(table_col);
+                let idx = arrow::array::UInt32Array::from(vec![0u32; n]);
+                if defaults.num_rows() == 0 {
+                    arrow::array::new_null_array(&col.ty.arrow_type(), n)
+                } else {
+                    arrow::compute::take(default.as_ref(), &idx, None)
+                        .map_err(|e| AdapterError::Internal(e.to_string()))?
+                }
+            }
+        };
+        arrays.push(array);
+    }
+    RecordBatch::try_new_with_options(
+        desc.arrow_schema(),
+        arrays,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
+    )
+    .map_err(|e| AdapterError::Internal(e.to_string()))
+}
+
+/// Render query results as COPY data rows.
+pub fn render(
+    desc: &RelationDesc,
+    batches: &[RecordBatch],
+    options: &CopyOptions,
+    time_zone: &str,
+    format_options: &Arc<FormatOptions>,
+) -> Result<Vec<CopyData>> {
+    let fields: Arc<Vec<FieldInfo>> = Arc::new(
+        desc.columns
+            .iter()
+            .map(|c| {
+                FieldInfo::new(c.name.clone(), None, None, wire_type(&c.ty), FieldFormat::Text)
+                    .with_format_options(Arc::clone(format_options))
+            })
+            .collect(),
+    );
+    let delimiter = (options.delimiter as char).to_string();
+    let mut encoder = match options.format {
+        CopyFormat::Text => CopyEncoder::new_text(
+            Arc::clone(&fields),
+            CopyTextOptions {
+                delimiter: delimiter.into(),
+                null_string: options.null.clone().into(),
+            },
+        ),
+        CopyFormat::Csv => CopyEncoder::new_csv(
+            Arc::clone(&fields),
+            CopyCsvOptions {
+                delimiter: delimiter.into(),
+                quote: (options.quote as char).to_string().into(),
+                escape: (options.escape as char).to_string().into(),
+                null_string: options.null.clone().into(),
+                force_quote: vec![],
+            },
+        ),
+    };
+    let mut out = Vec::new();
+    if options.header && options.format == CopyFormat::Csv {
+        let header = desc
+            .columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect::<Vec<_>>()
+            .join(&(options.delimiter as char).to_string());
+        out.push(CopyData::new(format!("{header}\n").into()));
+    }
+    for batch in batches {
+        let columns = prepare_columns(batch, desc, time_zone)?;
+        for row in 0..batch.num_rows() {
+            for (i, (array, field)) in columns.iter().enumerate() {
+                encode_cell(&mut encoder, array, field, &desc.columns[i].ty, &fields[i], row)?;
+            }
+            out.push(encoder.take_copy());
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(format: CopyFormat) -> CopyOptions {
+        let csv = format == CopyFormat::Csv;
+        CopyOptions {
+            format,
+            delimiter: if csv { b',' } else { b'\t' },
+            null: if csv { String::new() } else { "\\N".into() },
+            header: false,
+            quote: b'"',
+            escape: b'"',
+        }
+    }
+
+    #[test]
+    fn text_format_escapes_and_nulls() {
+        let rows = parse_rows(b"1\ta\\tb\t\\N\n2\tx\\\\y\tz\n\\.\n", &opts(CopyFormat::Text), 3).unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                vec![Some("1".into()), Some("a\tb".into()), None],
+                vec![Some("2".into()), Some("x\\y".into()), Some("z".into())],
+            ]
+        );
+    }
+
+    #[test]
+    fn csv_quotes_and_nulls() {
+        let rows = parse_rows(b"1,\"a,\"\"b\"\"\",\n2,\"\",\"multi\nline\"\n", &opts(CopyFormat::Csv), 3).unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                vec![Some("1".into()), Some("a,\"b\"".into()), None],
+                vec![Some("2".into()), Some(String::new()), Some("multi\nline".into())],
+            ]
+        );
+    }
+
+    #[test]
+    fn wrong_column_counts_are_errors() {
+        assert!(parse_rows(b"1\t2\n", &opts(CopyFormat::Text), 3).is_err());
+        assert!(parse_rows(b"1,\"open\n", &opts(CopyFormat::Csv), 2).is_err());
+    }
+}

@@ -1,0 +1,305 @@
+//! Query results on the wire: field descriptions and rows in text or binary
+//! format, following each column's Postgres type.
+//!
+//! Most values are encoded by `arrow-pg`; Freshet encodes itself the types
+//! Arrow has no native form for (`uuid`, `jsonb`, `oid`) and `numeric`
+//! text, which it prints exactly (and trims for unconstrained `numeric`).
+
+use std::error::Error;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, Decimal128Array, RecordBatch, StringArray, UInt32Array,
+};
+use arrow::datatypes::{DataType, Field, TimeUnit};
+use arrow_pg::encoder::{Encoder, encode_value};
+use bytes::{BufMut, BytesMut};
+use freshet_repr::{PgType, RelationDesc};
+use pgwire::api::Type;
+use pgwire::api::portal::Format;
+use pgwire::api::results::{FieldFormat, FieldInfo};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::types::ToSqlText;
+use pgwire::types::format::FormatOptions;
+use postgres_types::{IsNull, ToSql};
+
+/// The `postgres_types::Type` for a Postgres type.
+pub fn wire_type(ty: &PgType) -> Type {
+    Type::from_oid(ty.oid()).unwrap_or(Type::TEXT)
+}
+
+/// Field descriptions for a result.
+pub fn field_infos(
+    desc: &RelationDesc,
+    format: &Format,
+    options: &Arc<FormatOptions>,
+) -> Vec<FieldInfo> {
+    desc.columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            FieldInfo::new(c.name.clone(), None, None, wire_type(&c.ty), format.format_for(i))
+                .with_type_modifier(c.ty.typmod())
+                .with_type_size(c.ty.typlen())
+                .with_format_options(Arc::clone(options))
+        })
+        .collect()
+}
+
+/// A value already rendered in both formats.
+#[derive(Debug)]
+struct Raw<'a> {
+    text: &'a str,
+    binary: &'a [u8],
+}
+
+impl ToSql for Raw<'_> {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.put_slice(self.binary);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    postgres_types::to_sql_checked!();
+}
+
+impl ToSqlText for Raw<'_> {
+    fn to_sql_text(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+        _options: &FormatOptions,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        out.put_slice(self.text.as_bytes());
+        Ok(IsNull::No)
+    }
+}
+
+/// Exact text of a decimal, trimming trailing zeros when `trim`.
+pub fn decimal_text(value: i128, scale: i8, trim: bool) -> String {
+    let negative = value < 0;
+    let digits = value.unsigned_abs().to_string();
+    let mut s = if scale > 0 {
+        let scale = scale as usize;
+        let padded = if digits.len() <= scale {
+            format!("{}{}", "0".repeat(scale - digits.len() + 1), digits)
+        } else {
+            digits
+        };
+        let (int, frac) = padded.split_at(padded.len() - scale);
+        let frac = if trim { frac.trim_end_matches('0') } else { frac };
+        if frac.is_empty() {
+            int.to_string()
+        } else {
+            format!("{int}.{frac}")
+        }
+    } else {
+        format!("{digits}{}", "0".repeat((-scale) as usize))
+    };
+    if negative && s.chars().any(|c| c != '0' && c != '.') {
+        s.insert(0, '-');
+    }
+    s
+}
+
+/// Columns of a batch prepared for encoding: `timestamptz` converted to the
+/// session time zone so it prints in it.
+pub fn prepare_columns(batch: &RecordBatch, desc: &RelationDesc, time_zone: &str) -> PgWireResult<Vec<(ArrayRef, Field)>> {
+    batch
+        .columns()
+        .iter()
+        .zip(batch.schema().fields())
+        .zip(&desc.columns)
+        .map(|((array, field), col)| {
+            if col.ty == PgType::TimestampTz
+                && let DataType::Timestamp(unit, _) = array.data_type()
+            {
+                let target = DataType::Timestamp(*unit, Some(time_zone.into()));
+                let cast = arrow::compute::cast(array, &target)
+                    .map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+                let f = field.as_ref().clone().with_data_type(target);
+                return Ok((cast, f));
+            }
+            if let DataType::Timestamp(TimeUnit::Nanosecond, tz) = array.data_type() {
+                // Postgres has microseconds.
+                let target = DataType::Timestamp(TimeUnit::Microsecond, tz.clone());
+                let cast = arrow::compute::cast(array, &target)
+                    .map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+                return Ok((cast, field.as_ref().clone().with_data_type(target)));
+            }
+            Ok((Arc::clone(array), field.as_ref().clone()))
+        })
+        .collect()
+}
+
+/// Encode one value of row `idx`.
+pub fn encode_cell<E: Encoder>(
+    encoder: &mut E,
+    array: &ArrayRef,
+    field: &Field,
+    ty: &PgType,
+    pg_field: &FieldInfo,
+    idx: usize,
+) -> PgWireResult<()> {
+    let binary = pg_field.format() == FieldFormat::Binary;
+    if array.is_null(idx) {
+        return encoder.encode_field(&None::<i32>, pg_field);
+    }
+    match (ty, array.data_type()) {
+        (PgType::Uuid, DataType::Utf8) if binary => {
+            let s = array.as_any().downcast_ref::<StringArray>().map(|a| a.value(idx)).unwrap_or_default();
+            let u = uuid::Uuid::parse_str(s).map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+            encoder.encode_field(&Raw { text: s, binary: u.as_bytes() }, pg_field)
+        }
+        (PgType::Jsonb, DataType::Utf8) if binary => {
+            let s = array.as_any().downcast_ref::<StringArray>().map(|a| a.value(idx)).unwrap_or_default();
+            let mut b = Vec::with_capacity(s.len() + 1);
+            b.push(1u8);
+            b.extend_from_slice(s.as_bytes());
+            encoder.encode_field(&Raw { text: s, binary: &b }, pg_field)
+        }
+        (PgType::Uuid | PgType::Jsonb, DataType::Utf8) => {
+            let s = array.as_any().downcast_ref::<StringArray>().map(|a| a.value(idx)).unwrap_or_default();
+            encoder.encode_field(&Raw { text: s, binary: s.as_bytes() }, pg_field)
+        }
+        (_, DataType::UInt32) => {
+            let v = array.as_any().downcast_ref::<UInt32Array>().map(|a| a.value(idx)).unwrap_or_default();
+            encoder.encode_field(&Raw { text: &v.to_string(), binary: &v.to_be_bytes() }, pg_field)
+        }
+        (PgType::Timestamp | PgType::TimestampTz | PgType::Time, _)
+            if !binary && pg_field.format_options().date_style.to_uppercase().starts_with("ISO") =>
+        {
+            match iso_datetime_text(array, idx)? {
+                Some(text) => encoder.encode_field(&Raw { text: &text, binary: text.as_bytes() }, pg_field),
+                None => encode_value(encoder, array, idx, field, pg_field),
+            }
+        }
+        (_, DataType::Decimal128(_, scale)) if !binary => {
+            let v = array.as_any().downcast_ref::<Decimal128Array>().map(|a| a.value(idx)).unwrap_or_default();
+            let trim = matches!(ty, PgType::Numeric { typmod: None });
+            let text = decimal_text(v, *scale, trim);
+            encoder.encode_field(&Raw { text: &text, binary: text.as_bytes() }, pg_field)
+        }
+        _ => encode_value(encoder, array, idx, field, pg_field),
+    }
+}
+
+/// Postgres's ISO text for timestamps and times: fractional seconds only
+/// when non-zero (trailing zeros trimmed), offsets as `+HH[:MM]`, BC years.
+fn iso_datetime_text(array: &ArrayRef, idx: usize) -> PgWireResult<Option<String>> {
+    use arrow::array::{TimestampMicrosecondArray, Time64MicrosecondArray};
+    use chrono::{Datelike, Offset, TimeZone, Timelike};
+    let fraction = |micros: u32| {
+        if micros == 0 {
+            String::new()
+        } else {
+            format!(".{micros:06}").trim_end_matches('0').to_string()
+        }
+    };
+    match array.data_type() {
+        DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+            let Some(a) = array.as_any().downcast_ref::<TimestampMicrosecondArray>() else {
+                return Ok(None);
+            };
+            let micros = a.value(idx);
+            let Some(utc) = chrono::DateTime::from_timestamp_micros(micros) else {
+                return Ok(None);
+            };
+            let (local, offset) = match tz {
+                Some(tz) => {
+                    let tz: arrow::array::timezone::Tz =
+                        tz.parse().map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+                    let dt = tz.from_utc_datetime(&utc.naive_utc());
+                    let off = dt.offset().fix().local_minus_utc();
+                    (dt.naive_local(), Some(off))
+                }
+                None => (utc.naive_utc(), None),
+            };
+            let (year, bc) = if local.year() <= 0 {
+                (1 - local.year(), " BC")
+            } else {
+                (local.year(), "")
+            };
+            let mut s = format!(
+                "{year:04}-{:02}-{:02} {:02}:{:02}:{:02}{}",
+                local.month(),
+                local.day(),
+                local.hour(),
+                local.minute(),
+                local.second(),
+                fraction(local.nanosecond() / 1000)
+            );
+            if let Some(off) = offset {
+                let sign = if off < 0 { '-' } else { '+' };
+                let off = off.abs();
+                s.push_str(&format!("{sign}{:02}", off / 3600));
+                if off % 3600 != 0 {
+                    s.push_str(&format!(":{:02}", (off % 3600) / 60));
+                }
+                if off % 60 != 0 {
+                    s.push_str(&format!(":{:02}", off % 60));
+                }
+            }
+            s.push_str(bc);
+            Ok(Some(s))
+        }
+        DataType::Time64(TimeUnit::Microsecond) => {
+            let Some(a) = array.as_any().downcast_ref::<Time64MicrosecondArray>() else {
+                return Ok(None);
+            };
+            let micros = a.value(idx);
+            let secs = micros / 1_000_000;
+            Ok(Some(format!(
+                "{:02}:{:02}:{:02}{}",
+                secs / 3600,
+                (secs % 3600) / 60,
+                secs % 60,
+                fraction((micros % 1_000_000) as u32)
+            )))
+        }
+        _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_print_like_postgres() {
+        use arrow::array::{TimestampMicrosecondArray, Time64MicrosecondArray};
+        let utc: ArrayRef = Arc::new(
+            TimestampMicrosecondArray::from(vec![1_704_110_400_000_000, 1_704_110_400_500_000])
+                .with_timezone("+00:00"),
+        );
+        assert_eq!(iso_datetime_text(&utc, 0).unwrap().unwrap(), "2024-01-01 12:00:00+00");
+        assert_eq!(iso_datetime_text(&utc, 1).unwrap().unwrap(), "2024-01-01 12:00:00.5+00");
+        let ist: ArrayRef = Arc::new(
+            TimestampMicrosecondArray::from(vec![1_704_110_400_000_000]).with_timezone("+05:30"),
+        );
+        assert_eq!(iso_datetime_text(&ist, 0).unwrap().unwrap(), "2024-01-01 17:30:00+05:30");
+        let naive: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![0]));
+        assert_eq!(iso_datetime_text(&naive, 0).unwrap().unwrap(), "1970-01-01 00:00:00");
+        let t: ArrayRef = Arc::new(Time64MicrosecondArray::from(vec![3_723_000_100]));
+        assert_eq!(iso_datetime_text(&t, 0).unwrap().unwrap(), "01:02:03.0001");
+    }
+
+    #[test]
+    fn decimals_print_exactly() {
+        assert_eq!(decimal_text(12345, 2, false), "123.45");
+        assert_eq!(decimal_text(-5, 2, false), "-0.05");
+        assert_eq!(decimal_text(1500000000, 10, true), "0.15");
+        assert_eq!(decimal_text(10000000000, 10, true), "1");
+        assert_eq!(decimal_text(7, 0, false), "7");
+        assert_eq!(decimal_text(0, 2, false), "0.00");
+        assert_eq!(decimal_text(-100, 2, true), "-1");
+        assert_eq!(decimal_text(i128::MAX, 0, false), i128::MAX.to_string());
+    }
+}

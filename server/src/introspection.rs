@@ -1,0 +1,297 @@
+//! Reading collections and built-in relations for queries.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use datafusion::common::{DataFusionError, Result as DfResult};
+use freshet_catalog::{CatalogState, ItemKind};
+use freshet_planner::CollectionReader;
+use freshet_planner::system::{self, SYSTEM_SCHEMAS};
+use freshet_repr::{GlobalId, PgType, Timestamp};
+use freshet_storage::{CollectionKind, Storage};
+
+use crate::values::parse_text_array;
+
+/// Serves one query's reads: storage snapshots, and built-in relations
+/// computed from the catalog version and storage state the query sees.
+#[derive(Debug)]
+pub struct QueryReader {
+    /// Storage.
+    pub storage: Arc<Storage>,
+    /// The catalog version planned against.
+    pub catalog: Arc<CatalogState>,
+    /// The session's database.
+    pub database: String,
+}
+
+fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+/// OIDs of the built-in schemas.
+fn system_schema_oid(name: &str) -> u32 {
+    match name {
+        "pg_catalog" => 11,
+        "information_schema" => 12,
+        _ => 13,
+    }
+}
+
+fn relkind(kind: ItemKind) -> &'static str {
+    match kind {
+        ItemKind::Table => "r",
+        ItemKind::View => "v",
+        ItemKind::MaterializedView => "m",
+        ItemKind::Index => "i",
+        ItemKind::Source => "r",
+        ItemKind::Sink => "r",
+    }
+}
+
+type Row = Vec<Option<String>>;
+
+impl QueryReader {
+    fn name_of(&self, id: GlobalId) -> Option<String> {
+        self.catalog
+            .full_name(id)
+            .map(|(d, s, i)| format!("{d}.{s}.{i}"))
+    }
+
+    fn rows(&self, qualified: &str) -> DfResult<Vec<Row>> {
+        let s = |v: &str| Some(v.to_string());
+        let db = self.catalog.database_by_name(&self.database);
+        let schemas: Vec<_> = self
+            .catalog
+            .schemas()
+            .filter(|sc| Some(sc.database_id) == db.map(|d| d.id))
+            .collect();
+        let in_db = |schema_id: GlobalId| schemas.iter().find(|sc| sc.id == schema_id);
+        Ok(match qualified {
+            "freshet_internal.read_holds" => self
+                .storage
+                .read_holds()
+                .into_iter()
+                .map(|h| {
+                    vec![
+                        Some(h.id.to_string()),
+                        self.name_of(h.id),
+                        Some(h.time.to_string()),
+                        Some(h.count.to_string()),
+                    ]
+                })
+                .collect(),
+            "freshet_internal.collections" => self
+                .storage
+                .collections()
+                .into_iter()
+                .map(|c| {
+                    vec![
+                        Some(c.id.to_string()),
+                        self.name_of(c.id),
+                        s(match c.kind {
+                            CollectionKind::Table => "table",
+                            CollectionKind::Materialized => "materialized",
+                        }),
+                        c.since.as_option().map(|t| t.to_string()),
+                        c.upper.as_option().map(|t| t.to_string()),
+                        Some(c.parts.to_string()),
+                    ]
+                })
+                .collect(),
+            "pg_catalog.pg_namespace" => schemas
+                .iter()
+                .map(|sc| vec![Some(sc.oid.to_string()), s(&sc.name), s("10")])
+                .chain(SYSTEM_SCHEMAS.iter().map(|n| {
+                    vec![Some(system_schema_oid(n).to_string()), s(n), s("10")]
+                }))
+                .collect(),
+            "pg_catalog.pg_database" => self
+                .catalog
+                .databases()
+                .map(|d| vec![Some(d.oid.to_string()), s(&d.name)])
+                .collect(),
+            "pg_catalog.pg_class" => {
+                let mut rows: Vec<Row> = self
+                    .catalog
+                    .items()
+                    .filter_map(|i| {
+                        let sc = in_db(i.schema_id)?;
+                        Some(vec![
+                            Some(i.oid.to_string()),
+                            s(&i.name),
+                            Some(sc.oid.to_string()),
+                            s(relkind(i.kind)),
+                            Some(i.desc.as_ref().map_or(0, |d| d.arity()).to_string()),
+                        ])
+                    })
+                    .collect();
+                for (n, rel) in system::SYSTEM_RELATIONS.iter().enumerate() {
+                    rows.push(vec![
+                        Some((1000 + n).to_string()),
+                        s(rel.name),
+                        Some(system_schema_oid(rel.schema).to_string()),
+                        s("v"),
+                        Some(rel.columns.len().to_string()),
+                    ]);
+                }
+                rows
+            }
+            "pg_catalog.pg_attribute" => self
+                .catalog
+                .items()
+                .filter(|i| in_db(i.schema_id).is_some())
+                .flat_map(|i| {
+                    let oid = i.oid;
+                    i.desc
+                        .iter()
+                        .flat_map(|d| d.columns.iter().enumerate())
+                        .map(move |(n, c)| {
+                            vec![
+                                Some(oid.to_string()),
+                                Some(c.name.clone()),
+                                Some(c.ty.oid().to_string()),
+                                Some((n + 1).to_string()),
+                                Some(c.ty.typmod().to_string()),
+                                Some((!c.nullable).to_string()),
+                                Some("false".into()),
+                            ]
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+            "pg_catalog.pg_type" => [
+                PgType::Bool,
+                PgType::Int2,
+                PgType::Int4,
+                PgType::Int8,
+                PgType::Float4,
+                PgType::Float8,
+                PgType::Numeric { typmod: None },
+                PgType::Text,
+                PgType::Varchar { max_len: None },
+                PgType::Char { len: None },
+                PgType::Bytea,
+                PgType::Date,
+                PgType::Time,
+                PgType::Timestamp,
+                PgType::TimestampTz,
+                PgType::Interval,
+                PgType::Uuid,
+                PgType::Jsonb,
+                PgType::Oid,
+            ]
+            .iter()
+            .map(|t| {
+                vec![
+                    Some(t.oid().to_string()),
+                    s(t.typname()),
+                    Some(t.typlen().to_string()),
+                ]
+            })
+            .collect(),
+            "pg_catalog.pg_tables" | "pg_catalog.pg_views" | "information_schema.tables" => {
+                let want_views = qualified == "pg_catalog.pg_views";
+                self.catalog
+                    .items()
+                    .filter_map(|i| {
+                        let sc = in_db(i.schema_id)?;
+                        match qualified {
+                            "pg_catalog.pg_tables" if i.kind == ItemKind::Table => {
+                                Some(vec![s(&sc.name), s(&i.name)])
+                            }
+                            "pg_catalog.pg_views" if want_views && i.kind == ItemKind::View => {
+                                Some(vec![s(&sc.name), s(&i.name), s(&i.create_sql)])
+                            }
+                            "information_schema.tables"
+                                if matches!(
+                                    i.kind,
+                                    ItemKind::Table | ItemKind::View | ItemKind::MaterializedView
+                                ) =>
+                            {
+                                Some(vec![
+                                    s(&self.database),
+                                    s(&sc.name),
+                                    s(&i.name),
+                                    s(if i.kind == ItemKind::Table { "BASE TABLE" } else { "VIEW" }),
+                                ])
+                            }
+                            _ => None,
+                        }
+                    })
+                    .collect()
+            }
+            "information_schema.schemata" => schemas
+                .iter()
+                .map(|sc| vec![s(&self.database), s(&sc.name)])
+                .chain(
+                    SYSTEM_SCHEMAS
+                        .iter()
+                        .map(|n| vec![s(&self.database), s(n)]),
+                )
+                .collect(),
+            "information_schema.columns" => self
+                .catalog
+                .items()
+                .filter_map(|i| Some((i, in_db(i.schema_id)?)))
+                .flat_map(|(i, sc)| {
+                    let defaults = match &i.details {
+                        freshet_catalog::ItemDetails::Table { defaults } => defaults.clone(),
+                        _ => vec![],
+                    };
+                    i.desc
+                        .iter()
+                        .flat_map(|d| d.columns.iter().enumerate())
+                        .map(|(n, c)| {
+                            vec![
+                                Some(self.database.clone()),
+                                Some(sc.name.clone()),
+                                Some(i.name.clone()),
+                                Some(c.name.clone()),
+                                Some((n + 1).to_string()),
+                                defaults.get(n).cloned().flatten(),
+                                Some(if c.nullable { "YES" } else { "NO" }.into()),
+                                Some(c.ty.sql_name()),
+                            ]
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+            other => {
+                return Err(DataFusionError::Plan(format!(
+                    "relation \"{other}\" does not exist"
+                )));
+            }
+        })
+    }
+}
+
+impl CollectionReader for QueryReader {
+    fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
+        self.storage.snapshot(id, as_of).map_err(external)
+    }
+
+    fn system_table(&self, qualified_name: &str) -> DfResult<Vec<RecordBatch>> {
+        let rel = system::lookup_qualified(qualified_name)
+            .ok_or_else(|| DataFusionError::Plan(format!("relation \"{qualified_name}\" does not exist")))?;
+        let rows = self.rows(qualified_name)?;
+        let desc = rel.desc();
+        let columns = desc
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let values: Vec<Option<&str>> = rows.iter().map(|r| r[i].as_deref()).collect();
+                parse_text_array(&values, &c.ty)
+                    .map_err(|e| DataFusionError::Internal(e.to_string()))
+            })
+            .collect::<DfResult<Vec<_>>>()?;
+        Ok(vec![
+            RecordBatch::try_new_with_options(
+                desc.arrow_schema(),
+                columns,
+                &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows.len())),
+            )
+            .map_err(|e| DataFusionError::ArrowError(Box::new(e), None))?,
+        ])
+    }
+}

@@ -1,0 +1,20 @@
+//! The Freshet server: the pgwire front end, sessions, and the sequencer
+//! that turns statements into catalog transactions, reads and writes.
+
+pub mod config;
+pub mod coordinator;
+pub mod copy;
+pub mod encode;
+pub mod error;
+pub mod handler;
+pub mod http;
+pub mod introspection;
+pub mod params;
+pub mod server;
+pub mod session;
+pub mod values;
+pub mod vars;
+pub mod watch;
+
+pub use config::Config;
+pub use server::serve;

@@ -1,0 +1,153 @@
+//! Decoding `Bind` parameters into DataFusion values.
+
+use arrow::datatypes::DataType;
+use bytes::Bytes;
+use datafusion::common::{ParamValues, ScalarValue};
+use freshet_repr::PgType;
+use pgwire::api::Type;
+use pgwire::api::portal::Format;
+use postgres_types::FromSql;
+
+use crate::error::{AdapterError, Result};
+use crate::values::parse_text_array;
+
+fn bad(ty: &Type, e: impl std::fmt::Display) -> AdapterError {
+    AdapterError::data(
+        "22P03",
+        format!("incorrect binary data format in bind parameter of type {}: {e}", ty.name()),
+    )
+}
+
+fn decode_binary(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
+    macro_rules! get {
+        ($t:ty) => {
+            <$t as FromSql>::from_sql(ty, raw).map_err(|e| bad(ty, e))?
+        };
+    }
+    Ok(match *ty {
+        Type::BOOL => ScalarValue::Boolean(Some(get!(bool))),
+        Type::INT2 => ScalarValue::Int16(Some(get!(i16))),
+        Type::INT4 => ScalarValue::Int32(Some(get!(i32))),
+        Type::INT8 => ScalarValue::Int64(Some(get!(i64))),
+        Type::OID => ScalarValue::UInt32(Some(get!(u32))),
+        Type::FLOAT4 => ScalarValue::Float32(Some(get!(f32))),
+        Type::FLOAT8 => ScalarValue::Float64(Some(get!(f64))),
+        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+            ScalarValue::Utf8(Some(get!(String)))
+        }
+        Type::BYTEA => ScalarValue::Binary(Some(get!(Vec<u8>))),
+        Type::DATE => {
+            let d = get!(chrono::NaiveDate);
+            let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+            ScalarValue::Date32(Some((d - epoch).num_days() as i32))
+        }
+        Type::TIME => {
+            let t = get!(chrono::NaiveTime);
+            let micros = t.signed_duration_since(chrono::NaiveTime::MIN).num_microseconds().unwrap_or(0);
+            ScalarValue::Time64Microsecond(Some(micros))
+        }
+        Type::TIMESTAMP => {
+            let t = get!(chrono::NaiveDateTime);
+            ScalarValue::TimestampMicrosecond(Some(t.and_utc().timestamp_micros()), None)
+        }
+        Type::TIMESTAMPTZ => {
+            let t = get!(chrono::DateTime<chrono::Utc>);
+            ScalarValue::TimestampMicrosecond(Some(t.timestamp_micros()), Some("+00:00".into()))
+        }
+        Type::NUMERIC => {
+            let d = get!(rust_decimal::Decimal);
+            ScalarValue::Decimal128(Some(d.mantissa()), 38, d.scale() as i8)
+        }
+        Type::UUID => {
+            let bytes: [u8; 16] = raw.try_into().map_err(|_| bad(ty, "expected 16 bytes"))?;
+            ScalarValue::Utf8(Some(uuid::Uuid::from_bytes(bytes).hyphenated().to_string()))
+        }
+        Type::JSONB => {
+            let text = raw.get(1..).ok_or_else(|| bad(ty, "empty"))?;
+            ScalarValue::Utf8(Some(String::from_utf8_lossy(text).into_owned()))
+        }
+        Type::JSON => ScalarValue::Utf8(Some(String::from_utf8_lossy(raw).into_owned())),
+        _ => {
+            return Err(AdapterError::Unsupported(format!(
+                "binary parameters of type {} are not supported",
+                ty.name()
+            )));
+        }
+    })
+}
+
+/// The Arrow type of a client-declared parameter type.
+fn arrow_of(ty: &Type) -> Option<DataType> {
+    [
+        PgType::Bool,
+        PgType::Int2,
+        PgType::Int4,
+        PgType::Int8,
+        PgType::Float4,
+        PgType::Float8,
+        PgType::Numeric { typmod: None },
+        PgType::Text,
+        PgType::Varchar { max_len: None },
+        PgType::Char { len: None },
+        PgType::Bytea,
+        PgType::Date,
+        PgType::Time,
+        PgType::Timestamp,
+        PgType::TimestampTz,
+        PgType::Interval,
+        PgType::Uuid,
+        PgType::Jsonb,
+    ]
+    .into_iter()
+    .find(|t| t.oid() == ty.oid())
+    .map(|t| t.arrow_type())
+}
+
+/// Decode every parameter: `raw[i]` in `formats`, declared as `declared[i]`
+/// by the client (if it declared one), planned as `inferred[i]`.
+pub fn decode(
+    raw: &[Option<Bytes>],
+    formats: &Format,
+    declared: &[Option<Type>],
+    inferred: &[Option<DataType>],
+) -> Result<Option<ParamValues>> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let mut values = Vec::with_capacity(raw.len());
+    for (i, value) in raw.iter().enumerate() {
+        let declared = declared.get(i).cloned().flatten().filter(|t| *t != Type::UNKNOWN);
+        let target = inferred
+            .get(i)
+            .cloned()
+            .flatten()
+            .or_else(|| declared.as_ref().and_then(arrow_of))
+            .unwrap_or(DataType::Utf8);
+        let scalar = match value {
+            None => ScalarValue::try_from(&target).map_err(AdapterError::DataFusion)?,
+            Some(bytes) if formats.is_binary(i) => {
+                let ty = declared.clone().ok_or_else(|| {
+                    AdapterError::Protocol(format!(
+                        "binary parameter ${} needs a declared type",
+                        i + 1
+                    ))
+                })?;
+                decode_binary(&ty, bytes)?
+                    .cast_to(&target)
+                    .map_err(AdapterError::DataFusion)?
+            }
+            Some(bytes) => {
+                let text = std::str::from_utf8(bytes).map_err(|_| {
+                    AdapterError::data("22021", "invalid byte sequence for encoding \"UTF8\"")
+                })?;
+                let pg = PgType::from_arrow(&target).unwrap_or(PgType::Text);
+                let pg = if pg.arrow_type() == target { pg } else { PgType::Text };
+                let array = parse_text_array(&[Some(text)], &pg)?;
+                let scalar = ScalarValue::try_from_array(&array, 0).map_err(AdapterError::DataFusion)?;
+                scalar.cast_to(&target).map_err(AdapterError::DataFusion)?
+            }
+        };
+        values.push(scalar);
+    }
+    Ok(Some(ParamValues::List(values.into_iter().map(Into::into).collect())))
+}

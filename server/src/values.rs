@@ -1,0 +1,172 @@
+//! Values from text (COPY data, text-format parameters) and the checks every
+//! written row passes: NOT NULL, length limits, and the canonical forms of
+//! `char(n)`, `uuid` and `jsonb`.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, BooleanArray, RecordBatch, StringArray};
+use arrow::compute::CastOptions;
+use arrow::datatypes::DataType;
+use arrow::util::display::FormatOptions;
+use freshet_repr::{PgType, RelationDesc};
+
+use crate::error::{AdapterError, Result};
+pub use freshet_planner::pgtext::{canonical_jsonb, canonical_uuid, parse_bool, parse_bytea};
+
+fn invalid_input(ty: &PgType, value: &str) -> AdapterError {
+    AdapterError::data(
+        "22P02",
+        format!("invalid input syntax for type {}: \"{value}\"", ty.sql_name()),
+    )
+}
+
+/// Parse text values into an array of `ty`.
+pub fn parse_text_array(values: &[Option<&str>], ty: &PgType) -> Result<ArrayRef> {
+    Ok(match ty {
+        PgType::Bool => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    None => Ok(None),
+                    Some(s) => parse_bool(s).map(Some).ok_or_else(|| invalid_input(ty, s)),
+                })
+                .collect::<Result<BooleanArray>>()?,
+        ),
+        PgType::Bytea => {
+            let parsed: Vec<Option<Vec<u8>>> = values
+                .iter()
+                .map(|v| match v {
+                    None => Ok(None),
+                    Some(s) => parse_bytea(s).map(Some).ok_or_else(|| invalid_input(ty, s)),
+                })
+                .collect::<Result<_>>()?;
+            Arc::new(BinaryArray::from_iter(parsed.iter().map(|v| v.as_deref())))
+        }
+        PgType::Text | PgType::Varchar { .. } | PgType::Char { .. } | PgType::Uuid | PgType::Jsonb => {
+            Arc::new(StringArray::from(values.to_vec()))
+        }
+        other => {
+            let strings: ArrayRef = Arc::new(StringArray::from(
+                values.iter().map(|v| v.map(str::trim)).collect::<Vec<_>>(),
+            ));
+            let options = CastOptions {
+                safe: false,
+                format_options: FormatOptions::default(),
+            };
+            match arrow::compute::cast_with_options(&strings, &other.arrow_type(), &options) {
+                Ok(a) => a,
+                Err(_) => {
+                    // Find the offending value for the message.
+                    for v in values.iter().flatten() {
+                        let one: ArrayRef = Arc::new(StringArray::from(vec![v.trim()]));
+                        if arrow::compute::cast_with_options(&one, &other.arrow_type(), &options)
+                            .is_err()
+                        {
+                            return Err(invalid_input(other, v));
+                        }
+                    }
+                    return Err(invalid_input(other, ""));
+                }
+            }
+        }
+    })
+}
+
+/// Check rows against a table's columns and bring values into canonical
+/// form: NOT NULL (23502), `varchar(n)`/`char(n)` length (22001), `char(n)`
+/// padding, `uuid` and `jsonb` syntax (22P02).
+pub fn check_rows(table: &str, desc: &RelationDesc, batch: RecordBatch) -> Result<RecordBatch> {
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
+    for (array, col) in batch.columns().iter().zip(&desc.columns) {
+        if !col.nullable && array.null_count() > 0 {
+            return Err(AdapterError::Data {
+                code: "23502",
+                message: format!(
+                    "null value in column \"{}\" of relation \"{table}\" violates not-null constraint",
+                    col.name
+                ),
+                detail: None,
+            });
+        }
+        let fixed: ArrayRef = match (&col.ty, array.data_type()) {
+            (PgType::Varchar { max_len: Some(n) }, DataType::Utf8) => {
+                let a = array.as_string::<i32>();
+                for v in a.iter().flatten() {
+                    if v.chars().count() > *n as usize {
+                        return Err(AdapterError::data(
+                            "22001",
+                            format!("value too long for type character varying({n})"),
+                        ));
+                    }
+                }
+                Arc::clone(array)
+            }
+            (PgType::Char { len: Some(n) }, DataType::Utf8) => {
+                let n = *n as usize;
+                let a = array.as_string::<i32>();
+                let out = a
+                    .iter()
+                    .map(|v| {
+                        v.map(|s| {
+                            let len = s.chars().count();
+                            if len > n {
+                                // Trailing blanks beyond the length are dropped.
+                                let cut: String = s.chars().take(n).collect();
+                                if s.chars().skip(n).all(|c| c == ' ') {
+                                    Ok(cut)
+                                } else {
+                                    Err(AdapterError::data(
+                                        "22001",
+                                        format!("value too long for type character({n})"),
+                                    ))
+                                }
+                            } else {
+                                Ok(format!("{s}{}", " ".repeat(n - len)))
+                            }
+                        })
+                        .transpose()
+                    })
+                    .collect::<Result<StringArray>>()?;
+                Arc::new(out)
+            }
+            (PgType::Uuid, DataType::Utf8) => {
+                let a = array.as_string::<i32>();
+                Arc::new(
+                    a.iter()
+                        .map(|v| {
+                            v.map(|s| canonical_uuid(s).ok_or_else(|| invalid_input(&col.ty, s)))
+                                .transpose()
+                        })
+                        .collect::<Result<StringArray>>()?,
+                )
+            }
+            (PgType::Jsonb, DataType::Utf8) => {
+                let a = array.as_string::<i32>();
+                Arc::new(
+                    a.iter()
+                        .map(|v| {
+                            v.map(|s| {
+                                canonical_jsonb(s).ok_or_else(|| {
+                                    AdapterError::data(
+                                        "22P02",
+                                        format!("invalid input syntax for type json: \"{s}\""),
+                                    )
+                                })
+                            })
+                            .transpose()
+                        })
+                        .collect::<Result<StringArray>>()?,
+                )
+            }
+            _ => Arc::clone(array),
+        };
+        columns.push(fixed);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        desc.arrow_schema(),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )
+    .map_err(|e| AdapterError::Internal(e.to_string()))?)
+}
+

@@ -1,0 +1,324 @@
+//! Session variables: what `SET`, `SHOW` and `RESET` act on.
+
+use std::time::Duration;
+
+use freshet_planner::SetValue;
+
+use crate::error::{AdapterError, Result};
+
+/// The `server_version` Freshet reports (a Postgres version clients accept).
+pub const SERVER_VERSION: &str = concat!("15.0 (Freshet ", env!("CARGO_PKG_VERSION"), ")");
+/// `server_version_num`.
+pub const SERVER_VERSION_NUM: &str = "150000";
+
+/// Transaction isolation levels Freshet offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    /// Reads see every write acknowledged before they began.
+    StrictSerializable,
+    /// Reads may use any readable time (possibly stale, never blocking).
+    Serializable,
+}
+
+impl Isolation {
+    fn parse(v: &str) -> Result<Self> {
+        match v.trim().to_lowercase().as_str() {
+            "strict serializable" => Ok(Isolation::StrictSerializable),
+            // Like Materialize, weaker Postgres levels run as serializable.
+            "serializable" | "repeatable read" | "read committed" | "read uncommitted" => {
+                Ok(Isolation::Serializable)
+            }
+            other => Err(AdapterError::InvalidParameterValue(format!(
+                "invalid value for parameter \"transaction_isolation\": \"{other}\""
+            ))),
+        }
+    }
+
+    /// The name `SHOW transaction_isolation` prints.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Isolation::StrictSerializable => "strict serializable",
+            Isolation::Serializable => "serializable",
+        }
+    }
+}
+
+/// A session's variables.
+#[derive(Clone, Debug)]
+pub struct Vars {
+    /// `application_name`
+    pub application_name: String,
+    /// `client_encoding` (only UTF8 is supported)
+    pub client_encoding: String,
+    /// `DateStyle`
+    pub datestyle: String,
+    /// `IntervalStyle`
+    pub intervalstyle: String,
+    /// `TimeZone`
+    pub timezone: String,
+    /// `extra_float_digits`
+    pub extra_float_digits: i8,
+    /// `statement_timeout` (zero: none)
+    pub statement_timeout: Duration,
+    /// `search_path`
+    pub search_path: Vec<String>,
+    /// `transaction_isolation`
+    pub transaction_isolation: Isolation,
+}
+
+impl Default for Vars {
+    fn default() -> Self {
+        Vars {
+            application_name: String::new(),
+            client_encoding: "UTF8".into(),
+            datestyle: "ISO, MDY".into(),
+            intervalstyle: "postgres".into(),
+            timezone: "UTC".into(),
+            extra_float_digits: 1,
+            statement_timeout: Duration::ZERO,
+            search_path: vec!["public".into()],
+            transaction_isolation: Isolation::StrictSerializable,
+        }
+    }
+}
+
+fn one(name: &str, value: &SetValue) -> Result<Option<String>> {
+    match value {
+        SetValue::Default => Ok(None),
+        SetValue::Values(v) if v.len() == 1 => Ok(Some(v[0].clone())),
+        SetValue::Values(_) => Err(AdapterError::InvalidParameterValue(format!(
+            "SET {name} takes only one argument"
+        ))),
+    }
+}
+
+/// Parse a Postgres duration setting: a number of milliseconds or a number
+/// with a unit (`us`, `ms`, `s`, `min`, `h`, `d`).
+pub fn parse_duration(name: &str, v: &str) -> Result<Duration> {
+    let s = v.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let bad = || {
+        AdapterError::InvalidParameterValue(format!(
+            "invalid value for parameter \"{name}\": \"{v}\""
+        ))
+    };
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let ms = match unit.trim().to_lowercase().as_str() {
+        "" | "ms" => n,
+        "us" => n / 1000.0,
+        "s" => n * 1000.0,
+        "min" => n * 60_000.0,
+        "h" => n * 3_600_000.0,
+        "d" => n * 86_400_000.0,
+        _ => return Err(bad()),
+    };
+    if !(0.0..=i32::MAX as f64).contains(&ms) {
+        return Err(bad());
+    }
+    Ok(Duration::from_micros((ms * 1000.0) as u64))
+}
+
+/// Whether Arrow/DataFusion understand a time zone name.
+pub fn valid_timezone(tz: &str) -> bool {
+    tz.parse::<arrow::array::timezone::Tz>().is_ok()
+}
+
+impl Vars {
+    /// Apply `SET name = value` (or `RESET` when `value` is `Default`).
+    pub fn set(&mut self, name: &str, value: &SetValue) -> Result<()> {
+        let defaults = Vars::default();
+        match name {
+            "application_name" => {
+                self.application_name = one(name, value)?.unwrap_or(defaults.application_name)
+            }
+            "client_encoding" | "names" => {
+                let v = one(name, value)?.unwrap_or(defaults.client_encoding);
+                let norm = v.to_uppercase().replace(['-', '_'], "");
+                if norm != "UTF8" && norm != "UNICODE" {
+                    return Err(AdapterError::InvalidParameterValue(format!(
+                        "invalid value for parameter \"client_encoding\": \"{v}\" (only UTF8 is supported)"
+                    )));
+                }
+                self.client_encoding = "UTF8".into();
+            }
+            "datestyle" => {
+                let v = match value {
+                    SetValue::Default => defaults.datestyle,
+                    SetValue::Values(v) => v.join(", "),
+                };
+                let upper = v.to_uppercase();
+                if !upper.split(',').all(|p| {
+                    matches!(
+                        p.trim(),
+                        "ISO" | "SQL" | "POSTGRES" | "GERMAN" | "MDY" | "DMY" | "YMD" | "US"
+                            | "EURO" | "EUROPEAN" | "NONEURO" | "NONEUROPEAN"
+                    )
+                }) {
+                    return Err(AdapterError::InvalidParameterValue(format!(
+                        "invalid value for parameter \"DateStyle\": \"{v}\""
+                    )));
+                }
+                self.datestyle = v;
+            }
+            "intervalstyle" => {
+                let v = one(name, value)?.unwrap_or(defaults.intervalstyle);
+                match v.to_lowercase().as_str() {
+                    "postgres" | "postgres_verbose" | "sql_standard" | "iso_8601" => {
+                        self.intervalstyle = v.to_lowercase()
+                    }
+                    _ => {
+                        return Err(AdapterError::InvalidParameterValue(format!(
+                            "invalid value for parameter \"IntervalStyle\": \"{v}\""
+                        )));
+                    }
+                }
+            }
+            "timezone" | "time_zone" => {
+                let v = one(name, value)?.unwrap_or(defaults.timezone);
+                if !valid_timezone(&v) {
+                    return Err(AdapterError::InvalidParameterValue(format!(
+                        "invalid value for parameter \"TimeZone\": \"{v}\""
+                    )));
+                }
+                self.timezone = v;
+            }
+            "extra_float_digits" => {
+                let v = one(name, value)?;
+                self.extra_float_digits = match v {
+                    None => defaults.extra_float_digits,
+                    Some(v) => v
+                        .trim()
+                        .parse::<i8>()
+                        .ok()
+                        .filter(|n| (-15..=3).contains(n))
+                        .ok_or_else(|| {
+                            AdapterError::InvalidParameterValue(format!(
+                                "invalid value for parameter \"extra_float_digits\": \"{v}\""
+                            ))
+                        })?,
+                };
+            }
+            "statement_timeout" => {
+                self.statement_timeout = match one(name, value)? {
+                    None => defaults.statement_timeout,
+                    Some(v) => parse_duration(name, &v)?,
+                };
+            }
+            "search_path" => {
+                self.search_path = match value {
+                    SetValue::Default => defaults.search_path,
+                    SetValue::Values(v) => v
+                        .iter()
+                        .flat_map(|s| s.split(','))
+                        .map(|s| s.trim().trim_matches('"').to_string())
+                        .filter(|s| !s.is_empty() && s != "$user")
+                        .collect(),
+                };
+            }
+            "transaction_isolation" | "default_transaction_isolation" => {
+                self.transaction_isolation = match one(name, value)? {
+                    None => defaults.transaction_isolation,
+                    Some(v) => Isolation::parse(&v)?,
+                };
+            }
+            "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes"
+            | "standard_conforming_strings" | "is_superuser" | "max_identifier_length" => {
+                return Err(AdapterError::ReadOnlyVariable(name.to_string()));
+            }
+            other => return Err(AdapterError::UnknownVariable(other.to_string())),
+        }
+        Ok(())
+    }
+
+    /// The value `SHOW name` prints, if `name` is a variable.
+    pub fn get(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "application_name" => self.application_name.clone(),
+            "client_encoding" => self.client_encoding.clone(),
+            "datestyle" => self.datestyle.clone(),
+            "intervalstyle" => self.intervalstyle.clone(),
+            "timezone" | "time_zone" => self.timezone.clone(),
+            "extra_float_digits" => self.extra_float_digits.to_string(),
+            "statement_timeout" => {
+                let ms = self.statement_timeout.as_millis();
+                if ms == 0 {
+                    "0".into()
+                } else if ms % 1000 == 0 {
+                    format!("{}s", ms / 1000)
+                } else {
+                    format!("{ms}ms")
+                }
+            }
+            "search_path" => self.search_path.join(", "),
+            "transaction_isolation" | "default_transaction_isolation" => {
+                self.transaction_isolation.name().into()
+            }
+            "server_version" => SERVER_VERSION.into(),
+            "server_version_num" => SERVER_VERSION_NUM.into(),
+            "server_encoding" => "UTF8".into(),
+            "integer_datetimes" | "standard_conforming_strings" => "on".into(),
+            "is_superuser" => "off".into(),
+            "max_identifier_length" => "63".into(),
+            _ => return None,
+        })
+    }
+
+    /// Every variable `SHOW ALL` lists, with its value.
+    pub fn all(&self) -> Vec<(&'static str, String)> {
+        [
+            "application_name",
+            "client_encoding",
+            "DateStyle",
+            "extra_float_digits",
+            "integer_datetimes",
+            "IntervalStyle",
+            "is_superuser",
+            "max_identifier_length",
+            "search_path",
+            "server_encoding",
+            "server_version",
+            "server_version_num",
+            "standard_conforming_strings",
+            "statement_timeout",
+            "TimeZone",
+            "transaction_isolation",
+        ]
+        .into_iter()
+        .map(|n| (n, self.get(&n.to_lowercase()).unwrap_or_default()))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vals(v: &[&str]) -> SetValue {
+        SetValue::Values(v.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn set_show_reset() {
+        let mut v = Vars::default();
+        v.set("search_path", &vals(&["a", "b"])).unwrap();
+        assert_eq!(v.get("search_path").unwrap(), "a, b");
+        v.set("search_path", &SetValue::Default).unwrap();
+        assert_eq!(v.get("search_path").unwrap(), "public");
+        v.set("statement_timeout", &vals(&["1500"])).unwrap();
+        assert_eq!(v.statement_timeout, Duration::from_millis(1500));
+        v.set("statement_timeout", &vals(&["2s"])).unwrap();
+        assert_eq!(v.get("statement_timeout").unwrap(), "2s");
+        assert!(v.set("statement_timeout", &vals(&["soon"])).is_err());
+        v.set("transaction_isolation", &vals(&["serializable"])).unwrap();
+        assert_eq!(v.get("transaction_isolation").unwrap(), "serializable");
+        assert!(v.set("timezone", &vals(&["Not/AZone"])).is_err());
+        v.set("timezone", &vals(&["+05:00"])).unwrap();
+        assert!(matches!(v.set("nonsense", &vals(&["1"])), Err(AdapterError::UnknownVariable(_))));
+        assert!(v.set("extra_float_digits", &vals(&["9"])).is_err());
+        assert!(v.set("client_encoding", &vals(&["LATIN1"])).is_err());
+        v.set("client_encoding", &vals(&["utf-8"])).unwrap();
+    }
+}

@@ -1,0 +1,61 @@
+//! Noticing that a client went away while its statement runs.
+//!
+//! The pgwire crate does not read a connection while a handler runs, so a
+//! client that disconnects mid-query would go unnoticed until the result is
+//! written. The server keeps a duplicate of each accepted socket and peeks
+//! at it (without consuming data) while a statement waits.
+
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+/// Duplicated sockets of live connections, by peer address.
+#[derive(Debug, Default)]
+pub struct Sockets {
+    by_peer: Mutex<HashMap<SocketAddr, Arc<TcpStream>>>,
+}
+
+impl Sockets {
+    /// Remember a connection's socket (a duplicate of its descriptor).
+    pub fn insert(&self, peer: SocketAddr, socket: TcpStream) {
+        self.by_peer.lock().insert(peer, Arc::new(socket));
+    }
+
+    /// Forget a connection.
+    pub fn remove(&self, peer: &SocketAddr) {
+        self.by_peer.lock().remove(peer);
+    }
+
+    /// A watch on a connection, if it is known.
+    pub fn watch(&self, peer: &SocketAddr) -> Option<ConnWatch> {
+        self.by_peer.lock().get(peer).cloned().map(|s| ConnWatch { socket: s })
+    }
+}
+
+/// Watches one connection for disconnection.
+#[derive(Debug, Clone)]
+pub struct ConnWatch {
+    socket: Arc<TcpStream>,
+}
+
+impl ConnWatch {
+    /// Resolves once the peer has closed or reset the connection.
+    pub async fn closed(&self) {
+        let mut buf = [0u8; 1];
+        loop {
+            // The descriptor shares the original's O_NONBLOCK, so this
+            // never blocks.
+            match self.socket.peek(&mut buf) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
