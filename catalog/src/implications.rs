@@ -56,10 +56,9 @@ fn removed_actions(item: &Item, out: &mut [Vec<Implication>; 3]) {
 fn added_actions(item: &Item, out: &mut [Vec<Implication>; 5]) {
     let desc = item.desc.clone().unwrap_or_default();
     match item.kind {
-        ItemKind::Table | ItemKind::Source => out[0].push(Implication::CreateTableCollection {
-            id: item.id,
-            desc,
-        }),
+        ItemKind::Table | ItemKind::Source => {
+            out[0].push(Implication::CreateTableCollection { id: item.id, desc })
+        }
         ItemKind::MaterializedView => {
             out[1].push(Implication::CreateMaterializedCollection { id: item.id, desc });
             out[2].push(Implication::InstallDataflow(item.id));

@@ -20,8 +20,6 @@ pub use diff::{CatalogDiff, Change};
 pub use durable::{CATALOG_KEY, Catalog, DEFAULT_DATABASE};
 pub use error::CatalogError;
 pub use implications::{Implication, implications};
-pub use objects::{
-    CatalogObject, Database, DefaultExpr, Item, ItemDetails, ItemKind, Schema,
-};
+pub use objects::{CatalogObject, Database, DefaultExpr, Item, ItemDetails, ItemKind, Schema};
 pub use state::{CatalogState, FIRST_USER_OID};
 pub use transact::{ItemDef, Op};

@@ -27,7 +27,9 @@ pub struct CatalogState {
 impl CatalogState {
     /// The database with this name.
     pub fn database_by_name(&self, name: &str) -> Option<&Database> {
-        self.database_by_name.get(name).and_then(|id| self.databases.get(id))
+        self.database_by_name
+            .get(name)
+            .and_then(|id| self.databases.get(id))
     }
 
     /// The schema with this name in a database.

@@ -234,9 +234,10 @@ fn plan_op(
                 )));
             }
             if state.transitive_references(id).contains(&id)
-                || def.references.iter().any(|r| {
-                    *r == id || state.transitive_references(*r).contains(&id)
-                })
+                || def
+                    .references
+                    .iter()
+                    .any(|r| *r == id || state.transitive_references(*r).contains(&id))
             {
                 return Err(CatalogError::InvalidDefinition(format!(
                     "{} would depend on itself",

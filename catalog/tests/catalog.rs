@@ -80,7 +80,10 @@ fn diffs_imply_ordered_actions_and_boot_equals_replay() {
     assert_eq!(
         implications(&diff),
         vec![
-            Implication::CreateTableCollection { id: t, desc: desc() },
+            Implication::CreateTableCollection {
+                id: t,
+                desc: desc()
+            },
             Implication::InitReadPolicy(t)
         ]
     );
@@ -88,7 +91,12 @@ fn diffs_imply_ordered_actions_and_boot_equals_replay() {
     assert!(implications(&diff).is_empty(), "views imply nothing");
     let v = ids[0];
     let (diff, _) = cat
-        .transact(vec![Op::Drop(cat.state().transitive_dependents(&[t]).into_iter().collect())])
+        .transact(vec![Op::Drop(
+            cat.state()
+                .transitive_dependents(&[t])
+                .into_iter()
+                .collect(),
+        )])
         .unwrap();
     // The view is removed before the table it depends on.
     let removed: Vec<GlobalId> = diff
@@ -115,8 +123,14 @@ fn diffs_imply_ordered_actions_and_boot_equals_replay() {
     assert_eq!(
         boot,
         vec![
-            Implication::CreateTableCollection { id: ids[0], desc: desc() },
-            Implication::CreateTableCollection { id: ids[1], desc: desc() },
+            Implication::CreateTableCollection {
+                id: ids[0],
+                desc: desc()
+            },
+            Implication::CreateTableCollection {
+                id: ids[1],
+                desc: desc()
+            },
             Implication::InitReadPolicy(ids[0]),
             Implication::InitReadPolicy(ids[1]),
         ]
@@ -156,11 +170,17 @@ fn restrict_refuses_and_cascade_expands() {
     let state = cat.state();
     assert_eq!(state.dependents(t[0]), v);
     assert_eq!(
-        state.transitive_dependents(&t).into_iter().collect::<Vec<_>>(),
+        state
+            .transitive_dependents(&t)
+            .into_iter()
+            .collect::<Vec<_>>(),
         vec![t[0], v[0], w[0]]
     );
     assert_eq!(
-        state.transitive_references(w[0]).into_iter().collect::<Vec<_>>(),
+        state
+            .transitive_references(w[0])
+            .into_iter()
+            .collect::<Vec<_>>(),
         vec![t[0], v[0]]
     );
     // Dropping the schema cascades to everything in it.
@@ -182,7 +202,10 @@ fn rename_keeps_ids_and_dependents() {
             new_name: "t2".into(),
         }])
         .unwrap();
-    assert!(implications(&diff).is_empty(), "a rename implies no runtime change");
+    assert!(
+        implications(&diff).is_empty(),
+        "a rename implies no runtime change"
+    );
     let state = cat.state();
     assert!(state.item_by_name(public, "t").is_none());
     assert_eq!(state.item_by_name(public, "t2").unwrap().id, t[0]);

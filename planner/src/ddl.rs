@@ -114,9 +114,7 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
                     default = Some(sql);
                 }
                 other => {
-                    return Err(PlanError::unsupported(format!(
-                        "column option {other}"
-                    )));
+                    return Err(PlanError::unsupported(format!("column option {other}")));
                 }
             }
         }
@@ -161,7 +159,11 @@ pub fn table_sql(name: &str, desc: &RelationDesc, defaults: &[Option<String>]) -
             s
         })
         .collect();
-    format!("CREATE TABLE {} ({})", quote_if_needed(name), cols.join(", "))
+    format!(
+        "CREATE TABLE {} ({})",
+        quote_if_needed(name),
+        cols.join(", ")
+    )
 }
 
 /// `CREATE [OR REPLACE] VIEW`.
@@ -318,7 +320,11 @@ fn missing_message(kind: ObjectKind, name: &ObjectName) -> PlanError {
     match kind {
         ObjectKind::Table => PlanError::UnknownRelation(name.to_string()),
         other => PlanError::Catalog(freshet_catalog::CatalogError::UnknownItem {
-            kind: expected_kind(other).1.trim_start_matches("a ").trim_start_matches("an ").into(),
+            kind: expected_kind(other)
+                .1
+                .trim_start_matches("a ")
+                .trim_start_matches("an ")
+                .into(),
             name: name.to_string(),
         }),
     }
@@ -377,7 +383,10 @@ pub fn drop_objects(
                     Some(id) => ids.push(id),
                     None if if_exists => notices.push(format!(
                         "{} \"{name}\" does not exist, skipping",
-                        expected_kind(kind).1.trim_start_matches("a ").trim_start_matches("an ")
+                        expected_kind(kind)
+                            .1
+                            .trim_start_matches("a ")
+                            .trim_start_matches("an ")
                     )),
                     None => return Err(missing_message(kind, name)),
                 }

@@ -40,7 +40,11 @@ fn parse_query(sql: &str) -> Result<Query> {
 }
 
 /// The table a write targets: it must be a table.
-fn target_table<'a>(cx: &StatementContext<'a>, name: &ast::ObjectName, verb: &str) -> Result<&'a Item> {
+fn target_table<'a>(
+    cx: &StatementContext<'a>,
+    name: &ast::ObjectName,
+    verb: &str,
+) -> Result<&'a Item> {
     match cx.resolver().resolve_relation(name)? {
         Resolved::Item(id) => {
             let item = cx.catalog.get_item(id)?;
@@ -132,23 +136,21 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
     ins.table = TableObject::TableName(id_name(item.id));
     ins.returning = None;
     let pc = cx.planning();
-    let plan = pc
-        .sql_to_rel()
-        .sql_statement_to_plan(ast::Statement::Insert(ins.clone()))?;
+    let plan = pc.plan_sql_statement(ast::Statement::Insert(ins.clone()))?;
     let LogicalPlan::Dml(dml) = plan else {
         return Err(PlanError::Internal("INSERT did not plan to DML".into()));
     };
     let rows = std::sync::Arc::unwrap_or_clone(dml.input);
     let source = finish_query(cx, &pc, rows, None, &refs)?;
     let read_then_write = !source.inputs.is_empty();
-    Ok(Plan::Write(WritePlan {
+    Ok(Plan::Write(Box::new(WritePlan {
         table: item.id,
         table_desc: desc,
         kind: WriteKind::Insert,
         source,
         read_then_write,
         returning: returning(cx, item, None, returning_list.as_ref())?,
-    }))
+    })))
 }
 
 /// Plan `RETURNING items` over the rows a write produces, visible under the
@@ -173,9 +175,7 @@ fn returning(
     let refs = cx.resolver().rewrite(&mut rewritten)?;
     let mut pc = cx.planning();
     pc.returning_rows = Some(item.desc.clone().unwrap_or_default().arrow_schema());
-    let plan = pc
-        .sql_to_rel()
-        .sql_statement_to_plan(ast::Statement::Query(Box::new(rewritten)))?;
+    let plan = pc.plan_sql_statement(ast::Statement::Query(Box::new(rewritten)))?;
     Ok(Some(finish_query(cx, &pc, plan, Some(&query), &refs)?))
 }
 
@@ -220,14 +220,14 @@ pub fn delete(cx: &StatementContext, del: &ast::Delete) -> Result<Plan> {
         sql.push_str(&format!(" WHERE {sel}"));
     }
     let source = plan_query(cx, &parse_query(&sql)?)?;
-    Ok(Plan::Write(WritePlan {
+    Ok(Plan::Write(Box::new(WritePlan {
         table: item.id,
         table_desc: item.desc.clone().unwrap_or_default(),
         kind: WriteKind::Delete,
         source,
         read_then_write: true,
         returning: returning(cx, item, Some(&alias), del.returning.as_ref())?,
-    }))
+    })))
 }
 
 /// `UPDATE t SET col = expr, ... [WHERE ...] [RETURNING ...]`.
@@ -278,9 +278,7 @@ pub fn update(cx: &StatementContext, upd: &ast::Update) -> Result<Plan> {
     let mut query = parse_query(&sql)?;
     let refs = cx.resolver().rewrite(&mut query)?;
     let pc = cx.planning();
-    let plan = pc
-        .sql_to_rel()
-        .sql_statement_to_plan(ast::Statement::Query(Box::new(query)))?;
+    let plan = pc.plan_sql_statement(ast::Statement::Query(Box::new(query)))?;
     // New values take the column types (an assignment cast).
     let n = desc.arity();
     let schema = plan.schema().clone();
@@ -305,12 +303,12 @@ pub fn update(cx: &StatementContext, upd: &ast::Update) -> Result<Plan> {
     }
     let plan = LogicalPlanBuilder::from(plan).project(exprs)?.build()?;
     let source = finish_query(cx, &pc, plan, None, &refs)?;
-    Ok(Plan::Write(WritePlan {
+    Ok(Plan::Write(Box::new(WritePlan {
         table: item.id,
         table_desc: desc,
         kind: WriteKind::Update,
         source,
         read_then_write: true,
         returning: returning(cx, item, Some(&alias), upd.returning.as_ref())?,
-    }))
+    })))
 }

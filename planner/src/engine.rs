@@ -3,14 +3,14 @@
 use std::sync::Arc;
 
 use datafusion::execution::SessionState;
-use datafusion::logical_expr::registry::FunctionRegistry;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::registry::FunctionRegistry;
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingFunction;
 use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
 use datafusion::prelude::SessionConfig;
 
-use crate::rules::{CheckedIntegerArithmetic, IntegerLiteralTypes, PostgresTextCasts};
+use crate::rules::{CheckedIntegerArithmetic, PostgresTextCasts};
 
 /// A DataFusion session configured for Postgres semantics.
 pub fn new_session_state(target_partitions: usize) -> SessionState {
@@ -34,7 +34,6 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     let mut functions = checked.functions();
     functions.extend(casts.functions());
     let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
-        Arc::new(IntegerLiteralTypes),
         Arc::new(ResolveGroupingFunction::new()),
         Arc::new(TypeCoercion::new()),
         Arc::new(checked),

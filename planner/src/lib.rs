@@ -7,6 +7,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod literals;
 pub mod parse;
 pub mod pgtext;
 pub mod provider;
@@ -26,6 +27,9 @@ pub mod plan;
 pub mod query;
 pub mod statement;
 
-pub use plan::{CopyFormat, CopyFromPlan, CopyOptions, ExplainKind, Plan, QueryPlan, SetValue, WriteKind, WritePlan};
+pub use plan::{
+    CopyFormat, CopyFromPlan, CopyOptions, ExplainKind, Plan, QueryPlan, SetValue, WriteKind,
+    WritePlan,
+};
 pub use query::StatementContext;
 pub use statement::plan_statement;

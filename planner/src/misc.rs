@@ -96,7 +96,11 @@ fn like(pattern: &str, s: &str) -> bool {
 }
 
 /// `SHOW TABLES | VIEWS | MATERIALIZED VIEWS`.
-pub fn show_items(cx: &StatementContext, kind: ItemKind, opts: &ShowStatementOptions) -> Result<Plan> {
+pub fn show_items(
+    cx: &StatementContext,
+    kind: ItemKind,
+    opts: &ShowStatementOptions,
+) -> Result<Plan> {
     let schema = show_schema_id(cx, opts)?;
     let mut names: Vec<String> = cx
         .catalog
@@ -164,12 +168,16 @@ pub fn show_columns(cx: &StatementContext, opts: &ShowStatementOptions) -> Resul
         .and_then(|i| i.parent_name.as_ref())
         .ok_or_else(|| PlanError::Syntax("SHOW COLUMNS requires FROM <relation>".into()))?;
     let desc = match cx.resolver().resolve_relation(name)? {
-        Resolved::Item(id) => cx.catalog.get_item(id)?.desc.clone().ok_or_else(|| {
-            PlanError::WrongObjectType {
-                name: name.to_string(),
-                expected: "a relation",
-            }
-        })?,
+        Resolved::Item(id) => {
+            cx.catalog
+                .get_item(id)?
+                .desc
+                .clone()
+                .ok_or_else(|| PlanError::WrongObjectType {
+                    name: name.to_string(),
+                    expected: "a relation",
+                })?
+        }
         Resolved::System(rel) => rel.desc(),
     };
     text_rows(
@@ -226,7 +234,9 @@ pub fn show_create(cx: &StatementContext, kind: ObjectKind, name: &ObjectName) -
 
 fn value_text(e: &Expr) -> Result<SetValueItem> {
     Ok(match e {
-        Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default") => {
+        Expr::Identifier(i)
+            if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default") =>
+        {
             SetValueItem::Default
         }
         Expr::Identifier(i) => SetValueItem::Text(i.value.clone()),
@@ -383,7 +393,8 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
             CopyOption::Header(h) => o.header = *h,
             CopyOption::Quote(c) => o.quote = byte(c, "quote")?,
             CopyOption::Escape(c) => escape = Some(byte(c, "escape")?),
-            CopyOption::Encoding(e) if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
+            CopyOption::Encoding(e)
+                if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
             other => return Err(PlanError::unsupported(format!("COPY option {other}"))),
         }
     }
@@ -468,13 +479,13 @@ pub fn copy(
                 return Err(PlanError::Internal("defaults query".into()));
             };
             debug_assert_eq!(w.kind, WriteKind::Insert);
-            Ok(Plan::CopyFrom(CopyFromPlan {
+            Ok(Plan::CopyFrom(Box::new(CopyFromPlan {
                 table: item.id,
                 table_desc: desc,
                 columns: cols,
                 defaults: w.source,
                 options: opts,
-            }))
+            })))
         }
         (true, CopyTarget::Stdout) => {
             let query = match source {

@@ -118,7 +118,9 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
 
 fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
     if parser.parse_keywords(&[Keyword::EXPLAIN, Keyword::TIMESTAMP, Keyword::FOR]) {
-        return Ok(Statement::ExplainTimestamp(Box::new(parser.parse_statement()?)));
+        return Ok(Statement::ExplainTimestamp(Box::new(
+            parser.parse_statement()?,
+        )));
     }
     if let Some(rename) = try_alter_rename(parser)? {
         return Ok(rename);

@@ -14,7 +14,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 pub fn parse_bytea(s: &str) -> Option<Vec<u8>> {
     if let Some(hex) = s.strip_prefix("\\x") {
         let hex: Vec<u8> = hex.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-        if hex.len() % 2 != 0 {
+        if !hex.len().is_multiple_of(2) {
             return None;
         }
         return hex
@@ -91,7 +91,6 @@ fn write_jsonb(v: &serde_json::Value, out: &mut String) {
         other => out.push_str(&other.to_string()),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

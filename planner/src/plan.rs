@@ -167,9 +167,9 @@ pub enum Plan {
     /// `EXPLAIN`.
     Explain(ExplainKind, QueryPlan),
     /// A write.
-    Write(WritePlan),
+    Write(Box<WritePlan>),
     /// `COPY ... FROM STDIN`.
-    CopyFrom(CopyFromPlan),
+    CopyFrom(Box<CopyFromPlan>),
     /// `COPY (query) TO STDOUT`.
     CopyTo(QueryPlan, CopyOptions),
     /// Rows computed at planning time (`SHOW TABLES`, `SHOW CREATE`, ...).

@@ -85,9 +85,9 @@ impl QueryBinding {
     }
 
     fn read(&self) -> DfResult<&ReadContext> {
-        self.read
-            .get()
-            .ok_or_else(|| plan_datafusion_err!("internal error: query executed without a read time"))
+        self.read.get().ok_or_else(|| {
+            plan_datafusion_err!("internal error: query executed without a read time")
+        })
     }
 }
 
@@ -269,6 +269,13 @@ impl<'a> PlanningContext<'a> {
         SqlToRel::new_with_options(self, parser_options(self.state))
     }
 
+    /// Plan a statement with Postgres literal typing applied to a copy of it.
+    pub fn plan_sql_statement(&self, stmt: ast::Statement) -> DfResult<LogicalPlan> {
+        let mut stmt = stmt;
+        crate::literals::type_integer_literals(&mut stmt);
+        self.sql_to_rel().sql_statement_to_plan(stmt)
+    }
+
     /// Plan a SQL expression text against an empty schema (column defaults).
     pub fn plan_scalar_sql(&self, sql: &str) -> DfResult<Expr> {
         let expr = Parser::new(&PostgreSqlDialect {})
@@ -319,7 +326,10 @@ impl<'a> PlanningContext<'a> {
                 self.view_stack.borrow_mut().push(id);
                 let plan = self.plan_view(&item.create_sql, &desc.columns);
                 self.view_stack.borrow_mut().pop();
-                provider_as_source(Arc::new(ViewTable::new(plan?, Some(item.create_sql.clone()))))
+                provider_as_source(Arc::new(ViewTable::new(
+                    plan?,
+                    Some(item.create_sql.clone()),
+                )))
             }
             other => {
                 return Err(plan_datafusion_err!(
@@ -347,9 +357,7 @@ impl<'a> PlanningContext<'a> {
             ast::Statement::CreateView(v) => v.query,
             other => return Err(plan_datafusion_err!("not a view definition: {other}")),
         };
-        let plan = self
-            .sql_to_rel()
-            .sql_statement_to_plan(ast::Statement::Query(query))?;
+        let plan = self.plan_sql_statement(ast::Statement::Query(query))?;
         alias_columns(plan, columns.iter().map(|c| c.name.as_str()))
     }
 }
@@ -373,7 +381,9 @@ impl ContextProvider for PlanningContext<'_> {
     fn get_table_source(&self, name: TableReference) -> DfResult<Arc<dyn TableSource>> {
         let parts: Vec<String> = match &name {
             TableReference::Bare { table } => vec![table.to_string()],
-            TableReference::Partial { schema, table } => vec![schema.to_string(), table.to_string()],
+            TableReference::Partial { schema, table } => {
+                vec![schema.to_string(), table.to_string()]
+            }
             TableReference::Full {
                 catalog,
                 schema,
@@ -416,7 +426,11 @@ impl ContextProvider for PlanningContext<'_> {
         let schema = DFSchema::empty();
         let args = args
             .into_iter()
-            .map(|a| simplifier.coerce(a, &schema).and_then(|e| simplifier.simplify(e)))
+            .map(|a| {
+                simplifier
+                    .coerce(a, &schema)
+                    .and_then(|e| simplifier.simplify(e))
+            })
             .collect::<DfResult<Vec<_>>>()?;
         let provider =
             func.create_table_provider_with_args(TableFunctionArgs::new(&args, self.state))?;
@@ -474,7 +488,11 @@ impl ContextProvider for PlanningContext<'_> {
     }
 
     fn higher_order_function_names(&self) -> Vec<String> {
-        self.state.higher_order_functions().keys().cloned().collect()
+        self.state
+            .higher_order_functions()
+            .keys()
+            .cloned()
+            .collect()
     }
 
     fn udaf_names(&self) -> Vec<String> {

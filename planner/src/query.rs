@@ -47,9 +47,7 @@ pub fn plan_query(cx: &StatementContext, query: &ast::Query) -> Result<QueryPlan
     let mut query = query.clone();
     let refs = cx.resolver().rewrite(&mut query)?;
     let pc = cx.planning();
-    let logical = pc
-        .sql_to_rel()
-        .sql_statement_to_plan(ast::Statement::Query(Box::new(query.clone())))?;
+    let logical = pc.plan_sql_statement(ast::Statement::Query(Box::new(query.clone())))?;
     finish_query(cx, &pc, logical, Some(&query), &refs)
 }
 
@@ -61,9 +59,7 @@ pub fn parameter_types(
     let mut query = query.clone();
     cx.resolver().rewrite(&mut query)?;
     let pc = cx.planning();
-    let logical = pc
-        .sql_to_rel()
-        .sql_statement_to_plan(ast::Statement::Query(Box::new(query)))?;
+    let logical = pc.plan_sql_statement(ast::Statement::Query(Box::new(query)))?;
     placeholder_types(&logical)
 }
 
@@ -101,10 +97,10 @@ pub(crate) fn finish_query(
         None => logical,
     };
     let volatile = is_volatile(&logical);
-    let analyzed = cx
-        .state
-        .analyzer()
-        .execute_and_check(logical, cx.state.config_options(), |_, _| {})?;
+    let analyzed =
+        cx.state
+            .analyzer()
+            .execute_and_check(logical, cx.state.config_options(), |_, _| {})?;
     let df_names: Vec<String> = analyzed
         .schema()
         .fields()

@@ -110,7 +110,11 @@ impl<'a> NameResolver<'a> {
                     .ok_or_else(|| PlanError::UnknownDatabase(db.clone()))?,
                 schema,
             ),
-            _ => return Err(PlanError::Syntax(format!("improper qualified name: {name}"))),
+            _ => {
+                return Err(PlanError::Syntax(format!(
+                    "improper qualified name: {name}"
+                )));
+            }
         };
         self.catalog
             .schema_by_name(db.id, schema)
@@ -207,7 +211,9 @@ impl<'a> NameResolver<'a> {
                 let schema_name = ObjectName(name.0[..name.0.len() - 1].to_vec());
                 Ok((self.resolve_schema(&schema_name)?, item.clone()))
             }
-            _ => Err(PlanError::Syntax(format!("improper qualified name: {name}"))),
+            _ => Err(PlanError::Syntax(format!(
+                "improper qualified name: {name}"
+            ))),
         }
     }
 

@@ -1,8 +1,6 @@
 //! Analyzer rules and functions that give DataFusion plans Postgres
 //! semantics where DataFusion differs.
 //!
-//! * Integer literals that fit in 32 bits are `integer` (int4), as in
-//!   Postgres; DataFusion types every integer literal as `bigint`.
 //! * `+`, `-` and `*` on two integers of the same type raise 22003 on
 //!   overflow instead of wrapping: after type coercion they become the
 //!   `checked_add` / `checked_sub` / `checked_mul` functions, whose kernels
@@ -20,75 +18,12 @@ use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator,
-    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 
 use crate::error::SqlStateError;
-
-/// Types integer literals that fit in 32 bits as `Int32`.
-#[derive(Debug, Default)]
-pub struct IntegerLiteralTypes;
-
-fn narrow(e: Expr) -> Result<Transformed<Expr>> {
-    match e {
-        Expr::Literal(ScalarValue::Int64(Some(v)), meta)
-            if i32::try_from(v).is_ok() =>
-        {
-            Ok(Transformed::yes(Expr::Literal(
-                ScalarValue::Int32(Some(v as i32)),
-                meta,
-            )))
-        }
-        other => Ok(Transformed::no(other)),
-    }
-}
-
-impl AnalyzerRule for IntegerLiteralTypes {
-    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        let out = plan.transform_up_with_subqueries(|node| {
-            match node {
-                // LIMIT/OFFSET take bigint literals.
-                LogicalPlan::Limit(_) => Ok(Transformed::no(node)),
-                LogicalPlan::Values(values) => {
-                    let mut changed = false;
-                    let rows = values
-                        .values
-                        .into_iter()
-                        .map(|row| {
-                            row.into_iter()
-                                .map(|e| {
-                                    let t = e.transform_up(narrow)?;
-                                    changed |= t.transformed;
-                                    Ok(t.data)
-                                })
-                                .collect::<Result<Vec<_>>>()
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    let rebuilt = LogicalPlanBuilder::values(rows)?.build()?;
-                    Ok(Transformed::new_transformed(rebuilt, changed))
-                }
-                other => {
-                    // Children may have changed type even if this node's
-                    // own expressions did not, so always recompute.
-                    let preserver = NamePreserver::new(&other);
-                    let t = other.map_expressions(|e| {
-                        let saved = preserver.save(&e);
-                        Ok(e.transform_up(narrow)?.update_data(|e| saved.restore(e)))
-                    })?;
-                    let changed = t.transformed;
-                    Ok(Transformed::new_transformed(t.data.recompute_schema()?, changed))
-                }
-            }
-        })?;
-        Ok(out.data)
-    }
-
-    fn name(&self) -> &str {
-        "freshet_integer_literal_types"
-    }
-}
 
 /// Rewrites integer `+ - *` into overflow-checked functions.
 #[derive(Debug)]
@@ -138,10 +73,12 @@ impl CheckedIntegerArithmetic {
         if !(is_int(&lt) && lt == rt) {
             return Ok(Transformed::no(e));
         }
-        Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-            Arc::clone(udf),
-            vec![left.as_ref().clone(), right.as_ref().clone()],
-        ))))
+        Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(
+                Arc::clone(udf),
+                vec![left.as_ref().clone(), right.as_ref().clone()],
+            ),
+        )))
     }
 }
 
@@ -155,8 +92,7 @@ impl AnalyzerRule for CheckedIntegerArithmetic {
             let preserver = NamePreserver::new(&node);
             node.map_expressions(|e| {
                 let saved = preserver.save(&e);
-                Ok(e
-                    .transform_up(|e| self.rewrite(e, &schema))?
+                Ok(e.transform_up(|e| self.rewrite(e, &schema))?
                     .update_data(|e| saved.restore(e)))
             })
         })?;
@@ -242,7 +178,9 @@ impl ScalarUDFImpl for CheckedArith {
             Err(e) => return Err(e.into()),
         };
         if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&array, 0)?))
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &array, 0,
+            )?))
         } else {
             Ok(ColumnarValue::Array(array))
         }
@@ -288,10 +226,9 @@ impl PostgresTextCasts {
             _ => return Ok(Transformed::no(e)),
         }
         let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
-        Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-            Arc::clone(&self.bytea_in),
-            vec![arg],
-        ))))
+        Ok(Transformed::yes(Expr::ScalarFunction(
+            ScalarFunction::new_udf(Arc::clone(&self.bytea_in), vec![arg]),
+        )))
     }
 }
 
@@ -305,8 +242,7 @@ impl AnalyzerRule for PostgresTextCasts {
             let preserver = NamePreserver::new(&node);
             node.map_expressions(|e| {
                 let saved = preserver.save(&e);
-                Ok(e
-                    .transform_up(|e| self.rewrite(e, &schema))?
+                Ok(e.transform_up(|e| self.rewrite(e, &schema))?
                     .update_data(|e| saved.restore(e)))
             })
         })?;
@@ -344,7 +280,9 @@ impl ScalarUDFImpl for ByteaIn {
         let strings = array
             .as_any()
             .downcast_ref::<StringArray>()
-            .ok_or_else(|| datafusion::error::DataFusionError::Internal("bytea_in takes text".into()))?;
+            .ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal("bytea_in takes text".into())
+            })?;
         let mut out: Vec<Option<Vec<u8>>> = Vec::with_capacity(strings.len());
         for v in strings.iter() {
             out.push(match v {
@@ -357,9 +295,12 @@ impl ScalarUDFImpl for ByteaIn {
                 })?),
             });
         }
-        let result: Arc<dyn Array> = Arc::new(BinaryArray::from_iter(out.iter().map(|v| v.as_deref())));
+        let result: Arc<dyn Array> =
+            Arc::new(BinaryArray::from_iter(out.iter().map(|v| v.as_deref())));
         if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&result, 0)?))
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
         } else {
             Ok(ColumnarValue::Array(result))
         }

@@ -14,7 +14,9 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
     match stmt {
         Statement::Sql(s) => plan_sql(cx, s),
         Statement::ExplainTimestamp(inner) => match inner.as_ref() {
-            ast::Statement::Query(q) => Ok(Plan::Explain(ExplainKind::Timestamp, plan_query(cx, q)?)),
+            ast::Statement::Query(q) => {
+                Ok(Plan::Explain(ExplainKind::Timestamp, plan_query(cx, q)?))
+            }
             other => Err(PlanError::unsupported(format!(
                 "EXPLAIN TIMESTAMP for {}",
                 statement_kind(other)

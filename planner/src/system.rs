@@ -149,7 +149,11 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
     SystemRelation {
         schema: "pg_catalog",
         name: "pg_views",
-        columns: &[("schemaname", Text), ("viewname", Text), ("definition", Text)],
+        columns: &[
+            ("schemaname", Text),
+            ("viewname", Text),
+            ("definition", Text),
+        ],
     },
     SystemRelation {
         schema: "information_schema",

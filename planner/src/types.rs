@@ -21,7 +21,10 @@ fn parse_type_text(text: &str) -> Result<PgType, TypeError> {
     if let Some(elem) = text.strip_suffix("[]") {
         return Ok(PgType::Array(Box::new(parse_type_text(elem)?)));
     }
-    if let Some(elem) = text.strip_prefix("array<").and_then(|t| t.strip_suffix('>')) {
+    if let Some(elem) = text
+        .strip_prefix("array<")
+        .and_then(|t| t.strip_suffix('>'))
+    {
         return Ok(PgType::Array(Box::new(parse_type_text(elem)?)));
     }
     let (name, mods) = match text.find('(') {
@@ -42,7 +45,15 @@ fn parse_type_text(text: &str) -> Result<PgType, TypeError> {
     };
     // Fractional-second precision on time types is accepted and ignored:
     // Freshet stores microseconds.
-    let time_like = ["time", "timestamp", "timestamptz", "time with", "timestamp with", "timestamp without", "time without"];
+    let time_like = [
+        "time",
+        "timestamp",
+        "timestamptz",
+        "time with",
+        "timestamp with",
+        "timestamp without",
+        "time without",
+    ];
     let mods = if time_like.iter().any(|t| name.starts_with(t)) {
         vec![]
     } else {
@@ -67,7 +78,9 @@ impl TypePlanner for PgTypePlanner {
     /// The cast's result field records its Postgres type, so `'…'::uuid`
     /// is reported as `uuid`, not `text`.
     fn plan_type_field(&self, sql_type: &ast::DataType) -> DfResult<Option<FieldRef>> {
-        Ok(pg_type_of(sql_type).ok().map(|t| Arc::new(t.field("", true))))
+        Ok(pg_type_of(sql_type)
+            .ok()
+            .map(|t| Arc::new(t.field("", true))))
     }
 }
 
@@ -95,9 +108,19 @@ mod tests {
         assert_eq!(ty("smallint"), PgType::Int2);
         assert_eq!(ty("double precision"), PgType::Float8);
         assert_eq!(ty("real"), PgType::Float4);
-        assert_eq!(ty("numeric(10,2)"), PgType::Numeric { typmod: Some((10, 2)) });
+        assert_eq!(
+            ty("numeric(10,2)"),
+            PgType::Numeric {
+                typmod: Some((10, 2))
+            }
+        );
         assert_eq!(ty("numeric"), PgType::Numeric { typmod: None });
-        assert_eq!(ty("decimal(5)"), PgType::Numeric { typmod: Some((5, 0)) });
+        assert_eq!(
+            ty("decimal(5)"),
+            PgType::Numeric {
+                typmod: Some((5, 0))
+            }
+        );
         assert_eq!(ty("varchar(10)"), PgType::Varchar { max_len: Some(10) });
         assert_eq!(ty("character varying"), PgType::Varchar { max_len: None });
         assert_eq!(ty("char(3)"), PgType::Char { len: Some(3) });

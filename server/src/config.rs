@@ -7,7 +7,11 @@ use clap::Parser;
 
 /// How to run a Freshet server.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "freshet", version, about = "A PostgreSQL-compatible streaming SQL database")]
+#[command(
+    name = "freshet",
+    version,
+    about = "A PostgreSQL-compatible streaming SQL database"
+)]
 pub struct Config {
     /// Directory holding all durable state.
     #[arg(long, env = "FRESHET_DATA_DIR", default_value = "./freshet-data")]

@@ -99,7 +99,9 @@ pub fn command_tag(stmt: &Statement) -> String {
             S::CreateView(_) => "CREATE VIEW".into(),
             S::CreateSchema { .. } => "CREATE SCHEMA".into(),
             S::CreateDatabase { .. } => "CREATE DATABASE".into(),
-            S::Drop { object_type, .. } => format!("DROP {}", object_type.to_string().to_uppercase()),
+            S::Drop { object_type, .. } => {
+                format!("DROP {}", object_type.to_string().to_uppercase())
+            }
             S::AlterTable(_) => "ALTER TABLE".into(),
             S::Set(_) => "SET".into(),
             S::Reset(_) => "RESET".into(),
@@ -108,7 +110,12 @@ pub fn command_tag(stmt: &Statement) -> String {
             S::StartTransaction { .. } => "START TRANSACTION".into(),
             S::Commit { .. } => "COMMIT".into(),
             S::Rollback { .. } => "ROLLBACK".into(),
-            other => other.to_string().split_whitespace().next().unwrap_or("").to_uppercase(),
+            other => other
+                .to_string()
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_uppercase(),
         },
         Statement::AlterRename { kind, .. } => format!("ALTER {}", kind.keyword()),
         Statement::ExplainTimestamp(_) => "EXPLAIN".into(),
@@ -159,10 +166,11 @@ impl Coordinator {
         for imp in implications(diff) {
             tracing::debug!(?imp, "applying implication");
             match imp {
-                Implication::CreateTableCollection { id, desc } => {
-                    self.storage
-                        .create_collection(id, desc.arrow_schema(), CollectionKind::Table)?
-                }
+                Implication::CreateTableCollection { id, desc } => self.storage.create_collection(
+                    id,
+                    desc.arrow_schema(),
+                    CollectionKind::Table,
+                )?,
                 Implication::CreateMaterializedCollection { id, desc } => self
                     .storage
                     .create_collection(id, desc.arrow_schema(), CollectionKind::Materialized)?,
@@ -252,8 +260,20 @@ impl Coordinator {
         let tag = command_tag(stmt);
         match plan {
             Plan::Empty => Ok(ExecuteResponse::Command(tag)),
-            Plan::CreateDatabase { name, if_not_exists } => {
-                self.ddl(session, &tag, vec![Op::CreateDatabase { name: name.clone() }], if_not_exists, ctx, &name, "database").await
+            Plan::CreateDatabase {
+                name,
+                if_not_exists,
+            } => {
+                self.ddl(
+                    session,
+                    &tag,
+                    vec![Op::CreateDatabase { name: name.clone() }],
+                    if_not_exists,
+                    ctx,
+                    &name,
+                    "database",
+                )
+                .await
             }
             Plan::CreateSchema {
                 database_id,
@@ -264,7 +284,8 @@ impl Coordinator {
                     database_id,
                     name: name.clone(),
                 };
-                self.ddl(session, &tag, vec![op], if_not_exists, ctx, &name, "schema").await
+                self.ddl(session, &tag, vec![op], if_not_exists, ctx, &name, "schema")
+                    .await
             }
             Plan::CreateItem {
                 def,
@@ -276,17 +297,36 @@ impl Coordinator {
                     Some(id) => Op::ReplaceItem { id, def },
                     None => Op::CreateItem(def),
                 };
-                self.ddl(session, &tag, vec![op], if_not_exists, ctx, &name, "relation").await
+                self.ddl(
+                    session,
+                    &tag,
+                    vec![op],
+                    if_not_exists,
+                    ctx,
+                    &name,
+                    "relation",
+                )
+                .await
             }
             Plan::Drop { ids, notices } => {
                 ctx.notices.extend(notices);
                 if ids.is_empty() {
                     return Ok(ExecuteResponse::Command(tag));
                 }
-                self.ddl(session, &tag, vec![Op::Drop(ids)], false, ctx, "", "").await
+                self.ddl(session, &tag, vec![Op::Drop(ids)], false, ctx, "", "")
+                    .await
             }
             Plan::Rename { id, new_name } => {
-                self.ddl(session, &tag, vec![Op::RenameItem { id, new_name }], false, ctx, "", "").await
+                self.ddl(
+                    session,
+                    &tag,
+                    vec![Op::RenameItem { id, new_name }],
+                    false,
+                    ctx,
+                    "",
+                    "",
+                )
+                .await
             }
             Plan::Select(q) => {
                 let batches = self.read(session, &q).await?;
@@ -297,11 +337,11 @@ impl Coordinator {
                 })
             }
             Plan::Explain(kind, q) => self.explain(session, kind, &q).await,
-            Plan::Write(w) => self.write(session, w).await,
+            Plan::Write(w) => self.write(session, *w).await,
             Plan::CopyFrom(plan) => {
                 let columns = plan.columns.len();
                 session.copy_in = Some(PendingCopy {
-                    plan,
+                    plan: *plan,
                     data: Vec::new(),
                 });
                 Ok(ExecuteResponse::CopyIn { columns })
@@ -355,9 +395,8 @@ impl Coordinator {
             }
             Plan::SetTransaction { isolation } => {
                 if session.status == TxnStatus::Idle {
-                    ctx.notices.push(
-                        "SET TRANSACTION can only be used in transaction blocks".into(),
-                    );
+                    ctx.notices
+                        .push("SET TRANSACTION can only be used in transaction blocks".into());
                 } else if let Some(level) = isolation {
                     session.txn.isolation = Some(parse_isolation(&level));
                 }
@@ -408,7 +447,8 @@ impl Coordinator {
         }
         match status {
             TxnStatus::Idle => {
-                ctx.notices.push("there is no transaction in progress".into());
+                ctx.notices
+                    .push("there is no transaction in progress".into());
                 Ok(ExecuteResponse::TransactionEnd(
                     if commit { "COMMIT" } else { "ROLLBACK" }.into(),
                 ))
@@ -496,7 +536,12 @@ impl Coordinator {
     }
 
     /// Run a planned query at `ts` (holds must already protect its inputs).
-    async fn run_at(&self, session: &Session, q: &QueryPlan, ts: Timestamp) -> Result<Vec<RecordBatch>> {
+    async fn run_at(
+        &self,
+        session: &Session,
+        q: &QueryPlan,
+        ts: Timestamp,
+    ) -> Result<Vec<RecordBatch>> {
         q.binding
             .bind(ReadContext {
                 as_of: ts,
@@ -572,7 +617,10 @@ impl Coordinator {
                 let mut lines = vec![
                     format!("                query timestamp: {ts}"),
                     format!("                      isolation: {}", isolation.name()),
-                    format!("          oracle read timestamp: {}", self.storage.read_ts()),
+                    format!(
+                        "          oracle read timestamp: {}",
+                        self.storage.read_ts()
+                    ),
                 ];
                 let all_holds = self.storage.read_holds();
                 for id in &q.inputs {
@@ -583,9 +631,18 @@ impl Coordinator {
                         .map(|h| format!("{}x{}", h.count, h.time))
                         .collect();
                     lines.push(format!("input {} ({id}):", self.describe(*id)));
-                    lines.push(format!("                          since: {:?}", since.elements()));
-                    lines.push(format!("                          upper: {:?}", upper.elements()));
-                    lines.push(format!("                     read holds: [{}]", held.join(", ")));
+                    lines.push(format!(
+                        "                          since: {:?}",
+                        since.elements()
+                    ));
+                    lines.push(format!(
+                        "                          upper: {:?}",
+                        upper.elements()
+                    ));
+                    lines.push(format!(
+                        "                     read holds: [{}]",
+                        held.join(", ")
+                    ));
                 }
                 drop(holds);
                 lines
@@ -597,16 +654,18 @@ impl Coordinator {
                 ty: freshet_repr::PgType::Text,
                 nullable: false,
             }]),
-            batches: vec![RecordBatch::try_new(
-                RelationDesc::new(vec![freshet_repr::ColumnDesc {
-                    name: "QUERY PLAN".into(),
-                    ty: freshet_repr::PgType::Text,
-                    nullable: false,
-                }])
-                .arrow_schema(),
-                vec![Arc::new(arrow::array::StringArray::from(lines))],
-            )
-            .map_err(|e| AdapterError::Internal(e.to_string()))?],
+            batches: vec![
+                RecordBatch::try_new(
+                    RelationDesc::new(vec![freshet_repr::ColumnDesc {
+                        name: "QUERY PLAN".into(),
+                        ty: freshet_repr::PgType::Text,
+                        nullable: false,
+                    }])
+                    .arrow_schema(),
+                    vec![Arc::new(arrow::array::StringArray::from(lines))],
+                )
+                .map_err(|e| AdapterError::Internal(e.to_string()))?,
+            ],
             tag: "EXPLAIN".into(),
         })
     }
@@ -619,7 +678,12 @@ impl Coordinator {
     }
 
     /// Rows as batches of the table's exact schema, checked.
-    fn table_rows(&self, table: GlobalId, desc: &RelationDesc, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+    fn table_rows(
+        &self,
+        table: GlobalId,
+        desc: &RelationDesc,
+        batches: Vec<RecordBatch>,
+    ) -> Result<Vec<RecordBatch>> {
         let name = self.table_name(table);
         batches
             .into_iter()
@@ -666,7 +730,12 @@ impl Coordinator {
                 let rows = self.table_rows(w.table, &w.table_desc, rows)?;
                 let writes = rows
                     .iter()
-                    .map(|b| Ok(TableWrite { id: w.table, updates: write_batch(b, 1)? }))
+                    .map(|b| {
+                        Ok(TableWrite {
+                            id: w.table,
+                            updates: write_batch(b, 1)?,
+                        })
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 let count = rows.iter().map(|b| b.num_rows()).sum();
                 (writes, rows, count)
@@ -675,7 +744,12 @@ impl Coordinator {
                 let rows = self.table_rows(w.table, &w.table_desc, rows)?;
                 let writes = rows
                     .iter()
-                    .map(|b| Ok(TableWrite { id: w.table, updates: write_batch(b, -1)? }))
+                    .map(|b| {
+                        Ok(TableWrite {
+                            id: w.table,
+                            updates: write_batch(b, -1)?,
+                        })
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 let count = rows.iter().map(|b| b.num_rows()).sum();
                 (writes, rows, count)
@@ -684,17 +758,29 @@ impl Coordinator {
                 let mut old = Vec::new();
                 let mut new = Vec::new();
                 for b in rows.into_iter().filter(|b| b.num_rows() > 0) {
-                    old.push(b.project(&(0..n).collect::<Vec<_>>()).map_err(|e| AdapterError::Internal(e.to_string()))?);
-                    new.push(b.project(&(n..2 * n).collect::<Vec<_>>()).map_err(|e| AdapterError::Internal(e.to_string()))?);
+                    old.push(
+                        b.project(&(0..n).collect::<Vec<_>>())
+                            .map_err(|e| AdapterError::Internal(e.to_string()))?,
+                    );
+                    new.push(
+                        b.project(&(n..2 * n).collect::<Vec<_>>())
+                            .map_err(|e| AdapterError::Internal(e.to_string()))?,
+                    );
                 }
                 let old = self.table_rows(w.table, &w.table_desc, old)?;
                 let new = self.table_rows(w.table, &w.table_desc, new)?;
                 let mut writes = Vec::new();
                 for b in &old {
-                    writes.push(TableWrite { id: w.table, updates: write_batch(b, -1)? });
+                    writes.push(TableWrite {
+                        id: w.table,
+                        updates: write_batch(b, -1)?,
+                    });
                 }
                 for b in &new {
-                    writes.push(TableWrite { id: w.table, updates: write_batch(b, 1)? });
+                    writes.push(TableWrite {
+                        id: w.table,
+                        updates: write_batch(b, 1)?,
+                    });
                 }
                 let count = new.iter().map(|b| b.num_rows()).sum();
                 (writes, new, count)
@@ -715,7 +801,8 @@ impl Coordinator {
             task.await
                 .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))??
         };
-        self.finish_write(session, &w, written, commit_ts, count).await
+        self.finish_write(session, &w, written, commit_ts, count)
+            .await
     }
 
     async fn finish_write(
@@ -738,7 +825,9 @@ impl Coordinator {
                     .bind_rows(written)
                     .map_err(AdapterError::Internal)?;
                 let (_, holds) = self.choose_and_hold(&r.inputs, Isolation::StrictSerializable)?;
-                let batches = self.run_at(session, r, ts.max(self.storage.read_ts())).await?;
+                let batches = self
+                    .run_at(session, r, ts.max(self.storage.read_ts()))
+                    .await?;
                 drop(holds);
                 Ok(ExecuteResponse::Rows {
                     desc: r.desc.clone(),
@@ -769,7 +858,9 @@ impl Coordinator {
         } = plan;
         let rows = crate::copy::parse_rows(&data, &options, columns.len())?;
         drop(data);
-        let default_row = self.run_at(session, &defaults, self.storage.read_ts()).await?;
+        let default_row = self
+            .run_at(session, &defaults, self.storage.read_ts())
+            .await?;
         let default_row = match default_row.into_iter().find(|b| b.num_rows() > 0) {
             Some(b) => check_rows_unchecked(&table_desc, b)?,
             None => RecordBatch::new_empty(table_desc.arrow_schema()),

@@ -15,19 +15,31 @@ use crate::error::{AdapterError, Result};
 use crate::values::parse_text_array;
 
 /// Split COPY data into rows of fields (`None` = NULL).
-pub fn parse_rows(data: &[u8], options: &CopyOptions, expected: usize) -> Result<Vec<Vec<Option<String>>>> {
+pub fn parse_rows(
+    data: &[u8],
+    options: &CopyOptions,
+    expected: usize,
+) -> Result<Vec<Vec<Option<String>>>> {
     let text = std::str::from_utf8(data)
         .map_err(|_| AdapterError::BadCopyData("COPY data is not valid UTF-8".into()))?;
     let rows = match options.format {
         CopyFormat::Text => parse_text(text, options)?,
         CopyFormat::Csv => parse_csv(text, options)?,
     };
-    let rows: Vec<_> = if options.header { rows.into_iter().skip(1).collect() } else { rows };
+    let rows: Vec<_> = if options.header {
+        rows.into_iter().skip(1).collect()
+    } else {
+        rows
+    };
     for (i, row) in rows.iter().enumerate() {
         if row.len() != expected {
             return Err(AdapterError::BadCopyData(format!(
                 "{} data for line {}: expected {expected} columns, found {}",
-                if row.len() < expected { "missing" } else { "extra" },
+                if row.len() < expected {
+                    "missing"
+                } else {
+                    "extra"
+                },
                 i + 1 + usize::from(options.header),
                 row.len()
             )));
@@ -199,7 +211,9 @@ fn parse_csv(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>
         i += 1;
     }
     if in_quotes {
-        return Err(AdapterError::BadCopyData("unterminated CSV quoted field".into()));
+        return Err(AdapterError::BadCopyData(
+            "unterminated CSV quoted field".into(),
+        ));
     }
     if !field.is_empty() || quoted || !row.is_empty() {
         finish_field(&mut row, &mut field, &mut quoted);
@@ -221,8 +235,7 @@ pub fn rows_to_batch(
     for (table_col, col) in desc.columns.iter().enumerate() {
         let array = match columns.iter().position(|c| *c == table_col) {
             Some(field) => {
-                let values: Vec<Option<&str>> =
-                    rows.iter().map(|r| r[field].as_deref()).collect();
+                let values: Vec<Option<&str>> = rows.iter().map(|r| r[field].as_deref()).collect();
                 parse_text_array(&values, &col.ty)?
             }
             None => {
@@ -258,8 +271,14 @@ pub fn render(
         desc.columns
             .iter()
             .map(|c| {
-                FieldInfo::new(c.name.clone(), None, None, wire_type(&c.ty), FieldFormat::Text)
-                    .with_format_options(Arc::clone(format_options))
+                FieldInfo::new(
+                    c.name.clone(),
+                    None,
+                    None,
+                    wire_type(&c.ty),
+                    FieldFormat::Text,
+                )
+                .with_format_options(Arc::clone(format_options))
             })
             .collect(),
     );
@@ -297,7 +316,14 @@ pub fn render(
         let columns = prepare_columns(batch, desc, time_zone)?;
         for row in 0..batch.num_rows() {
             for (i, (array, field)) in columns.iter().enumerate() {
-                encode_cell(&mut encoder, array, field, &desc.columns[i].ty, &fields[i], row)?;
+                encode_cell(
+                    &mut encoder,
+                    array,
+                    field,
+                    &desc.columns[i].ty,
+                    &fields[i],
+                    row,
+                )?;
             }
             out.push(encoder.take_copy());
         }
@@ -323,7 +349,12 @@ mod tests {
 
     #[test]
     fn text_format_escapes_and_nulls() {
-        let rows = parse_rows(b"1\ta\\tb\t\\N\n2\tx\\\\y\tz\n\\.\n", &opts(CopyFormat::Text), 3).unwrap();
+        let rows = parse_rows(
+            b"1\ta\\tb\t\\N\n2\tx\\\\y\tz\n\\.\n",
+            &opts(CopyFormat::Text),
+            3,
+        )
+        .unwrap();
         assert_eq!(
             rows,
             vec![
@@ -335,12 +366,21 @@ mod tests {
 
     #[test]
     fn csv_quotes_and_nulls() {
-        let rows = parse_rows(b"1,\"a,\"\"b\"\"\",\n2,\"\",\"multi\nline\"\n", &opts(CopyFormat::Csv), 3).unwrap();
+        let rows = parse_rows(
+            b"1,\"a,\"\"b\"\"\",\n2,\"\",\"multi\nline\"\n",
+            &opts(CopyFormat::Csv),
+            3,
+        )
+        .unwrap();
         assert_eq!(
             rows,
             vec![
                 vec![Some("1".into()), Some("a,\"b\"".into()), None],
-                vec![Some("2".into()), Some(String::new()), Some("multi\nline".into())],
+                vec![
+                    Some("2".into()),
+                    Some(String::new()),
+                    Some("multi\nline".into())
+                ],
             ]
         );
     }

@@ -8,9 +8,7 @@
 use std::error::Error;
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, Decimal128Array, RecordBatch, StringArray, UInt32Array,
-};
+use arrow::array::{Array, ArrayRef, Decimal128Array, RecordBatch, StringArray, UInt32Array};
 use arrow::datatypes::{DataType, Field, TimeUnit};
 use arrow_pg::encoder::{Encoder, encode_value};
 use bytes::{BufMut, BytesMut};
@@ -38,10 +36,16 @@ pub fn field_infos(
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            FieldInfo::new(c.name.clone(), None, None, wire_type(&c.ty), format.format_for(i))
-                .with_type_modifier(c.ty.typmod())
-                .with_type_size(c.ty.typlen())
-                .with_format_options(Arc::clone(options))
+            FieldInfo::new(
+                c.name.clone(),
+                None,
+                None,
+                wire_type(&c.ty),
+                format.format_for(i),
+            )
+            .with_type_modifier(c.ty.typmod())
+            .with_type_size(c.ty.typlen())
+            .with_format_options(Arc::clone(options))
         })
         .collect()
 }
@@ -94,7 +98,11 @@ pub fn decimal_text(value: i128, scale: i8, trim: bool) -> String {
             digits
         };
         let (int, frac) = padded.split_at(padded.len() - scale);
-        let frac = if trim { frac.trim_end_matches('0') } else { frac };
+        let frac = if trim {
+            frac.trim_end_matches('0')
+        } else {
+            frac
+        };
         if frac.is_empty() {
             int.to_string()
         } else {
@@ -111,7 +119,11 @@ pub fn decimal_text(value: i128, scale: i8, trim: bool) -> String {
 
 /// Columns of a batch prepared for encoding: `timestamptz` converted to the
 /// session time zone so it prints in it.
-pub fn prepare_columns(batch: &RecordBatch, desc: &RelationDesc, time_zone: &str) -> PgWireResult<Vec<(ArrayRef, Field)>> {
+pub fn prepare_columns(
+    batch: &RecordBatch,
+    desc: &RelationDesc,
+    time_zone: &str,
+) -> PgWireResult<Vec<(ArrayRef, Field)>> {
     batch
         .columns()
         .iter()
@@ -154,38 +166,99 @@ pub fn encode_cell<E: Encoder>(
     }
     match (ty, array.data_type()) {
         (PgType::Uuid, DataType::Utf8) if binary => {
-            let s = array.as_any().downcast_ref::<StringArray>().map(|a| a.value(idx)).unwrap_or_default();
+            let s = array
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .map(|a| a.value(idx))
+                .unwrap_or_default();
             let u = uuid::Uuid::parse_str(s).map_err(|e| PgWireError::ApiError(Box::new(e)))?;
-            encoder.encode_field(&Raw { text: s, binary: u.as_bytes() }, pg_field)
+            encoder.encode_field(
+                &Raw {
+                    text: s,
+                    binary: u.as_bytes(),
+                },
+                pg_field,
+            )
         }
         (PgType::Jsonb, DataType::Utf8) if binary => {
-            let s = array.as_any().downcast_ref::<StringArray>().map(|a| a.value(idx)).unwrap_or_default();
+            let s = array
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .map(|a| a.value(idx))
+                .unwrap_or_default();
             let mut b = Vec::with_capacity(s.len() + 1);
             b.push(1u8);
             b.extend_from_slice(s.as_bytes());
-            encoder.encode_field(&Raw { text: s, binary: &b }, pg_field)
+            encoder.encode_field(
+                &Raw {
+                    text: s,
+                    binary: &b,
+                },
+                pg_field,
+            )
         }
         (PgType::Uuid | PgType::Jsonb, DataType::Utf8) => {
-            let s = array.as_any().downcast_ref::<StringArray>().map(|a| a.value(idx)).unwrap_or_default();
-            encoder.encode_field(&Raw { text: s, binary: s.as_bytes() }, pg_field)
+            let s = array
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .map(|a| a.value(idx))
+                .unwrap_or_default();
+            encoder.encode_field(
+                &Raw {
+                    text: s,
+                    binary: s.as_bytes(),
+                },
+                pg_field,
+            )
         }
         (_, DataType::UInt32) => {
-            let v = array.as_any().downcast_ref::<UInt32Array>().map(|a| a.value(idx)).unwrap_or_default();
-            encoder.encode_field(&Raw { text: &v.to_string(), binary: &v.to_be_bytes() }, pg_field)
+            let v = array
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .map(|a| a.value(idx))
+                .unwrap_or_default();
+            encoder.encode_field(
+                &Raw {
+                    text: &v.to_string(),
+                    binary: &v.to_be_bytes(),
+                },
+                pg_field,
+            )
         }
         (PgType::Timestamp | PgType::TimestampTz | PgType::Time, _)
-            if !binary && pg_field.format_options().date_style.to_uppercase().starts_with("ISO") =>
+            if !binary
+                && pg_field
+                    .format_options()
+                    .date_style
+                    .to_uppercase()
+                    .starts_with("ISO") =>
         {
             match iso_datetime_text(array, idx)? {
-                Some(text) => encoder.encode_field(&Raw { text: &text, binary: text.as_bytes() }, pg_field),
+                Some(text) => encoder.encode_field(
+                    &Raw {
+                        text: &text,
+                        binary: text.as_bytes(),
+                    },
+                    pg_field,
+                ),
                 None => encode_value(encoder, array, idx, field, pg_field),
             }
         }
         (_, DataType::Decimal128(_, scale)) if !binary => {
-            let v = array.as_any().downcast_ref::<Decimal128Array>().map(|a| a.value(idx)).unwrap_or_default();
+            let v = array
+                .as_any()
+                .downcast_ref::<Decimal128Array>()
+                .map(|a| a.value(idx))
+                .unwrap_or_default();
             let trim = matches!(ty, PgType::Numeric { typmod: None });
             let text = decimal_text(v, *scale, trim);
-            encoder.encode_field(&Raw { text: &text, binary: text.as_bytes() }, pg_field)
+            encoder.encode_field(
+                &Raw {
+                    text: &text,
+                    binary: text.as_bytes(),
+                },
+                pg_field,
+            )
         }
         _ => encode_value(encoder, array, idx, field, pg_field),
     }
@@ -194,7 +267,7 @@ pub fn encode_cell<E: Encoder>(
 /// Postgres's ISO text for timestamps and times: fractional seconds only
 /// when non-zero (trailing zeros trimmed), offsets as `+HH[:MM]`, BC years.
 fn iso_datetime_text(array: &ArrayRef, idx: usize) -> PgWireResult<Option<String>> {
-    use arrow::array::{TimestampMicrosecondArray, Time64MicrosecondArray};
+    use arrow::array::{Time64MicrosecondArray, TimestampMicrosecondArray};
     use chrono::{Datelike, Offset, TimeZone, Timelike};
     let fraction = |micros: u32| {
         if micros == 0 {
@@ -274,19 +347,31 @@ mod tests {
 
     #[test]
     fn timestamps_print_like_postgres() {
-        use arrow::array::{TimestampMicrosecondArray, Time64MicrosecondArray};
+        use arrow::array::{Time64MicrosecondArray, TimestampMicrosecondArray};
         let utc: ArrayRef = Arc::new(
             TimestampMicrosecondArray::from(vec![1_704_110_400_000_000, 1_704_110_400_500_000])
                 .with_timezone("+00:00"),
         );
-        assert_eq!(iso_datetime_text(&utc, 0).unwrap().unwrap(), "2024-01-01 12:00:00+00");
-        assert_eq!(iso_datetime_text(&utc, 1).unwrap().unwrap(), "2024-01-01 12:00:00.5+00");
+        assert_eq!(
+            iso_datetime_text(&utc, 0).unwrap().unwrap(),
+            "2024-01-01 12:00:00+00"
+        );
+        assert_eq!(
+            iso_datetime_text(&utc, 1).unwrap().unwrap(),
+            "2024-01-01 12:00:00.5+00"
+        );
         let ist: ArrayRef = Arc::new(
             TimestampMicrosecondArray::from(vec![1_704_110_400_000_000]).with_timezone("+05:30"),
         );
-        assert_eq!(iso_datetime_text(&ist, 0).unwrap().unwrap(), "2024-01-01 17:30:00+05:30");
+        assert_eq!(
+            iso_datetime_text(&ist, 0).unwrap().unwrap(),
+            "2024-01-01 17:30:00+05:30"
+        );
         let naive: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![0]));
-        assert_eq!(iso_datetime_text(&naive, 0).unwrap().unwrap(), "1970-01-01 00:00:00");
+        assert_eq!(
+            iso_datetime_text(&naive, 0).unwrap().unwrap(),
+            "1970-01-01 00:00:00"
+        );
         let t: ArrayRef = Arc::new(Time64MicrosecondArray::from(vec![3_723_000_100]));
         assert_eq!(iso_datetime_text(&t, 0).unwrap().unwrap(), "01:02:03.0001");
     }

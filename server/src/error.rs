@@ -118,7 +118,8 @@ impl AdapterError {
                 Some(detail.clone())
             }
             AdapterError::Plan(PlanError::Catalog(CatalogError::DependentObjects {
-                detail, ..
+                detail,
+                ..
             })) => Some(detail.clone()),
             _ => None,
         }
@@ -208,7 +209,9 @@ fn catalog_code(e: &CatalogError) -> &'static str {
         CatalogError::UnknownDatabase(_) => "3D000",
         CatalogError::UnknownSchema(_) => "3F000",
         CatalogError::UnknownItem { .. } | CatalogError::UnknownId(_) => "42P01",
-        CatalogError::AlreadyExists { kind: "database", .. } => "42P04",
+        CatalogError::AlreadyExists {
+            kind: "database", ..
+        } => "42P04",
         CatalogError::AlreadyExists { kind: "schema", .. } => "42P06",
         CatalogError::AlreadyExists { .. } => "42P07",
         CatalogError::DependentObjects { .. } => "2BP01",
@@ -344,9 +347,15 @@ mod tests {
             None,
         ));
         assert_eq!(e.code_and_message(), ("22012", "division by zero".into()));
-        let e = AdapterError::DataFusion(SqlStateError::into_datafusion("22003", "integer out of range"));
+        let e = AdapterError::DataFusion(SqlStateError::into_datafusion(
+            "22003",
+            "integer out of range",
+        ));
         assert_eq!(e.code_and_message().0, "22003");
         let e = AdapterError::Plan(PlanError::UnknownRelation("t".into()));
-        assert_eq!(e.code_and_message(), ("42P01", "relation \"t\" does not exist".into()));
+        assert_eq!(
+            e.code_and_message(),
+            ("42P01", "relation \"t\" does not exist".into())
+        );
     }
 }

@@ -116,13 +116,16 @@ impl PgWireServerHandlers for Handlers {
 }
 
 fn session_slot<C: ClientInfo>(client: &C) -> PgWireResult<Arc<SessionSlot>> {
-    client.session_extensions().get::<SessionSlot>().ok_or_else(|| {
-        PgWireError::UserError(Box::new(ErrorInfo::new(
-            "FATAL".into(),
-            "08P01".into(),
-            "no session for this connection".into(),
-        )))
-    })
+    client
+        .session_extensions()
+        .get::<SessionSlot>()
+        .ok_or_else(|| {
+            PgWireError::UserError(Box::new(ErrorInfo::new(
+                "FATAL".into(),
+                "08P01".into(),
+                "no session for this connection".into(),
+            )))
+        })
 }
 
 fn notice(message: String) -> PgWireBackendMessage {
@@ -161,7 +164,14 @@ fn encode_rows(
         let columns = prepare_columns(batch, desc, time_zone)?;
         for row in 0..batch.num_rows() {
             for (i, (array, field)) in columns.iter().enumerate() {
-                encode_cell(&mut encoder, array, field, &desc.columns[i].ty, &fields[i], row)?;
+                encode_cell(
+                    &mut encoder,
+                    array,
+                    field,
+                    &desc.columns[i].ty,
+                    &fields[i],
+                    row,
+                )?;
             }
             rows.push(encoder.take_row());
         }
@@ -222,7 +232,9 @@ impl FreshetHandler {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        if client.transaction_status() == TransactionStatus::Error && session.status == TxnStatus::InBlock {
+        if client.transaction_status() == TransactionStatus::Error
+            && session.status == TxnStatus::InBlock
+        {
             // A cancelled statement left the transaction failed.
             session.status = TxnStatus::Failed;
         }
@@ -277,7 +289,11 @@ impl ServerParameterProvider for ParamProvider {
 
 #[async_trait]
 impl StartupHandler for FreshetHandler {
-    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
         C::Error: Debug,
@@ -297,7 +313,12 @@ impl StartupHandler for FreshetHandler {
             .get(pgwire::api::METADATA_DATABASE)
             .cloned()
             .unwrap_or_else(|| user.clone());
-        if self.coord.catalog_state().database_by_name(&database).is_none() {
+        if self
+            .coord
+            .catalog_state()
+            .database_by_name(&database)
+            .is_none()
+        {
             return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
                 "FATAL".into(),
                 "3D000".into(),
@@ -308,7 +329,10 @@ impl StartupHandler for FreshetHandler {
         // Startup parameters act like SET; bad ones are refused like Postgres does.
         for (key, value) in &metadata {
             let name = key.to_lowercase();
-            if matches!(name.as_str(), "user" | "database" | "options" | "replication") {
+            if matches!(
+                name.as_str(),
+                "user" | "database" | "options" | "replication"
+            ) {
                 continue;
             }
             let value = freshet_planner::SetValue::Values(vec![value.clone()]);
@@ -371,7 +395,9 @@ impl SimpleQueryHandler for FreshetHandler {
                 if session.status == TxnStatus::InBlock {
                     session.status = TxnStatus::Failed;
                 }
-                return Ok(vec![Response::Error(Box::new(AdapterError::Plan(e).to_error_info()))]);
+                return Ok(vec![Response::Error(Box::new(
+                    AdapterError::Plan(e).to_error_info(),
+                ))]);
             }
         };
         if stmts.is_empty() {
@@ -405,7 +431,11 @@ pub struct FreshetParser {
     coord: Arc<Coordinator>,
 }
 
-fn describe(coord: &Coordinator, session: &Session, stmt: &Statement) -> Result<(Vec<Option<DataType>>, Option<RelationDesc>), AdapterError> {
+fn describe(
+    coord: &Coordinator,
+    session: &Session,
+    stmt: &Statement,
+) -> Result<(Vec<Option<DataType>>, Option<RelationDesc>), AdapterError> {
     let plan = coord.plan(session, stmt, None)?;
     let text = |name: &str| {
         RelationDesc::new(vec![ColumnDesc {
@@ -425,8 +455,16 @@ fn describe(coord: &Coordinator, session: &Session, stmt: &Statement) -> Result<
         Plan::ShowVariable(name) if name == "all" => (
             vec![],
             Some(RelationDesc::new(vec![
-                ColumnDesc { name: "name".into(), ty: PgType::Text, nullable: false },
-                ColumnDesc { name: "setting".into(), ty: PgType::Text, nullable: false },
+                ColumnDesc {
+                    name: "name".into(),
+                    ty: PgType::Text,
+                    nullable: false,
+                },
+                ColumnDesc {
+                    name: "setting".into(),
+                    ty: PgType::Text,
+                    nullable: false,
+                },
             ])),
         ),
         Plan::ShowVariable(name) => (vec![], Some(text(&name))),
@@ -578,7 +616,9 @@ impl ExtendedQueryHandler for FreshetHandler {
         )?;
         let slot = session_slot(client)?;
         let mut session = slot.0.lock().await;
-        let resp = self.run(client, &mut session, stmt, params.as_ref()).await?;
+        let resp = self
+            .run(client, &mut session, stmt, params.as_ref())
+            .await?;
         to_response(resp, &session.vars, &portal.result_column_format)
     }
 }

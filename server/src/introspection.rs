@@ -101,9 +101,11 @@ impl QueryReader {
             "pg_catalog.pg_namespace" => schemas
                 .iter()
                 .map(|sc| vec![Some(sc.oid.to_string()), s(&sc.name), s("10")])
-                .chain(SYSTEM_SCHEMAS.iter().map(|n| {
-                    vec![Some(system_schema_oid(n).to_string()), s(n), s("10")]
-                }))
+                .chain(
+                    SYSTEM_SCHEMAS
+                        .iter()
+                        .map(|n| vec![Some(system_schema_oid(n).to_string()), s(n), s("10")]),
+                )
                 .collect(),
             "pg_catalog.pg_database" => self
                 .catalog
@@ -212,7 +214,11 @@ impl QueryReader {
                                     s(&self.database),
                                     s(&sc.name),
                                     s(&i.name),
-                                    s(if i.kind == ItemKind::Table { "BASE TABLE" } else { "VIEW" }),
+                                    s(if i.kind == ItemKind::Table {
+                                        "BASE TABLE"
+                                    } else {
+                                        "VIEW"
+                                    }),
                                 ])
                             }
                             _ => None,
@@ -223,11 +229,7 @@ impl QueryReader {
             "information_schema.schemata" => schemas
                 .iter()
                 .map(|sc| vec![s(&self.database), s(&sc.name)])
-                .chain(
-                    SYSTEM_SCHEMAS
-                        .iter()
-                        .map(|n| vec![s(&self.database), s(n)]),
-                )
+                .chain(SYSTEM_SCHEMAS.iter().map(|n| vec![s(&self.database), s(n)]))
                 .collect(),
             "information_schema.columns" => self
                 .catalog
@@ -271,8 +273,9 @@ impl CollectionReader for QueryReader {
     }
 
     fn system_table(&self, qualified_name: &str) -> DfResult<Vec<RecordBatch>> {
-        let rel = system::lookup_qualified(qualified_name)
-            .ok_or_else(|| DataFusionError::Plan(format!("relation \"{qualified_name}\" does not exist")))?;
+        let rel = system::lookup_qualified(qualified_name).ok_or_else(|| {
+            DataFusionError::Plan(format!("relation \"{qualified_name}\" does not exist"))
+        })?;
         let rows = self.rows(qualified_name)?;
         let desc = rel.desc();
         let columns = desc

@@ -14,7 +14,10 @@ use crate::values::parse_text_array;
 fn bad(ty: &Type, e: impl std::fmt::Display) -> AdapterError {
     AdapterError::data(
         "22P03",
-        format!("incorrect binary data format in bind parameter of type {}: {e}", ty.name()),
+        format!(
+            "incorrect binary data format in bind parameter of type {}: {e}",
+            ty.name()
+        ),
     )
 }
 
@@ -43,7 +46,10 @@ fn decode_binary(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
         }
         Type::TIME => {
             let t = get!(chrono::NaiveTime);
-            let micros = t.signed_duration_since(chrono::NaiveTime::MIN).num_microseconds().unwrap_or(0);
+            let micros = t
+                .signed_duration_since(chrono::NaiveTime::MIN)
+                .num_microseconds()
+                .unwrap_or(0);
             ScalarValue::Time64Microsecond(Some(micros))
         }
         Type::TIMESTAMP => {
@@ -116,7 +122,11 @@ pub fn decode(
     }
     let mut values = Vec::with_capacity(raw.len());
     for (i, value) in raw.iter().enumerate() {
-        let declared = declared.get(i).cloned().flatten().filter(|t| *t != Type::UNKNOWN);
+        let declared = declared
+            .get(i)
+            .cloned()
+            .flatten()
+            .filter(|t| *t != Type::UNKNOWN);
         let target = inferred
             .get(i)
             .cloned()
@@ -126,12 +136,13 @@ pub fn decode(
         let scalar = match value {
             None => ScalarValue::try_from(&target).map_err(AdapterError::DataFusion)?,
             Some(bytes) if formats.is_binary(i) => {
-                let ty = declared.clone().ok_or_else(|| {
-                    AdapterError::Protocol(format!(
-                        "binary parameter ${} needs a declared type",
-                        i + 1
-                    ))
-                })?;
+                // Without a declared type the client encodes with the type
+                // our ParameterDescription reported.
+                let ty = declared.clone().unwrap_or_else(|| {
+                    PgType::from_arrow(&target)
+                        .map(|t| crate::encode::wire_type(&t))
+                        .unwrap_or(Type::TEXT)
+                });
                 decode_binary(&ty, bytes)?
                     .cast_to(&target)
                     .map_err(AdapterError::DataFusion)?
@@ -141,13 +152,20 @@ pub fn decode(
                     AdapterError::data("22021", "invalid byte sequence for encoding \"UTF8\"")
                 })?;
                 let pg = PgType::from_arrow(&target).unwrap_or(PgType::Text);
-                let pg = if pg.arrow_type() == target { pg } else { PgType::Text };
+                let pg = if pg.arrow_type() == target {
+                    pg
+                } else {
+                    PgType::Text
+                };
                 let array = parse_text_array(&[Some(text)], &pg)?;
-                let scalar = ScalarValue::try_from_array(&array, 0).map_err(AdapterError::DataFusion)?;
+                let scalar =
+                    ScalarValue::try_from_array(&array, 0).map_err(AdapterError::DataFusion)?;
                 scalar.cast_to(&target).map_err(AdapterError::DataFusion)?
             }
         };
         values.push(scalar);
     }
-    Ok(Some(ParamValues::List(values.into_iter().map(Into::into).collect())))
+    Ok(Some(ParamValues::List(
+        values.into_iter().map(Into::into).collect(),
+    )))
 }

@@ -116,7 +116,9 @@ impl Session {
 
     /// The isolation level of the current statement.
     pub fn isolation(&self) -> Isolation {
-        self.txn.isolation.unwrap_or(self.vars.transaction_isolation)
+        self.txn
+            .isolation
+            .unwrap_or(self.vars.transaction_isolation)
     }
 
     /// Re-derive DataFusion settings and session functions from variables.
@@ -135,8 +137,14 @@ impl Session {
                     std::env::consts::ARCH
                 ))),
             ),
-            ("current_database", ScalarValue::Utf8(Some(self.database.clone()))),
-            ("current_catalog", ScalarValue::Utf8(Some(self.database.clone()))),
+            (
+                "current_database",
+                ScalarValue::Utf8(Some(self.database.clone())),
+            ),
+            (
+                "current_catalog",
+                ScalarValue::Utf8(Some(self.database.clone())),
+            ),
             ("current_schema", ScalarValue::Utf8(current_schema)),
             ("current_user", ScalarValue::Utf8(Some(self.user.clone()))),
             ("session_user", ScalarValue::Utf8(Some(self.user.clone()))),
@@ -145,7 +153,9 @@ impl Session {
         for (name, value) in functions {
             let _ = self
                 .df
-                .register_udf(Arc::new(ScalarUDF::new_from_impl(SessionConstant::new(name, value))));
+                .register_udf(Arc::new(ScalarUDF::new_from_impl(SessionConstant::new(
+                    name, value,
+                ))));
         }
     }
 }

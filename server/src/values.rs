@@ -16,7 +16,10 @@ pub use freshet_planner::pgtext::{canonical_jsonb, canonical_uuid, parse_bool, p
 fn invalid_input(ty: &PgType, value: &str) -> AdapterError {
     AdapterError::data(
         "22P02",
-        format!("invalid input syntax for type {}: \"{value}\"", ty.sql_name()),
+        format!(
+            "invalid input syntax for type {}: \"{value}\"",
+            ty.sql_name()
+        ),
     )
 }
 
@@ -42,9 +45,11 @@ pub fn parse_text_array(values: &[Option<&str>], ty: &PgType) -> Result<ArrayRef
                 .collect::<Result<_>>()?;
             Arc::new(BinaryArray::from_iter(parsed.iter().map(|v| v.as_deref())))
         }
-        PgType::Text | PgType::Varchar { .. } | PgType::Char { .. } | PgType::Uuid | PgType::Jsonb => {
-            Arc::new(StringArray::from(values.to_vec()))
-        }
+        PgType::Text
+        | PgType::Varchar { .. }
+        | PgType::Char { .. }
+        | PgType::Uuid
+        | PgType::Jsonb => Arc::new(StringArray::from(values.to_vec())),
         other => {
             let strings: ArrayRef = Arc::new(StringArray::from(
                 values.iter().map(|v| v.map(str::trim)).collect::<Vec<_>>(),
@@ -162,11 +167,10 @@ pub fn check_rows(table: &str, desc: &RelationDesc, batch: RecordBatch) -> Resul
         };
         columns.push(fixed);
     }
-    Ok(RecordBatch::try_new_with_options(
+    RecordBatch::try_new_with_options(
         desc.arrow_schema(),
         columns,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )
-    .map_err(|e| AdapterError::Internal(e.to_string()))?)
+    .map_err(|e| AdapterError::Internal(e.to_string()))
 }
-

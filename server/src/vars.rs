@@ -153,8 +153,18 @@ impl Vars {
                 if !upper.split(',').all(|p| {
                     matches!(
                         p.trim(),
-                        "ISO" | "SQL" | "POSTGRES" | "GERMAN" | "MDY" | "DMY" | "YMD" | "US"
-                            | "EURO" | "EUROPEAN" | "NONEURO" | "NONEUROPEAN"
+                        "ISO"
+                            | "SQL"
+                            | "POSTGRES"
+                            | "GERMAN"
+                            | "MDY"
+                            | "DMY"
+                            | "YMD"
+                            | "US"
+                            | "EURO"
+                            | "EUROPEAN"
+                            | "NONEURO"
+                            | "NONEUROPEAN"
                     )
                 }) {
                     return Err(AdapterError::InvalidParameterValue(format!(
@@ -224,8 +234,13 @@ impl Vars {
                     Some(v) => Isolation::parse(&v)?,
                 };
             }
-            "server_version" | "server_version_num" | "server_encoding" | "integer_datetimes"
-            | "standard_conforming_strings" | "is_superuser" | "max_identifier_length" => {
+            "server_version"
+            | "server_version_num"
+            | "server_encoding"
+            | "integer_datetimes"
+            | "standard_conforming_strings"
+            | "is_superuser"
+            | "max_identifier_length" => {
                 return Err(AdapterError::ReadOnlyVariable(name.to_string()));
             }
             other => return Err(AdapterError::UnknownVariable(other.to_string())),
@@ -246,7 +261,7 @@ impl Vars {
                 let ms = self.statement_timeout.as_millis();
                 if ms == 0 {
                     "0".into()
-                } else if ms % 1000 == 0 {
+                } else if ms.is_multiple_of(1000) {
                     format!("{}s", ms / 1000)
                 } else {
                     format!("{ms}ms")
@@ -312,11 +327,15 @@ mod tests {
         v.set("statement_timeout", &vals(&["2s"])).unwrap();
         assert_eq!(v.get("statement_timeout").unwrap(), "2s");
         assert!(v.set("statement_timeout", &vals(&["soon"])).is_err());
-        v.set("transaction_isolation", &vals(&["serializable"])).unwrap();
+        v.set("transaction_isolation", &vals(&["serializable"]))
+            .unwrap();
         assert_eq!(v.get("transaction_isolation").unwrap(), "serializable");
         assert!(v.set("timezone", &vals(&["Not/AZone"])).is_err());
         v.set("timezone", &vals(&["+05:00"])).unwrap();
-        assert!(matches!(v.set("nonsense", &vals(&["1"])), Err(AdapterError::UnknownVariable(_))));
+        assert!(matches!(
+            v.set("nonsense", &vals(&["1"])),
+            Err(AdapterError::UnknownVariable(_))
+        ));
         assert!(v.set("extra_float_digits", &vals(&["9"])).is_err());
         assert!(v.set("client_encoding", &vals(&["LATIN1"])).is_err());
         v.set("client_encoding", &vals(&["utf-8"])).unwrap();

@@ -32,7 +32,11 @@ impl Sockets {
 
     /// A watch on a connection, if it is known.
     pub fn watch(&self, peer: &SocketAddr) -> Option<ConnWatch> {
-        self.by_peer.lock().get(peer).cloned().map(|s| ConnWatch { socket: s })
+        self.by_peer
+            .lock()
+            .get(peer)
+            .cloned()
+            .map(|s| ConnWatch { socket: s })
     }
 }
 
@@ -52,7 +56,8 @@ impl ConnWatch {
             match self.socket.peek(&mut buf) {
                 Ok(0) => return,
                 Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
+                Err(e)
+                    if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return,
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

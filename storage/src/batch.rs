@@ -129,6 +129,11 @@ pub(crate) fn decode_stream(data: &[u8]) -> Result<Vec<RecordBatch>> {
 pub(crate) fn total_bytes(batches: &[RecordBatch]) -> usize {
     batches
         .iter()
-        .map(|b| b.columns().iter().map(|c| c.get_array_memory_size()).sum::<usize>())
+        .map(|b| {
+            b.columns()
+                .iter()
+                .map(|c| c.get_array_memory_size())
+                .sum::<usize>()
+        })
         .sum()
 }

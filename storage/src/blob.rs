@@ -9,7 +9,6 @@ use std::sync::Arc;
 use crate::error::{Result, StorageError};
 use crate::fsutil::{remove_temps, sync_dir, write_temp};
 
-
 /// Blob values: immutable byte buffers shared without copying.
 pub type Bytes = Arc<[u8]>;
 

@@ -121,7 +121,12 @@ impl Collection {
         (Antichain::from_elem(state.since), self.upper_locked(&state))
     }
 
-    fn check_readable(&self, state: &CollectionState, as_of: Timestamp, need_upper: bool) -> Result<()> {
+    fn check_readable(
+        &self,
+        state: &CollectionState,
+        as_of: Timestamp,
+        need_upper: bool,
+    ) -> Result<()> {
         let upper = self.upper_locked(state);
         if as_of < state.since || (need_upper && upper.less_equal(&as_of)) {
             return Err(StorageError::InvalidReadTime {
@@ -175,7 +180,13 @@ impl Collection {
             self.check_readable(&state, as_of, true)?;
             self.part_views(&mut state)?
         };
-        consolidate::snapshot(self.id, &self.data_schema, &self.updates_schema, &views, as_of)
+        consolidate::snapshot(
+            self.id,
+            &self.data_schema,
+            &self.updates_schema,
+            &views,
+            as_of,
+        )
     }
 
     /// Updates after `as_of`, then live updates and progress.
@@ -269,10 +280,12 @@ impl Collection {
             )));
         }
         let mut state = self.state.lock();
-        let written =
-            state
-                .shard
-                .compare_and_append(&self.updates_schema, updates, expected, new_upper.clone())?;
+        let written = state.shard.compare_and_append(
+            &self.updates_schema,
+            updates,
+            expected,
+            new_upper.clone(),
+        )?;
         if let Some((meta, batch)) = written {
             state.cache.insert(meta.key, Arc::clone(&batch));
             let batch = batch.as_ref().clone();
@@ -342,7 +355,11 @@ impl Collection {
             let keys: Vec<String> = state.shard.parts().iter().map(|p| p.key.clone()).collect();
             let views = self.part_views(&mut state)?;
             let n = keys.len();
-            (keys, views.into_iter().take(n).collect::<Vec<_>>(), state.since)
+            (
+                keys,
+                views.into_iter().take(n).collect::<Vec<_>>(),
+                state.since,
+            )
         };
         let (merged, consolidated, unit) =
             consolidate::compact(self.id, &self.updates_schema, &views, since)?;

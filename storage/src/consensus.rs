@@ -94,7 +94,10 @@ impl FileConsensus {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if let Some(n) = name.strip_prefix("e-").and_then(|n| n.parse::<SeqNo>().ok()) {
+            if let Some(n) = name
+                .strip_prefix("e-")
+                .and_then(|n| n.parse::<SeqNo>().ok())
+            {
                 out.push(n);
             }
         }
@@ -172,9 +175,9 @@ impl Consensus for FileConsensus {
                 sync_dir(&dir)?;
                 Ok(CasResult::Committed)
             }
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(CasResult::Mismatch(
-                self.seqnos(key)?.last().copied(),
-            )),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                Ok(CasResult::Mismatch(self.seqnos(key)?.last().copied()))
+            }
             Err(e) => Err(e.into()),
         }
     }

@@ -132,7 +132,11 @@ pub(crate) fn compact(
     let all = concat_batches(updates_schema, &batches)?;
     let conv = converter(updates_schema)?;
     let rows = row_data(&all, &conv)?;
-    let t: Vec<Timestamp> = times(&all)?.values().iter().map(|t| (*t).max(since)).collect();
+    let t: Vec<Timestamp> = times(&all)?
+        .values()
+        .iter()
+        .map(|t| (*t).max(since))
+        .collect();
     let d = diffs(&all)?.values();
     let mut order: Vec<u32> = (0..all.num_rows() as u32).collect();
     order.sort_unstable_by(|a, b| {
@@ -242,10 +246,18 @@ mod tests {
         let batch = RecordBatch::try_new(
             us,
             vec![
-                Arc::new(Int32Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>())),
-                Arc::new(StringArray::from(rows.iter().map(|r| r.1).collect::<Vec<_>>())),
-                Arc::new(UInt64Array::from(rows.iter().map(|r| r.2).collect::<Vec<_>>())),
-                Arc::new(Int64Array::from(rows.iter().map(|r| r.3).collect::<Vec<_>>())),
+                Arc::new(Int32Array::from(
+                    rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+                )),
+                Arc::new(StringArray::from(
+                    rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+                )),
+                Arc::new(UInt64Array::from(
+                    rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+                )),
+                Arc::new(Int64Array::from(
+                    rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+                )),
             ],
         )
         .unwrap();
@@ -285,7 +297,11 @@ mod tests {
         assert_eq!(at(0), vec![]);
         assert_eq!(
             at(2),
-            vec![(Some(1), Some("x".into())), (Some(2), None), (Some(2), None)]
+            vec![
+                (Some(1), Some("x".into())),
+                (Some(2), None),
+                (Some(2), None)
+            ]
         );
         assert_eq!(at(4), vec![(Some(2), None), (Some(2), None)]);
         assert_eq!(
@@ -300,7 +316,10 @@ mod tests {
         let us = updates_schema(&ds);
         let parts = vec![part(&[(Some(1), Some("x"), 1, -1)])];
         let err = snapshot(GlobalId::User(1), &ds, &us, &parts, 5).unwrap_err();
-        assert!(matches!(err, StorageError::NegativeMultiplicity { diff: -1, .. }));
+        assert!(matches!(
+            err,
+            StorageError::NegativeMultiplicity { diff: -1, .. }
+        ));
     }
 
     #[test]

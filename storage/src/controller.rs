@@ -162,10 +162,17 @@ impl Storage {
         let n_records = records.len();
         for record in records {
             for (id, write) in record.writes {
-                recovered.entry(id).or_default().push(stamp(&write, record.ts)?);
+                recovered
+                    .entry(id)
+                    .or_default()
+                    .push(stamp(&write, record.ts)?);
             }
         }
-        tracing::info!(records = n_records, tables = recovered.len(), "replayed transaction log");
+        tracing::info!(
+            records = n_records,
+            tables = recovered.len(),
+            "replayed transaction log"
+        );
         let log = TxnLog::create(&config.txn_dir, fence.epoch())?;
         let inner = Arc::new(Inner {
             blob,
@@ -244,7 +251,10 @@ impl Storage {
                 collection.push_pending(b);
             }
         }
-        self.inner.collections.write().insert(id, Arc::new(collection));
+        self.inner
+            .collections
+            .write()
+            .insert(id, Arc::new(collection));
         Ok(())
     }
 
@@ -274,7 +284,9 @@ impl Storage {
         let consensus = Arc::clone(self.inner.fence.consensus());
         let live: BTreeMap<GlobalId, Arc<Collection>> = self.inner.collections.read().clone();
         for key in consensus.list_keys("shard/")? {
-            let Some(id) = key.strip_prefix("shard/").and_then(|s| s.parse::<GlobalId>().ok())
+            let Some(id) = key
+                .strip_prefix("shard/")
+                .and_then(|s| s.parse::<GlobalId>().ok())
             else {
                 continue;
             };
@@ -483,7 +495,10 @@ impl Inner {
     fn validate(&self, write: &TableWrite) -> Result<Arc<Collection>> {
         let c = self.collection(write.id)?;
         if c.kind != CollectionKind::Table {
-            return Err(StorageError::InvalidUsage(format!("{} is not a table", write.id)));
+            return Err(StorageError::InvalidUsage(format!(
+                "{} is not a table",
+                write.id
+            )));
         }
         let schema = write.updates.schema();
         let n = schema.fields().len();
@@ -575,7 +590,10 @@ impl Inner {
     }
 
     fn pending_bytes(&self) -> usize {
-        self.tables().iter().map(|t| t.state.lock().pending_bytes).sum()
+        self.tables()
+            .iter()
+            .map(|t| t.state.lock().pending_bytes)
+            .sum()
     }
 }
 
@@ -603,7 +621,10 @@ fn run_committer(inner: Arc<Inner>, mut log: TxnLog, rx: mpsc::Receiver<Command>
         let mut commits = Vec::new();
         let mut flushes = Vec::new();
         let mut shutdown = false;
-        for cmd in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+        for cmd in first
+            .into_iter()
+            .chain(std::iter::from_fn(|| rx.try_recv().ok()))
+        {
             match cmd {
                 Command::Commit(writes, reply) => commits.push((writes, reply)),
                 Command::Flush(reply) => flushes.push(reply),

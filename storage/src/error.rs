@@ -11,7 +11,9 @@ pub enum StorageError {
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
     /// A newer process has taken over the data directory.
-    #[error("fenced: this process holds epoch {mine} but epoch {current} has taken over the data directory")]
+    #[error(
+        "fenced: this process holds epoch {mine} but epoch {current} has taken over the data directory"
+    )]
     Fenced {
         /// The epoch this process holds.
         mine: u64,

@@ -94,7 +94,11 @@ impl ReadHold {
         match self.collection.upgrade() {
             Some(c) => {
                 c.add_hold_unchecked(self.time);
-                Ok(ReadHold::new(self.id, self.time, Weak::clone(&self.collection)))
+                Ok(ReadHold::new(
+                    self.id,
+                    self.time,
+                    Weak::clone(&self.collection),
+                ))
             }
             None => Err(StorageError::UnknownCollection(self.id)),
         }

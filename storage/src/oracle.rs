@@ -110,7 +110,11 @@ impl TimestampOracle {
         })
         .map_err(|e| StorageError::Corruption(e.to_string()))?;
         let next = state.seqno.map_or(1, |s| s + 1);
-        match consensus.compare_and_set(ORACLE_KEY, state.seqno, VersionedData { seqno: next, data })? {
+        match consensus.compare_and_set(
+            ORACLE_KEY,
+            state.seqno,
+            VersionedData { seqno: next, data },
+        )? {
             CasResult::Committed => {
                 if let Some(s) = state.seqno {
                     consensus.truncate(ORACLE_KEY, s + 1)?;
@@ -192,8 +196,12 @@ mod tests {
             let clock = Arc::clone(&clock);
             Arc::new(move || clock.load(Ordering::SeqCst)) as Arc<dyn Fn() -> u64 + Send + Sync>
         };
-        let old = TimestampOracle::open(Fence::acquire(Arc::clone(&c)).unwrap(), 0, Arc::clone(&now)).unwrap();
-        let _new = TimestampOracle::open(Fence::acquire(Arc::clone(&c)).unwrap(), 0, Arc::clone(&now)).unwrap();
+        let old =
+            TimestampOracle::open(Fence::acquire(Arc::clone(&c)).unwrap(), 0, Arc::clone(&now))
+                .unwrap();
+        let _new =
+            TimestampOracle::open(Fence::acquire(Arc::clone(&c)).unwrap(), 0, Arc::clone(&now))
+                .unwrap();
         clock.fetch_add(10 * ALLOCATION_BLOCK_MS, Ordering::SeqCst);
         assert!(old.allocate_write_ts().unwrap_err().is_fenced());
     }

@@ -113,7 +113,8 @@ impl DurableShard {
 
     fn commit(&mut self, mut next: ShardState) -> Result<()> {
         next.epoch = self.fence.epoch();
-        let data = serde_json::to_vec(&next).map_err(|e| StorageError::Corruption(e.to_string()))?;
+        let data =
+            serde_json::to_vec(&next).map_err(|e| StorageError::Corruption(e.to_string()))?;
         let expected = (self.seqno > 0).then_some(self.seqno);
         let consensus = self.fence.consensus();
         match consensus.compare_and_set(
@@ -127,7 +128,7 @@ impl DurableShard {
             CasResult::Committed => {
                 self.seqno += 1;
                 self.state = next;
-                if self.seqno % TRUNCATE_EVERY == 0 {
+                if self.seqno.is_multiple_of(TRUNCATE_EVERY) {
                     consensus.truncate(&self.key, self.seqno)?;
                 }
                 Ok(())
@@ -273,7 +274,6 @@ impl DurableShard {
         })?;
         decode_file(&data)
     }
-
 }
 
 /// Delete everything stored for a shard.

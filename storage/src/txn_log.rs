@@ -117,7 +117,12 @@ impl TxnLog {
             }
             Err(e) => {
                 // Cut the partial record off so later records stay readable.
-                if self.file.set_len(self.len).and_then(|()| self.file.sync_data()).is_err() {
+                if self
+                    .file
+                    .set_len(self.len)
+                    .and_then(|()| self.file.sync_data())
+                    .is_err()
+                {
                     self.broken = true;
                 }
                 Err(e.into())
@@ -149,7 +154,10 @@ impl TxnLog {
 
 fn open_segment(dir: &Path, epoch: u64, n: u64) -> Result<(File, PathBuf)> {
     let path = dir.join(segment_name(epoch, n));
-    let file = OpenOptions::new().create_new(true).append(true).open(&path)?;
+    let file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(&path)?;
     sync_dir(dir)?;
     Ok((file, path))
 }
@@ -214,7 +222,10 @@ impl<'a> Cursor<'a> {
 
 fn decode_payload(payload: &[u8]) -> Result<LogRecord> {
     let bad = || StorageError::Corruption("malformed transaction log record".into());
-    let mut c = Cursor { data: payload, pos: 0 };
+    let mut c = Cursor {
+        data: payload,
+        pos: 0,
+    };
     let ts = c.u64().ok_or_else(bad)?;
     let _epoch = c.u64().ok_or_else(bad)?;
     let n = c.u32().ok_or_else(bad)?;
@@ -241,7 +252,8 @@ pub(crate) fn recover(dir: &Path) -> Result<Vec<LogRecord>> {
         File::open(&path)?.read_to_end(&mut data)?;
         let mut pos = 0;
         while pos + 8 <= data.len() {
-            let len = u32::from_le_bytes(data[pos..pos + 4].try_into().unwrap_or_default()) as usize;
+            let len =
+                u32::from_le_bytes(data[pos..pos + 4].try_into().unwrap_or_default()) as usize;
             let crc = u32::from_le_bytes(data[pos + 4..pos + 8].try_into().unwrap_or_default());
             let Some(payload) = data.get(pos + 8..pos + 8 + len) else {
                 break;
@@ -284,10 +296,17 @@ mod tests {
     fn torn_tail_is_discarded_at_every_byte() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = TxnLog::create(dir.path(), 1).unwrap();
-        log.append(10, &[(GlobalId::User(1), batch(&[1, 2]))]).unwrap();
-        let first_len = log.current_len();
-        log.append(11, &[(GlobalId::User(1), batch(&[3])), (GlobalId::User(2), batch(&[4]))])
+        log.append(10, &[(GlobalId::User(1), batch(&[1, 2]))])
             .unwrap();
+        let first_len = log.current_len();
+        log.append(
+            11,
+            &[
+                (GlobalId::User(1), batch(&[3])),
+                (GlobalId::User(2), batch(&[4])),
+            ],
+        )
+        .unwrap();
         let full = fs::read(&log.path).unwrap();
         for cut in 0..=full.len() {
             let d2 = tempfile::tempdir().unwrap();

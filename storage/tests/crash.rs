@@ -117,8 +117,16 @@ fn main() {
         let a = counts(&s.snapshot(A, ts).unwrap());
         let b = counts(&s.snapshot(B, ts).unwrap());
         for id in &all_acked {
-            assert_eq!(a.get(id), Some(&rows_for(*id)), "acknowledged group {id} missing or partial in A");
-            assert_eq!(b.get(id), Some(&rows_for(*id)), "acknowledged group {id} missing or partial in B");
+            assert_eq!(
+                a.get(id),
+                Some(&rows_for(*id)),
+                "acknowledged group {id} missing or partial in A"
+            );
+            assert_eq!(
+                b.get(id),
+                Some(&rows_for(*id)),
+                "acknowledged group {id} missing or partial in B"
+            );
         }
         assert_eq!(a, b, "a group is present in one table but not the other");
         for (id, n) in &a {
@@ -131,6 +139,12 @@ fn main() {
             a.len()
         );
     }
-    assert!(!all_acked.is_empty(), "the child never acknowledged a write");
-    println!("crash harness: {cycles} cycles, {} acknowledged groups, {total_present} present, all intact", all_acked.len());
+    assert!(
+        !all_acked.is_empty(),
+        "the child never acknowledged a write"
+    );
+    println!(
+        "crash harness: {cycles} cycles, {} acknowledged groups, {total_present} present, all intact",
+        all_acked.len()
+    );
 }

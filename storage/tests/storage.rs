@@ -26,7 +26,11 @@ fn group_commit_is_atomic_across_tables_and_visible_at_its_time() {
         .commit_blocking(vec![insert(A, &[1, 2], "x"), insert(B, &[10], "y")])
         .unwrap();
     assert!(t1 > t0);
-    assert_eq!(s.read_ts(), t1, "strict serializable: the ack'd write is readable");
+    assert_eq!(
+        s.read_ts(),
+        t1,
+        "strict serializable: the ack'd write is readable"
+    );
     let t2 = s
         .commit_blocking(vec![delete(A, &[1], "x"), insert(B, &[11], "y")])
         .unwrap();
@@ -154,7 +158,10 @@ fn acknowledged_writes_survive_restart_before_and_after_flush() {
         // Dropped without a flush: t2 lives only in the log.
     };
     let s = open(dir.path(), cfg.clone());
-    assert!(s.read_ts() > t2, "the oracle resumes above every handed-out time");
+    assert!(
+        s.read_ts() > t2,
+        "the oracle resumes above every handed-out time"
+    );
     let now = s.read_ts();
     assert_eq!(ids(&s.snapshot(A, now).unwrap()), vec![1, 2, 3]);
     assert_eq!(ids(&s.snapshot(B, now).unwrap()), vec![4]);
@@ -258,7 +265,9 @@ fn materialized_collections_append_with_compare_and_set_uppers() {
     while let Ok(e) = listen.try_next() {
         events.push(e);
     }
-    assert!(matches!(events.last(), Some(ListenEvent::Progress(p)) if p == &Antichain::from_elem(10)));
+    assert!(
+        matches!(events.last(), Some(ListenEvent::Progress(p)) if p == &Antichain::from_elem(10))
+    );
     // Sealing: the empty antichain means no more updates ever.
     s.compare_and_append(mv, &[], &Antichain::from_elem(10), Antichain::new())
         .unwrap();
@@ -283,7 +292,11 @@ fn dropping_a_collection_deletes_its_shard_and_ends_listeners() {
         s.snapshot(A, s.read_ts()),
         Err(StorageError::UnknownCollection(_))
     ));
-    assert!(!dir.path().join("consensus/shard/u1/e-00000000000000000001").exists());
+    assert!(
+        !dir.path()
+            .join("consensus/shard/u1/e-00000000000000000001")
+            .exists()
+    );
     let parts = std::fs::read_dir(dir.path().join("blob/parts/u1"))
         .map(|d| d.count())
         .unwrap_or(0);
@@ -316,5 +329,12 @@ fn concurrent_writers_share_group_commits() {
         distinct.len() < all_ts.len(),
         "some writers should share a group commit timestamp"
     );
-    assert_eq!(s.snapshot(A, s.read_ts()).unwrap().iter().map(|b| b.num_rows()).sum::<usize>(), 320);
+    assert_eq!(
+        s.snapshot(A, s.read_ts())
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum::<usize>(),
+        320
+    );
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 use arrow::array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use freshet_repr::GlobalId;
-use freshet_storage::{CollectionKind, Storage, StorageConfig, TableWrite, open_local, write_batch};
+use freshet_storage::{
+    CollectionKind, Storage, StorageConfig, TableWrite, open_local, write_batch,
+};
 
 pub fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![

@@ -1,0 +1,173 @@
+//! Starting real `freshet` processes for tests.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio_postgres::{Client, NoTls};
+
+/// A `freshet` server process on a temp data directory.
+pub struct Server {
+    pub port: u16,
+    pub http_port: u16,
+    pub data_dir: PathBuf,
+    child: Option<Child>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+impl Server {
+    /// Start a server on a fresh data directory.
+    pub fn start() -> Server {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut s = Server {
+            port: free_port(),
+            http_port: free_port(),
+            data_dir: tmp.path().to_path_buf(),
+            child: None,
+            _tmp: Some(tmp),
+        };
+        s.spawn();
+        s
+    }
+
+    /// Start another server on an existing data directory.
+    pub fn start_on(data_dir: &Path) -> Server {
+        let mut s = Server {
+            port: free_port(),
+            http_port: free_port(),
+            data_dir: data_dir.to_path_buf(),
+            child: None,
+            _tmp: None,
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new(env!("CARGO_BIN_EXE_freshet"))
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("--http-listen")
+            .arg(format!("127.0.0.1:{}", self.http_port))
+            .arg("--log-filter")
+            .arg(std::env::var("FRESHET_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn freshet");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("freshet exited during startup: {status}");
+            }
+            assert!(Instant::now() < deadline, "freshet did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kill with SIGKILL and start again on the same directory and port.
+    pub fn kill_and_restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// SIGKILL the process.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+
+    /// Wait for the process to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// Connection string for database `db`.
+    pub fn conn_str(&self, db: &str) -> String {
+        format!("host=127.0.0.1 port={} user=freshet dbname={db}", self.port)
+    }
+
+    /// Connect to database `freshet`.
+    pub async fn connect(&self) -> Client {
+        self.connect_db("freshet").await.expect("connect")
+    }
+
+    /// Connect to a database.
+    pub async fn connect_db(&self, db: &str) -> Result<Client, tokio_postgres::Error> {
+        let (client, connection) = tokio_postgres::connect(&self.conn_str(db), NoTls).await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The SQLSTATE of a failed statement.
+pub fn sqlstate(e: &tokio_postgres::Error) -> String {
+    e.as_db_error()
+        .map(|d| d.code().code().to_string())
+        .unwrap_or_else(|| format!("not a db error: {e}"))
+}
+
+/// Rows of a simple query as text.
+pub async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    let mut out = vec![];
+    for msg in client.simple_query(sql).await.expect(sql) {
+        if let tokio_postgres::SimpleQueryMessage::Row(r) = msg {
+            out.push((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect());
+        }
+    }
+    out
+}
+
+/// Single text value of a simple query.
+pub async fn value(client: &Client, sql: &str) -> Option<String> {
+    rows(client, sql)
+        .await
+        .into_iter()
+        .next()
+        .and_then(|r| r.into_iter().next())
+        .flatten()
+}

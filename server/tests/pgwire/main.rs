@@ -1,0 +1,11 @@
+//! End-to-end tests of the `freshet` binary over the Postgres wire
+//! protocol, with tokio-postgres as the client. One test binary, because
+//! every binary that links DataFusion is slow to link.
+
+mod bad_input;
+mod concurrency;
+mod durability;
+mod harness;
+mod protocol;
+mod transactions;
+mod types;
