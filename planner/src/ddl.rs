@@ -317,17 +317,14 @@ fn lookup_kind(
 }
 
 fn missing_message(kind: ObjectKind, name: &ObjectName) -> PlanError {
-    match kind {
-        ObjectKind::Table => PlanError::UnknownRelation(name.to_string()),
-        other => PlanError::Catalog(freshet_catalog::CatalogError::UnknownItem {
-            kind: expected_kind(other)
-                .1
-                .trim_start_matches("a ")
-                .trim_start_matches("an ")
-                .into(),
-            name: name.to_string(),
-        }),
-    }
+    PlanError::Catalog(freshet_catalog::CatalogError::UnknownItem {
+        kind: expected_kind(kind)
+            .1
+            .trim_start_matches("a ")
+            .trim_start_matches("an ")
+            .into(),
+        name: name.to_string(),
+    })
 }
 
 /// `DROP ...`.
@@ -350,7 +347,8 @@ pub fn drop_objects(
                             "cannot drop the currently open database".into(),
                         ));
                     }
-                    Some(db) => ids.push(db.id),
+                    // Dropping a database drops everything in it.
+                    Some(db) => ids.extend(cx.catalog.transitive_dependents(&[db.id])),
                     None if if_exists => notices.push(format!(
                         "database \"{}\" does not exist, skipping",
                         parts.join(".")

@@ -116,6 +116,11 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
     };
     // `DEFAULT` in VALUES means the column's default (or NULL).
     if let SetExpr::Values(values) = source.body.as_mut() {
+        if values.rows.iter().any(|r| r.content.len() > targets.len()) {
+            return Err(PlanError::Syntax(
+                "INSERT has more expressions than target columns".into(),
+            ));
+        }
         for row in &mut values.rows {
             for (pos, e) in row.content.iter_mut().enumerate() {
                 if let Expr::Identifier(ident) = e
@@ -255,7 +260,17 @@ pub fn update(cx: &StatementContext, upd: &ast::Update) -> Result<Plan> {
                 "multiple assignments to same column \"{column}\""
             )));
         }
-        new_values[idx] = Some(assignment.value.to_string());
+        let is_default = matches!(&assignment.value, Expr::Identifier(i)
+            if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"));
+        new_values[idx] = Some(if is_default {
+            match &item.details {
+                ItemDetails::Table { defaults } => defaults.get(idx).cloned().flatten(),
+                _ => None,
+            }
+            .unwrap_or_else(|| "NULL".into())
+        } else {
+            assignment.value.to_string()
+        });
     }
     let a = quote_if_needed(&alias);
     let new_list: Vec<String> = new_values

@@ -33,6 +33,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     let casts = PostgresTextCasts::default();
     let mut functions = checked.functions();
     functions.extend(casts.functions());
+    functions.extend(crate::functions::all());
     let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
         Arc::new(ResolveGroupingFunction::new()),
         Arc::new(TypeCoercion::new()),
@@ -44,6 +45,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         .with_default_features()
         .with_analyzer_rules(analyzer_rules)
         .build();
+    functions.extend(crate::functions::decimal_rounding(state.scalar_functions()));
     for f in functions {
         state
             .register_udf(f)

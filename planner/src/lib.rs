@@ -7,8 +7,9 @@
 
 pub mod engine;
 pub mod error;
-pub mod literals;
+pub mod functions;
 pub mod parse;
+pub mod pgsql;
 pub mod pgtext;
 pub mod provider;
 pub mod resolve;

@@ -139,7 +139,12 @@ impl TableProvider for CollectionTable {
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let read = self.binding.read()?;
-        let batches = read.reader.snapshot(self.id, read.as_of)?;
+        let batches = read
+            .reader
+            .snapshot(self.id, read.as_of)?
+            .into_iter()
+            .map(|b| b.with_schema(Arc::clone(&self.schema)))
+            .collect::<Result<Vec<_>, _>>()?;
         let n = state.config().target_partitions();
         Ok(MemorySourceConfig::try_new_exec(
             &partitions(batches, n),
@@ -270,10 +275,17 @@ impl<'a> PlanningContext<'a> {
     }
 
     /// Plan a statement with Postgres literal typing applied to a copy of it.
-    pub fn plan_sql_statement(&self, stmt: ast::Statement) -> DfResult<LogicalPlan> {
+    pub fn plan_sql_statement(&self, stmt: ast::Statement) -> crate::Result<LogicalPlan> {
+        crate::pgsql::check_supported(&stmt)?;
         let mut stmt = stmt;
-        crate::literals::type_integer_literals(&mut stmt);
-        self.sql_to_rel().sql_statement_to_plan(stmt)
+        crate::pgsql::type_integer_literals(&mut stmt);
+        match self.sql_to_rel().sql_statement_to_plan(stmt.clone()) {
+            Err(e) if e.to_string().contains("unique expression names") => {
+                crate::pgsql::alias_unnamed_items(&mut stmt);
+                Ok(self.sql_to_rel().sql_statement_to_plan(stmt)?)
+            }
+            other => Ok(other?),
+        }
     }
 
     /// Plan a SQL expression text against an empty schema (column defaults).
@@ -309,9 +321,19 @@ impl<'a> PlanningContext<'a> {
                         }
                     }
                 }
+                // NOT NULL is enforced by the sequencer with Postgres's
+                // error; DataFusion sees every column as nullable.
+                let schema = desc.arrow_schema();
+                let schema = Arc::new(arrow::datatypes::Schema::new(
+                    schema
+                        .fields()
+                        .iter()
+                        .map(|f| f.as_ref().clone().with_nullable(true))
+                        .collect::<Vec<_>>(),
+                ));
                 provider_as_source(Arc::new(CollectionTable {
                     id,
-                    schema: desc.arrow_schema(),
+                    schema,
                     defaults,
                     binding: Arc::clone(&self.binding),
                 }))
@@ -357,7 +379,9 @@ impl<'a> PlanningContext<'a> {
             ast::Statement::CreateView(v) => v.query,
             other => return Err(plan_datafusion_err!("not a view definition: {other}")),
         };
-        let plan = self.plan_sql_statement(ast::Statement::Query(query))?;
+        let plan = self
+            .plan_sql_statement(ast::Statement::Query(query))
+            .map_err(|e| plan_datafusion_err!("{e}"))?;
         alias_columns(plan, columns.iter().map(|c| c.name.as_str()))
     }
 }

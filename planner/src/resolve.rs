@@ -161,13 +161,11 @@ impl<'a> NameResolver<'a> {
         if SYSTEM_SCHEMAS.contains(&schema) {
             return Ok(system::lookup(schema, item).map(Resolved::System));
         }
-        let s = self
-            .catalog
-            .schema_by_name(db.id, schema)
-            .ok_or_else(|| PlanError::UnknownSchema(schema.to_string()))?;
+        // A missing schema is reported as a missing relation, as in Postgres.
         Ok(self
             .catalog
-            .item_by_name(s.id, item)
+            .schema_by_name(db.id, schema)
+            .and_then(|s| self.catalog.item_by_name(s.id, item))
             .map(|i| Resolved::Item(i.id)))
     }
 

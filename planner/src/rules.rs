@@ -31,6 +31,8 @@ pub struct CheckedIntegerArithmetic {
     add: Arc<ScalarUDF>,
     sub: Arc<ScalarUDF>,
     mul: Arc<ScalarUDF>,
+    div: Arc<ScalarUDF>,
+    rem: Arc<ScalarUDF>,
 }
 
 impl Default for CheckedIntegerArithmetic {
@@ -39,6 +41,8 @@ impl Default for CheckedIntegerArithmetic {
             add: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Add))),
             sub: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Sub))),
             mul: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Mul))),
+            div: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Div))),
+            rem: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Rem))),
         }
     }
 }
@@ -54,6 +58,8 @@ impl CheckedIntegerArithmetic {
             Arc::clone(&self.add),
             Arc::clone(&self.sub),
             Arc::clone(&self.mul),
+            Arc::clone(&self.div),
+            Arc::clone(&self.rem),
         ]
     }
 
@@ -61,18 +67,22 @@ impl CheckedIntegerArithmetic {
         let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
             return Ok(Transformed::no(e));
         };
-        let udf = match op {
-            Operator::Plus => &self.add,
-            Operator::Minus => &self.sub,
-            Operator::Multiply => &self.mul,
-            _ => return Ok(Transformed::no(e)),
-        };
         let (Ok(lt), Ok(rt)) = (left.get_type(schema), right.get_type(schema)) else {
             return Ok(Transformed::no(e));
         };
-        if !(is_int(&lt) && lt == rt) {
+        if lt != rt {
             return Ok(Transformed::no(e));
         }
+        let is_float = matches!(lt, DataType::Float32 | DataType::Float64);
+        let udf = match op {
+            Operator::Plus if is_int(&lt) => &self.add,
+            Operator::Minus if is_int(&lt) => &self.sub,
+            Operator::Multiply if is_int(&lt) => &self.mul,
+            // Arrow divides floats by zero to infinity; Postgres raises.
+            Operator::Divide if is_float => &self.div,
+            Operator::Modulo if is_float => &self.rem,
+            _ => return Ok(Transformed::no(e)),
+        };
         Ok(Transformed::yes(Expr::ScalarFunction(
             ScalarFunction::new_udf(
                 Arc::clone(udf),
@@ -109,6 +119,8 @@ enum ArithOp {
     Add,
     Sub,
     Mul,
+    Div,
+    Rem,
 }
 
 /// Integer arithmetic that fails with 22003 instead of wrapping.
@@ -142,6 +154,8 @@ impl ScalarUDFImpl for CheckedArith {
             ArithOp::Add => "checked_add",
             ArithOp::Sub => "checked_sub",
             ArithOp::Mul => "checked_mul",
+            ArithOp::Div => "checked_div",
+            ArithOp::Rem => "checked_mod",
         }
     }
 
@@ -165,12 +179,22 @@ impl ScalarUDFImpl for CheckedArith {
                 ColumnarValue::Scalar(s) => Box::new(s.to_scalar()?),
             })
         };
+        if matches!(self.op, ArithOp::Div | ArithOp::Rem) {
+            let divisor = r.to_array(args.number_rows.max(1))?;
+            let zero = ScalarValue::new_zero(&divisor.data_type().clone())?.to_scalar()?;
+            let is_zero = arrow::compute::kernels::cmp::eq(&divisor, &zero)?;
+            if is_zero.true_count() > 0 {
+                return Err(SqlStateError::into_datafusion("22012", "division by zero"));
+            }
+        }
         let (ld, rd) = (to_datum(l)?, to_datum(r)?);
         use arrow::compute::kernels::numeric;
         let result = match self.op {
             ArithOp::Add => numeric::add(ld.as_ref(), rd.as_ref()),
             ArithOp::Sub => numeric::sub(ld.as_ref(), rd.as_ref()),
             ArithOp::Mul => numeric::mul(ld.as_ref(), rd.as_ref()),
+            ArithOp::Div => numeric::div(ld.as_ref(), rd.as_ref()),
+            ArithOp::Rem => numeric::rem(ld.as_ref(), rd.as_ref()),
         };
         let array = match result {
             Ok(a) => a,
@@ -193,13 +217,27 @@ impl ScalarUDFImpl for CheckedArith {
 #[derive(Debug)]
 pub struct PostgresTextCasts {
     bytea_in: Arc<ScalarUDF>,
+    uuid_in: Arc<ScalarUDF>,
+    jsonb_in: Arc<ScalarUDF>,
+    round_to_int: Arc<ScalarUDF>,
 }
 
 impl Default for PostgresTextCasts {
     fn default() -> Self {
+        let text_in = |kind| {
+            Arc::new(ScalarUDF::new_from_impl(TextIn {
+                kind,
+                signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
+            }))
+        };
         PostgresTextCasts {
             bytea_in: Arc::new(ScalarUDF::new_from_impl(ByteaIn {
                 signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
+            })),
+            uuid_in: text_in(TextKind::Uuid),
+            jsonb_in: text_in(TextKind::Jsonb),
+            round_to_int: Arc::new(ScalarUDF::new_from_impl(RoundToInt {
+                signature: Signature::any(1, Volatility::Immutable),
             })),
         }
     }
@@ -208,27 +246,73 @@ impl Default for PostgresTextCasts {
 impl PostgresTextCasts {
     /// The functions this rule introduces, for registration.
     pub fn functions(&self) -> Vec<Arc<ScalarUDF>> {
-        vec![Arc::clone(&self.bytea_in)]
+        vec![
+            Arc::clone(&self.bytea_in),
+            Arc::clone(&self.uuid_in),
+            Arc::clone(&self.jsonb_in),
+            Arc::clone(&self.round_to_int),
+        ]
     }
 
     fn rewrite(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-        let (inner, target) = match &e {
-            Expr::Cast(c) => (c.expr.as_ref(), c.field.data_type()),
-            Expr::TryCast(c) => (c.expr.as_ref(), c.field.data_type()),
+        let (inner, field) = match &e {
+            Expr::Cast(c) => (c.expr.as_ref(), &c.field),
+            Expr::TryCast(c) => (c.expr.as_ref(), &c.field),
             _ => return Ok(Transformed::no(e)),
         };
-        if !matches!(target, DataType::Binary) {
+        let Ok(source) = inner.get_type(schema) else {
             return Ok(Transformed::no(e));
+        };
+        let target = field.data_type();
+        let text_source = matches!(
+            source,
+            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8
+        );
+        let call = |udf: &Arc<ScalarUDF>, arg: Expr| {
+            Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(udf), vec![arg]))
+        };
+        let with_input = |e: &Expr, input: Expr| {
+            let mut cast = e.clone();
+            match &mut cast {
+                Expr::Cast(c) => *c.expr = input,
+                Expr::TryCast(c) => *c.expr = input,
+                _ => {}
+            }
+            cast
+        };
+        // text -> bytea parses the \x and escape formats.
+        if text_source && matches!(target, DataType::Binary) {
+            let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
+            return Ok(Transformed::yes(call(&self.bytea_in, arg)));
         }
-        match inner.get_type(schema) {
-            Ok(DataType::Utf8) => {}
-            Ok(DataType::Utf8View | DataType::LargeUtf8) => {}
-            _ => return Ok(Transformed::no(e)),
+        // text -> uuid / jsonb validates and canonicalizes.
+        let pg = freshet_repr::PgType::of_field(field);
+        let already = matches!(inner, Expr::ScalarFunction(f)
+            if f.func.name() == "uuid_in" || f.func.name() == "jsonb_in");
+        if text_source
+            && !already
+            && matches!(pg, freshet_repr::PgType::Uuid | freshet_repr::PgType::Jsonb)
+        {
+            let udf = if pg == freshet_repr::PgType::Uuid {
+                &self.uuid_in
+            } else {
+                &self.jsonb_in
+            };
+            let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
+            return Ok(Transformed::yes(with_input(&e, call(udf, arg))));
         }
-        let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
-        Ok(Transformed::yes(Expr::ScalarFunction(
-            ScalarFunction::new_udf(Arc::clone(&self.bytea_in), vec![arg]),
-        )))
+        // numeric/float -> integer rounds (Arrow truncates).
+        let rounds = matches!(
+            source,
+            DataType::Decimal128(..) | DataType::Float64 | DataType::Float32
+        ) && is_int(target);
+        if rounds {
+            return Ok(Transformed::yes(with_input(
+                &e,
+                call(&self.round_to_int, inner.clone()),
+            )));
+        }
+        Ok(Transformed::no(e))
     }
 }
 
@@ -297,6 +381,167 @@ impl ScalarUDFImpl for ByteaIn {
         }
         let result: Arc<dyn Array> =
             Arc::new(BinaryArray::from_iter(out.iter().map(|v| v.as_deref())));
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(result))
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum TextKind {
+    Uuid,
+    Jsonb,
+}
+
+/// `uuid` / `jsonb` input from text: validates and canonicalizes.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TextIn {
+    kind: TextKind,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for TextIn {
+    fn name(&self) -> &str {
+        match self.kind {
+            TextKind::Uuid => "uuid_in",
+            TextKind::Jsonb => "jsonb_in",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use arrow::array::{Array, StringArray};
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let array = args.args[0].to_array(args.number_rows.max(1))?;
+        let strings = array
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal(format!("{} takes text", self.name()))
+            })?;
+        let out = strings
+            .iter()
+            .map(|v| {
+                v.map(|s| {
+                    let parsed = match self.kind {
+                        TextKind::Uuid => crate::pgtext::canonical_uuid(s),
+                        TextKind::Jsonb => crate::pgtext::canonical_jsonb(s),
+                    };
+                    parsed.ok_or_else(|| {
+                        SqlStateError::into_datafusion(
+                            "22P02",
+                            match self.kind {
+                                TextKind::Uuid => {
+                                    format!("invalid input syntax for type uuid: \"{s}\"")
+                                }
+                                TextKind::Jsonb => {
+                                    format!("invalid input syntax for type json: \"{s}\"")
+                                }
+                            },
+                        )
+                    })
+                })
+                .transpose()
+            })
+            .collect::<Result<StringArray>>()?;
+        let result: Arc<dyn Array> = Arc::new(out);
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(result))
+        }
+    }
+}
+
+/// Rounding before a cast to integer: numeric rounds half away from zero,
+/// floating point half to even (`rint`), as Postgres does. The result is
+/// `bigint`; the enclosing cast narrows it (and reports overflow).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct RoundToInt {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for RoundToInt {
+    fn name(&self) -> &str {
+        "round_to_int"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Int64)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use arrow::array::{Array, Decimal128Array, Float32Array, Float64Array, Int64Array};
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let array = args.args[0].to_array(args.number_rows.max(1))?;
+        let overflow = || SqlStateError::into_datafusion("22003", "bigint out of range");
+        let out: Int64Array = match array.data_type() {
+            DataType::Decimal128(_, scale) => {
+                let a = array
+                    .as_any()
+                    .downcast_ref::<Decimal128Array>()
+                    .ok_or_else(overflow)?;
+                let div = 10i128
+                    .checked_pow(*scale.max(&0) as u32)
+                    .ok_or_else(overflow)?;
+                a.iter()
+                    .map(|v| {
+                        v.map(|v| {
+                            let q = v / div;
+                            let r = (v % div).abs();
+                            let q = if r * 2 >= div { q + v.signum() } else { q };
+                            i64::try_from(q).map_err(|_| overflow())
+                        })
+                        .transpose()
+                    })
+                    .collect::<Result<_>>()?
+            }
+            DataType::Float64 | DataType::Float32 => {
+                let values: Vec<Option<f64>> =
+                    if let Some(a) = array.as_any().downcast_ref::<Float64Array>() {
+                        a.iter().collect()
+                    } else if let Some(a) = array.as_any().downcast_ref::<Float32Array>() {
+                        a.iter().map(|v| v.map(f64::from)).collect()
+                    } else {
+                        vec![]
+                    };
+                values
+                    .into_iter()
+                    .map(|v| {
+                        v.map(|v| {
+                            let r = v.round_ties_even();
+                            if r.is_finite() && r >= i64::MIN as f64 && r < i64::MAX as f64 {
+                                Ok(r as i64)
+                            } else {
+                                Err(overflow())
+                            }
+                        })
+                        .transpose()
+                    })
+                    .collect::<Result<_>>()?
+            }
+            other => {
+                return datafusion::common::exec_err!("round_to_int does not take {other}");
+            }
+        };
+        let result: Arc<dyn Array> = Arc::new(out);
         if scalar {
             Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
                 &result, 0,

@@ -242,13 +242,25 @@ impl PgType {
         PgType::from_arrow(field.data_type()).unwrap_or(PgType::Text)
     }
 
-    /// An Arrow field of this type that records the type in its metadata.
+    /// An Arrow field of this type. The type is recorded in the field's
+    /// metadata only when the Arrow type alone would be reported as another
+    /// Postgres type (`uuid`, `jsonb`, `varchar(n)`, `numeric(p,s)`, ...),
+    /// so plain columns and expressions of the same type stay compatible.
     pub fn field(&self, name: impl Into<String>, nullable: bool) -> Field {
-        Field::new(name, self.arrow_type(), nullable).with_metadata(
-            [(PG_TYPE_METADATA_KEY.to_string(), self.to_string())]
-                .into_iter()
-                .collect(),
-        )
+        let field = Field::new(name, self.arrow_type(), nullable);
+        // Unconstrained numeric is stored at a fixed scale; its metadata says
+        // so (values print without the padding zeros).
+        let implied = PgType::from_arrow(&self.arrow_type()).as_ref() == Some(self)
+            && *self != PgType::Numeric { typmod: None };
+        if implied {
+            field
+        } else {
+            field.with_metadata(
+                [(PG_TYPE_METADATA_KEY.to_string(), self.to_string())]
+                    .into_iter()
+                    .collect(),
+            )
+        }
     }
 
     /// The name `format_type` gives the type in Postgres (used by
@@ -478,6 +490,7 @@ mod tests {
     fn recorded_type_wins_only_when_arrow_type_matches() {
         let f = PgType::Uuid.field("id", true);
         assert_eq!(PgType::of_field(&f), PgType::Uuid);
+        assert!(PgType::Int4.field("i", true).metadata().is_empty());
         let cast = f.clone().with_data_type(DataType::Int64);
         assert_eq!(PgType::of_field(&cast), PgType::Int8);
     }

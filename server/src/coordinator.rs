@@ -64,11 +64,40 @@ pub enum ExecuteResponse {
     },
 }
 
+/// A message sent to the client alongside a result.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    /// `NOTICE` or `WARNING`.
+    pub severity: &'static str,
+    /// SQLSTATE.
+    pub code: &'static str,
+    /// The message.
+    pub message: String,
+}
+
 /// Per-statement context the handler passes in.
 #[derive(Debug, Default)]
 pub struct ExecCtx {
     /// Notices to send before the statement's result.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
+}
+
+impl ExecCtx {
+    fn notice(&mut self, message: impl Into<String>) {
+        self.notices.push(Notice {
+            severity: "NOTICE",
+            code: "00000",
+            message: message.into(),
+        });
+    }
+
+    fn warning(&mut self, code: &'static str, message: impl Into<String>) {
+        self.notices.push(Notice {
+            severity: "WARNING",
+            code,
+            message: message.into(),
+        });
+    }
 }
 
 /// Shared server state.
@@ -309,7 +338,9 @@ impl Coordinator {
                 .await
             }
             Plan::Drop { ids, notices } => {
-                ctx.notices.extend(notices);
+                for n in notices {
+                    ctx.notice(n);
+                }
                 if ids.is_empty() {
                     return Ok(ExecuteResponse::Command(tag));
                 }
@@ -360,33 +391,19 @@ impl Coordinator {
                 tag: "SHOW".into(),
             }),
             Plan::SetVariable { name, value, local } => {
-                if local {
-                    if session.status == TxnStatus::Idle {
-                        ctx.notices
-                            .push("SET LOCAL can only be used in transaction blocks".into());
-                        return Ok(ExecuteResponse::Command(tag));
-                    }
-                    if session.txn.saved_vars.is_none() {
-                        session.txn.saved_vars = Some(session.vars.clone());
-                    }
-                }
-                session.vars.set(&name, &value)?;
-                session.refresh_df();
+                session.set_var(&name, &value, local, ctx)?;
                 Ok(ExecuteResponse::Command(tag))
             }
             Plan::ResetAll => {
-                session.vars = Default::default();
-                session.refresh_df();
+                session.reset_all();
                 Ok(ExecuteResponse::Command(tag))
             }
             Plan::ShowVariable(name) => show_variable(session, &name),
             Plan::StartTransaction { isolation } => {
                 if session.status != TxnStatus::Idle {
-                    ctx.notices
-                        .push("there is already a transaction in progress".into());
+                    ctx.warning("25001", "there is already a transaction in progress");
                 } else {
-                    session.status = TxnStatus::InBlock;
-                    session.txn = Default::default();
+                    session.begin();
                 }
                 if let Some(level) = isolation {
                     session.txn.isolation = Some(parse_isolation(&level));
@@ -395,8 +412,10 @@ impl Coordinator {
             }
             Plan::SetTransaction { isolation } => {
                 if session.status == TxnStatus::Idle {
-                    ctx.notices
-                        .push("SET TRANSACTION can only be used in transaction blocks".into());
+                    ctx.warning(
+                        "25P01",
+                        "SET TRANSACTION can only be used in transaction blocks",
+                    );
                 } else if let Some(level) = isolation {
                     session.txn.isolation = Some(parse_isolation(&level));
                 }
@@ -424,8 +443,7 @@ impl Coordinator {
         match self.transact(ops).await {
             Ok(_) => Ok(ExecuteResponse::Command(tag.to_string())),
             Err(AdapterError::Catalog(CatalogError::AlreadyExists { .. })) if if_not_exists => {
-                ctx.notices
-                    .push(format!("{kind} \"{name}\" already exists, skipping"));
+                ctx.notice(format!("{kind} \"{name}\" already exists, skipping"));
                 Ok(ExecuteResponse::Command(tag.to_string()))
             }
             Err(e) => Err(e),
@@ -439,16 +457,10 @@ impl Coordinator {
         ctx: &mut ExecCtx,
     ) -> Result<ExecuteResponse> {
         let status = session.status;
-        let txn = std::mem::take(&mut session.txn);
-        session.status = TxnStatus::Idle;
-        if let Some(vars) = txn.saved_vars {
-            session.vars = vars;
-            session.refresh_df();
-        }
+        let txn = session.end_transaction(commit && status == TxnStatus::InBlock);
         match status {
             TxnStatus::Idle => {
-                ctx.notices
-                    .push("there is no transaction in progress".into());
+                ctx.warning("25P01", "there is no transaction in progress");
                 Ok(ExecuteResponse::TransactionEnd(
                     if commit { "COMMIT" } else { "ROLLBACK" }.into(),
                 ))

@@ -8,7 +8,10 @@
 use std::error::Error;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, Decimal128Array, RecordBatch, StringArray, UInt32Array};
+use arrow::array::{
+    Array, ArrayRef, Decimal128Array, Float32Array, Float64Array, RecordBatch, StringArray,
+    UInt32Array,
+};
 use arrow::datatypes::{DataType, Field, TimeUnit};
 use arrow_pg::encoder::{Encoder, encode_value};
 use bytes::{BufMut, BytesMut};
@@ -244,13 +247,64 @@ pub fn encode_cell<E: Encoder>(
                 None => encode_value(encoder, array, idx, field, pg_field),
             }
         }
+        (_, DataType::Float64 | DataType::Float32) if !binary => {
+            let digits = pg_field.format_options().extra_float_digits;
+            let text = match array.data_type() {
+                DataType::Float64 => {
+                    let v = array
+                        .as_any()
+                        .downcast_ref::<Float64Array>()
+                        .map(|a| a.value(idx))
+                        .unwrap_or_default();
+                    float_text(v, digits, false)
+                }
+                _ => {
+                    let v = array
+                        .as_any()
+                        .downcast_ref::<Float32Array>()
+                        .map(|a| a.value(idx))
+                        .unwrap_or_default();
+                    float_text(v as f64, digits, true)
+                }
+            };
+            encoder.encode_field(
+                &Raw {
+                    text: &text,
+                    binary: text.as_bytes(),
+                },
+                pg_field,
+            )
+        }
+        (PgType::Char { len: Some(n) }, DataType::Utf8) => {
+            // Stored without trailing blanks; shown padded, as Postgres does.
+            let s = array
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .map(|a| a.value(idx))
+                .unwrap_or_default();
+            let pad = (*n as usize).saturating_sub(s.chars().count());
+            let text = format!("{s}{}", " ".repeat(pad));
+            encoder.encode_field(
+                &Raw {
+                    text: &text,
+                    binary: text.as_bytes(),
+                },
+                pg_field,
+            )
+        }
         (_, DataType::Decimal128(_, scale)) if !binary => {
             let v = array
                 .as_any()
                 .downcast_ref::<Decimal128Array>()
                 .map(|a| a.value(idx))
                 .unwrap_or_default();
-            let trim = matches!(ty, PgType::Numeric { typmod: None });
+            // Only values of unconstrained `numeric` columns (stored at a
+            // fixed scale) drop trailing zeros; others keep their scale.
+            let trim = field
+                .metadata()
+                .get(freshet_repr::PG_TYPE_METADATA_KEY)
+                .map(String::as_str)
+                == Some("numeric");
             let text = decimal_text(v, *scale, trim);
             encoder.encode_field(
                 &Raw {
@@ -261,6 +315,95 @@ pub fn encode_cell<E: Encoder>(
             )
         }
         _ => encode_value(encoder, array, idx, field, pg_field),
+    }
+}
+
+/// Postgres's text for `float8` (and `float4` when `single`):
+/// shortest-precise digits when `extra_float_digits > 0` (fixed notation
+/// for decimal exponents in `[-4, 15)` — `[-4, 6)` for float4 — else
+/// `1e+20` style), `%g` with `15 + extra_float_digits` (float4: 6 + ...)
+/// significant digits otherwise; `Infinity`, `-Infinity`, `NaN`.
+pub fn float_text(v: f64, extra_float_digits: i8, single: bool) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let (digits, exp) = if extra_float_digits > 0 {
+        let sci = if single {
+            format!("{:e}", v as f32)
+        } else {
+            format!("{v:e}")
+        };
+        split_sci(&sci)
+    } else {
+        let precision = (if single { 6 } else { 15 } + extra_float_digits as i32).max(1) as usize;
+        let sci = format!("{:.*e}", precision - 1, v);
+        let (d, e) = split_sci(&sci);
+        (d.trim_end_matches('0').to_string(), e)
+    };
+    let negative = digits.starts_with('-');
+    let digits = digits.trim_start_matches('-').replace('.', "");
+    let digits = if digits.is_empty() {
+        "0".to_string()
+    } else {
+        digits
+    };
+    let upper = if extra_float_digits > 0 {
+        if single { 6 } else { 15 }
+    } else {
+        (if single { 6 } else { 15 } + extra_float_digits as i32).max(1)
+    };
+    let mut out = String::new();
+    if negative {
+        out.push('-');
+    }
+    if exp >= -4 && exp < upper {
+        if exp < 0 {
+            out.push_str("0.");
+            out.push_str(&"0".repeat((-exp - 1) as usize));
+            out.push_str(&digits);
+        } else {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                out.push_str(&"0".repeat(int_len - digits.len()));
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", exp.abs()));
+    }
+    out
+}
+
+/// Split Rust's `{:e}` output into mantissa digits and decimal exponent.
+fn split_sci(s: &str) -> (String, i32) {
+    match s.split_once('e') {
+        Some((m, e)) => (m.to_string(), e.parse().unwrap_or(0)),
+        None => (s.to_string(), 0),
     }
 }
 
@@ -374,6 +517,31 @@ mod tests {
         );
         let t: ArrayRef = Arc::new(Time64MicrosecondArray::from(vec![3_723_000_100]));
         assert_eq!(iso_datetime_text(&t, 0).unwrap().unwrap(), "01:02:03.0001");
+    }
+
+    #[test]
+    fn floats_print_like_postgres() {
+        let cases: &[(f64, &str)] = &[
+            (2.0, "2"),
+            (1e20, "1e+20"),
+            (1.25e-5, "1.25e-05"),
+            (1e10, "10000000000"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (-1.5, "-1.5"),
+            (123456789012345.0, "123456789012345"),
+            (1234567890123456.0, "1.234567890123456e+15"),
+            (0.0001, "0.0001"),
+            (f64::INFINITY, "Infinity"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (f64::NAN, "NaN"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(float_text(*v, 1, false), *want, "{v}");
+        }
+        assert_eq!(float_text(1.5, 1, true), "1.5");
+        assert_eq!(float_text(1234567.0, 1, true), "1.234567e+06");
+        assert_eq!(float_text(0.1 + 0.2, 0, false), "0.3");
+        assert_eq!(float_text(2.5, 0, false), "2.5");
     }
 
     #[test]

@@ -290,8 +290,13 @@ pub fn datafusion_code(e: &DataFusionError) -> (&'static str, String) {
             let m = strip(m);
             if m.contains("Divide by zero") || m.contains("divide by zero") {
                 ("22012", "division by zero".into())
+            } else if let Some(i) = m
+                .find("Can't cast value")
+                .or_else(|| m.find("Cannot cast string"))
+            {
+                cast_error(&m[i..])
             } else if m.to_lowercase().contains("cast") {
-                ("22P02", m)
+                cast_error(&m)
             } else {
                 ("XX000", m)
             }
@@ -301,16 +306,61 @@ pub fn datafusion_code(e: &DataFusionError) -> (&'static str, String) {
     }
 }
 
+/// The Postgres name for an Arrow type named in an Arrow error message.
+fn pg_type_name(arrow: &str) -> &str {
+    match arrow.trim() {
+        "Int16" => "smallint",
+        "Int32" => "integer",
+        "Int64" => "bigint",
+        "Float32" => "real",
+        "Float64" => "double precision",
+        "Boolean" => "boolean",
+        "Date32" => "date",
+        t if t.starts_with("Decimal") => "numeric",
+        t if t.starts_with("Timestamp") => "timestamp",
+        t if t.starts_with("Time") => "time",
+        t if t.starts_with("Interval") => "interval",
+        other => other,
+    }
+}
+
+/// Turn Arrow cast messages into Postgres's.
+fn cast_error(m: &str) -> (&'static str, String) {
+    // "Can't cast value 40000 to type Int16"
+    if let Some(rest) = m.strip_prefix("Can't cast value ")
+        && let Some((_, ty)) = rest.split_once(" to type ")
+    {
+        return ("22003", format!("{} out of range", pg_type_name(ty)));
+    }
+    // "Cannot cast string 'abc' to value of Int32 type"
+    if let Some(rest) = m.strip_prefix("Cannot cast string '")
+        && let Some((value, tail)) = rest.split_once("' to value of ")
+    {
+        let ty = tail.trim_end_matches(" type");
+        return (
+            "22P02",
+            format!(
+                "invalid input syntax for type {}: \"{value}\"",
+                pg_type_name(ty)
+            ),
+        );
+    }
+    if m.contains("too large to store in a Decimal") || m.contains("Overflowing") {
+        return ("22003", "numeric field overflow".into());
+    }
+    if m.contains("Overflow") || m.contains("out of range") {
+        return ("22003", m.to_string());
+    }
+    ("22P02", m.to_string())
+}
+
 fn arrow_code(a: &ArrowError) -> (&'static str, String) {
     match a {
         ArrowError::DivideByZero => ("22012", "division by zero".into()),
         ArrowError::ArithmeticOverflow(_) => ("22003", "value out of range".into()),
-        ArrowError::CastError(m) | ArrowError::ParseError(m) => {
-            if m.contains("Overflow") || m.contains("too large") || m.contains("out of range") {
-                ("22003", m.clone())
-            } else {
-                ("22P02", m.clone())
-            }
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => cast_error(m),
+        ArrowError::InvalidArgumentError(m) if m.contains("too large to store") => {
+            ("22003", "numeric field overflow".into())
         }
         ArrowError::InvalidArgumentError(m) => ("22023", m.clone()),
         other => ("XX000", other.to_string()),
@@ -352,6 +402,22 @@ mod tests {
             "integer out of range",
         ));
         assert_eq!(e.code_and_message().0, "22003");
+        assert_eq!(
+            cast_error("Can't cast value 40000 to type Int16"),
+            ("22003", "smallint out of range".into())
+        );
+        assert_eq!(
+            cast_error("Cannot cast string 'abc' to value of Int32 type"),
+            (
+                "22P02",
+                "invalid input syntax for type integer: \"abc\"".into()
+            )
+        );
+        assert_eq!(
+            cast_error("123.40 is too large to store in a Decimal128 of precision 4. Max is 99.99")
+                .0,
+            "22003"
+        );
         let e = AdapterError::Plan(PlanError::UnknownRelation("t".into()));
         assert_eq!(
             e.code_and_message(),

@@ -128,9 +128,9 @@ fn session_slot<C: ClientInfo>(client: &C) -> PgWireResult<Arc<SessionSlot>> {
         })
 }
 
-fn notice(message: String) -> PgWireBackendMessage {
+fn notice(n: crate::coordinator::Notice) -> PgWireBackendMessage {
     PgWireBackendMessage::NoticeResponse(
-        ErrorInfo::new("NOTICE".into(), "00000".into(), message).into(),
+        ErrorInfo::new(n.severity.into(), n.code.into(), n.message).into(),
     )
 }
 
@@ -336,7 +336,8 @@ impl StartupHandler for FreshetHandler {
                 continue;
             }
             let value = freshet_planner::SetValue::Values(vec![value.clone()]);
-            match session.vars.set(&name, &value) {
+            let defaults = session.reset_vars.clone();
+            match session.vars.set(&name, &value, &defaults) {
                 Ok(()) | Err(AdapterError::UnknownVariable(_)) => {}
                 Err(e) => {
                     let (code, message) = e.code_and_message();
@@ -348,6 +349,7 @@ impl StartupHandler for FreshetHandler {
                 }
             }
         }
+        session.reset_vars = session.vars.clone();
         session.refresh_df();
         let (pid, key) = self.pids.generate(client);
         client.set_pid_and_secret_key(pid, key.clone());

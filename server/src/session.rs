@@ -48,8 +48,11 @@ pub struct Transaction {
     pub writes: Vec<TableWrite>,
     /// Isolation requested with `BEGIN ISOLATION LEVEL` / `SET TRANSACTION`.
     pub isolation: Option<Isolation>,
-    /// Variables to restore when the transaction ends (`SET LOCAL`).
-    pub saved_vars: Option<Vars>,
+    /// Variables as they were at `BEGIN`, restored by `ROLLBACK`.
+    pub begin_vars: Option<Vars>,
+    /// Session-level values while `SET LOCAL` overrides are in effect;
+    /// they take over at `COMMIT`.
+    pub session_vars: Option<Vars>,
 }
 
 /// One client connection's state.
@@ -60,6 +63,8 @@ pub struct Session {
     pub database: String,
     /// Session variables.
     pub vars: Vars,
+    /// What `RESET` returns to: defaults plus startup parameters.
+    pub reset_vars: Vars,
     /// Transaction status.
     pub status: TxnStatus,
     /// The open transaction, if any.
@@ -96,6 +101,7 @@ impl Session {
             user,
             database,
             vars: Vars::default(),
+            reset_vars: Vars::default(),
             status: TxnStatus::Idle,
             txn: Transaction::default(),
             df: base.clone(),
@@ -109,9 +115,88 @@ impl Session {
     pub fn info(&self) -> SessionInfo {
         SessionInfo {
             database: self.database.clone(),
-            search_path: self.vars.search_path.clone(),
+            search_path: self.search_path(),
             user: self.user.clone(),
         }
+    }
+
+    /// The search path with `$user` expanded.
+    pub fn search_path(&self) -> Vec<String> {
+        self.vars
+            .search_path
+            .iter()
+            .map(|s| {
+                if s == "$user" {
+                    self.user.clone()
+                } else {
+                    s.clone()
+                }
+            })
+            .collect()
+    }
+
+    /// Start a transaction block.
+    pub fn begin(&mut self) {
+        self.status = TxnStatus::InBlock;
+        self.txn = Transaction {
+            begin_vars: Some(self.vars.clone()),
+            ..Default::default()
+        };
+    }
+
+    /// End the transaction block, keeping session-level variable changes
+    /// when `committed`, restoring the variables of `BEGIN` otherwise.
+    pub fn end_transaction(&mut self, committed: bool) -> Transaction {
+        let txn = std::mem::take(&mut self.txn);
+        self.status = TxnStatus::Idle;
+        let restored = if committed {
+            txn.session_vars.clone()
+        } else {
+            txn.begin_vars.clone()
+        };
+        if let Some(vars) = restored {
+            self.vars = vars;
+            self.refresh_df();
+        }
+        txn
+    }
+
+    /// `SET [LOCAL] name = value` (or `RESET name`).
+    pub fn set_var(
+        &mut self,
+        name: &str,
+        value: &freshet_planner::SetValue,
+        local: bool,
+        ctx: &mut crate::coordinator::ExecCtx,
+    ) -> crate::error::Result<()> {
+        if local && self.status == TxnStatus::Idle {
+            ctx.notices.push(crate::coordinator::Notice {
+                severity: "WARNING",
+                code: "25P01",
+                message: "SET LOCAL can only be used in transaction blocks".into(),
+            });
+            return Ok(());
+        }
+        let reset = self.reset_vars.clone();
+        if local {
+            if self.txn.session_vars.is_none() {
+                self.txn.session_vars = Some(self.vars.clone());
+            }
+        } else if let Some(session_vars) = self.txn.session_vars.as_mut() {
+            session_vars.set(name, value, &reset)?;
+        }
+        self.vars.set(name, value, &reset)?;
+        self.refresh_df();
+        Ok(())
+    }
+
+    /// `RESET ALL` / `DISCARD ALL`.
+    pub fn reset_all(&mut self) {
+        self.vars = self.reset_vars.clone();
+        if let Some(v) = self.txn.session_vars.as_mut() {
+            *v = self.reset_vars.clone();
+        }
+        self.refresh_df();
     }
 
     /// The isolation level of the current statement.
@@ -128,7 +213,12 @@ impl Session {
             other => other.to_string(),
         };
         self.df.config_mut().options_mut().execution.time_zone = Some(tz);
-        let current_schema = self.vars.search_path.first().cloned();
+        let current_schema = self
+            .vars
+            .search_path
+            .iter()
+            .find(|s| s.as_str() != "$user")
+            .cloned();
         let functions: Vec<(&str, ScalarValue)> = vec![
             (
                 "version",
@@ -150,6 +240,11 @@ impl Session {
             ("session_user", ScalarValue::Utf8(Some(self.user.clone()))),
             ("user", ScalarValue::Utf8(Some(self.user.clone()))),
         ];
+        let _ = self
+            .df
+            .register_udf(Arc::new(ScalarUDF::new_from_impl(CurrentSetting::new(
+                self.vars.all(),
+            ))));
         for (name, value) in functions {
             let _ = self
                 .df
@@ -193,5 +288,76 @@ impl ScalarUDFImpl for SessionConstant {
 
     fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
         Ok(ColumnarValue::Scalar(self.value.clone()))
+    }
+}
+
+/// `current_setting(name)`: the session's value of a variable.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CurrentSetting {
+    values: Vec<(String, String)>,
+    signature: Signature,
+}
+
+impl CurrentSetting {
+    fn new(values: Vec<(&'static str, String)>) -> Self {
+        CurrentSetting {
+            values: values
+                .into_iter()
+                .map(|(k, v)| (k.to_lowercase(), v))
+                .collect(),
+            signature: Signature::exact(vec![DataType::Utf8], Volatility::Stable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for CurrentSetting {
+    fn name(&self) -> &str {
+        "current_setting"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        use datafusion::arrow::array::{Array, StringArray};
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let names = args.args[0].to_array(args.number_rows.max(1))?;
+        let names = names
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal("current_setting takes text".into())
+            })?;
+        let mut out = Vec::with_capacity(names.len());
+        for name in names.iter() {
+            out.push(match name {
+                None => None,
+                Some(n) => Some(
+                    self.values
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                        .map(|(_, v)| v.clone())
+                        .ok_or_else(|| {
+                            freshet_planner::SqlStateError::into_datafusion(
+                                "42704",
+                                format!("unrecognized configuration parameter \"{n}\""),
+                            )
+                        })?,
+                ),
+            });
+        }
+        let result: Arc<dyn Array> = Arc::new(StringArray::from(out));
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(result))
+        }
     }
 }

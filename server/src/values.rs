@@ -94,40 +94,36 @@ pub fn check_rows(table: &str, desc: &RelationDesc, batch: RecordBatch) -> Resul
             });
         }
         let fixed: ArrayRef = match (&col.ty, array.data_type()) {
-            (PgType::Varchar { max_len: Some(n) }, DataType::Utf8) => {
-                let a = array.as_string::<i32>();
-                for v in a.iter().flatten() {
-                    if v.chars().count() > *n as usize {
-                        return Err(AdapterError::data(
-                            "22001",
-                            format!("value too long for type character varying({n})"),
-                        ));
-                    }
-                }
-                Arc::clone(array)
-            }
-            (PgType::Char { len: Some(n) }, DataType::Utf8) => {
+            (PgType::Varchar { max_len: Some(n) }, DataType::Utf8)
+            | (PgType::Char { len: Some(n) }, DataType::Utf8) => {
+                // Postgres silently drops trailing blanks beyond the length;
+                // anything else that does not fit is an error. `char(n)`
+                // values are stored without trailing blanks (they are not
+                // significant) and padded when shown.
                 let n = *n as usize;
+                let is_char = matches!(col.ty, PgType::Char { .. });
                 let a = array.as_string::<i32>();
                 let out = a
                     .iter()
                     .map(|v| {
                         v.map(|s| {
-                            let len = s.chars().count();
-                            if len > n {
-                                // Trailing blanks beyond the length are dropped.
-                                let cut: String = s.chars().take(n).collect();
+                            let kept = if s.chars().count() > n {
                                 if s.chars().skip(n).all(|c| c == ' ') {
-                                    Ok(cut)
+                                    s.chars().take(n).collect::<String>()
                                 } else {
-                                    Err(AdapterError::data(
+                                    return Err(AdapterError::data(
                                         "22001",
-                                        format!("value too long for type character({n})"),
-                                    ))
+                                        format!("value too long for type {}", col.ty.sql_name()),
+                                    ));
                                 }
                             } else {
-                                Ok(format!("{s}{}", " ".repeat(n - len)))
-                            }
+                                s.to_string()
+                            };
+                            Ok(if is_char {
+                                kept.trim_end_matches(' ').to_string()
+                            } else {
+                                kept
+                            })
                         })
                         .transpose()
                     })

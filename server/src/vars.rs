@@ -76,7 +76,7 @@ impl Default for Vars {
             timezone: "UTC".into(),
             extra_float_digits: 1,
             statement_timeout: Duration::ZERO,
-            search_path: vec!["public".into()],
+            search_path: vec!["$user".into(), "public".into()],
             transaction_isolation: Isolation::StrictSerializable,
         }
     }
@@ -127,9 +127,10 @@ pub fn valid_timezone(tz: &str) -> bool {
 }
 
 impl Vars {
-    /// Apply `SET name = value` (or `RESET` when `value` is `Default`).
-    pub fn set(&mut self, name: &str, value: &SetValue) -> Result<()> {
-        let defaults = Vars::default();
+    /// Apply `SET name = value`, or `RESET` (to `defaults`) when `value`
+    /// is `Default`.
+    pub fn set(&mut self, name: &str, value: &SetValue, defaults: &Vars) -> Result<()> {
+        let defaults = defaults.clone();
         match name {
             "application_name" => {
                 self.application_name = one(name, value)?.unwrap_or(defaults.application_name)
@@ -224,7 +225,7 @@ impl Vars {
                         .iter()
                         .flat_map(|s| s.split(','))
                         .map(|s| s.trim().trim_matches('"').to_string())
-                        .filter(|s| !s.is_empty() && s != "$user")
+                        .filter(|s| !s.is_empty())
                         .collect(),
                 };
             }
@@ -267,7 +268,21 @@ impl Vars {
                     format!("{ms}ms")
                 }
             }
-            "search_path" => self.search_path.join(", "),
+            "search_path" => self
+                .search_path
+                .iter()
+                .map(|s| {
+                    if s == "$user"
+                        || s.chars()
+                            .any(|c| !(c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()))
+                    {
+                        format!("\"{s}\"")
+                    } else {
+                        s.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
             "transaction_isolation" | "default_transaction_isolation" => {
                 self.transaction_isolation.name().into()
             }
@@ -318,26 +333,27 @@ mod tests {
     #[test]
     fn set_show_reset() {
         let mut v = Vars::default();
-        v.set("search_path", &vals(&["a", "b"])).unwrap();
+        let d = Vars::default();
+        v.set("search_path", &vals(&["a", "b"]), &d).unwrap();
         assert_eq!(v.get("search_path").unwrap(), "a, b");
-        v.set("search_path", &SetValue::Default).unwrap();
-        assert_eq!(v.get("search_path").unwrap(), "public");
-        v.set("statement_timeout", &vals(&["1500"])).unwrap();
+        v.set("search_path", &SetValue::Default, &d).unwrap();
+        assert_eq!(v.get("search_path").unwrap(), "\"$user\", public");
+        v.set("statement_timeout", &vals(&["1500"]), &d).unwrap();
         assert_eq!(v.statement_timeout, Duration::from_millis(1500));
-        v.set("statement_timeout", &vals(&["2s"])).unwrap();
+        v.set("statement_timeout", &vals(&["2s"]), &d).unwrap();
         assert_eq!(v.get("statement_timeout").unwrap(), "2s");
-        assert!(v.set("statement_timeout", &vals(&["soon"])).is_err());
-        v.set("transaction_isolation", &vals(&["serializable"]))
+        assert!(v.set("statement_timeout", &vals(&["soon"]), &d).is_err());
+        v.set("transaction_isolation", &vals(&["serializable"]), &d)
             .unwrap();
         assert_eq!(v.get("transaction_isolation").unwrap(), "serializable");
-        assert!(v.set("timezone", &vals(&["Not/AZone"])).is_err());
-        v.set("timezone", &vals(&["+05:00"])).unwrap();
+        assert!(v.set("timezone", &vals(&["Not/AZone"]), &d).is_err());
+        v.set("timezone", &vals(&["+05:00"]), &d).unwrap();
         assert!(matches!(
-            v.set("nonsense", &vals(&["1"])),
+            v.set("nonsense", &vals(&["1"]), &d),
             Err(AdapterError::UnknownVariable(_))
         ));
-        assert!(v.set("extra_float_digits", &vals(&["9"])).is_err());
-        assert!(v.set("client_encoding", &vals(&["LATIN1"])).is_err());
-        v.set("client_encoding", &vals(&["utf-8"])).unwrap();
+        assert!(v.set("extra_float_digits", &vals(&["9"]), &d).is_err());
+        assert!(v.set("client_encoding", &vals(&["LATIN1"]), &d).is_err());
+        v.set("client_encoding", &vals(&["utf-8"]), &d).unwrap();
     }
 }

@@ -49,6 +49,7 @@
 //! - `FRESHET_BENCH_DIR` (the system temp dir): where data directories and
 //!   the fsync probe file are created; point it at the disk of interest.
 
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -57,7 +58,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow::array::{Array, Float64Array, Int64Array, RecordBatch, StringBuilder};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{
@@ -162,9 +163,10 @@ fn schema() -> SchemaRef {
     ]))
 }
 
-/// A 16-character name.
-fn name_of(id: i64) -> String {
-    format!("customer-{:07}", id.rem_euclid(10_000_000))
+/// Append `id`'s 16-character name to `names`.
+fn push_name(names: &mut StringBuilder, id: i64) {
+    write!(names, "customer-{:07}", id.rem_euclid(10_000_000)).expect("write to a builder");
+    names.append_value("");
 }
 
 /// A multiple of 0.25, so sums over millions of rows stay exact.
@@ -174,13 +176,16 @@ fn amount_of(id: i64) -> f64 {
 
 /// Rows for `ids` with amounts raised by `bump`.
 fn rows(ids: &[i64], bump: f64) -> RecordBatch {
-    let names: Vec<String> = ids.iter().map(|&id| name_of(id)).collect();
+    let mut names = StringBuilder::with_capacity(ids.len(), ids.len() * 16);
+    for &id in ids {
+        push_name(&mut names, id);
+    }
     let amounts: Vec<f64> = ids.iter().map(|&id| amount_of(id) + bump).collect();
     RecordBatch::try_new(
         schema(),
         vec![
             Arc::new(Int64Array::from(ids.to_vec())),
-            Arc::new(StringArray::from(names)),
+            Arc::new(names.finish()),
             Arc::new(Float64Array::from(amounts)),
         ],
     )
