@@ -2,8 +2,10 @@
 //!
 //! Rows are compared through Arrow's row format (`arrow::row`), which turns
 //! any tuple of columns into bytes whose order and equality match the
-//! columns', so one sort handles every column type.
+//! columns'. Snapshots cancel retractions by hashing those bytes (linear
+//! time); compaction, which must also group by time, sorts them.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Int64Array, RecordBatch, UInt32Array, UInt64Array};
@@ -85,35 +87,50 @@ pub(crate) fn snapshot(
     if all.num_rows() == 0 {
         return Ok(vec![]);
     }
+    let d = diffs(&all)?.values();
+    let data = data_columns(&all)?;
+    // Without retractions nothing can cancel: each row is repeated by its
+    // diff, no sort needed (the common case for tables that mostly grow).
+    if d.iter().all(|x| *x > 0) {
+        let data = if d.iter().all(|x| *x == 1) {
+            data
+        } else {
+            take_batch(&data, &repeat_indices(d.iter().copied())?)?
+        };
+        return Ok(split(retag(data, data_schema)?));
+    }
+    // Otherwise cancel retractions against insertions by hashing rows in
+    // Arrow's row format: linear in the input, no sort.
     let conv = converter(updates_schema)?;
     let rows = row_data(&all, &conv)?;
-    let d = diffs(&all)?.values();
-    let mut order: Vec<u32> = (0..all.num_rows() as u32).collect();
-    order.sort_unstable_by(|a, b| rows.row(*a as usize).cmp(&rows.row(*b as usize)));
-
-    let mut out: Vec<u32> = Vec::with_capacity(order.len());
-    let mut i = 0;
-    while i < order.len() {
-        let first = order[i] as usize;
-        let mut sum: i128 = 0;
-        let mut j = i;
-        while j < order.len() && rows.row(order[j] as usize) == rows.row(first) {
-            sum += d[order[j] as usize] as i128;
-            j += 1;
+    let mut retracted: HashMap<arrow::row::Row<'_>, i128> = HashMap::new();
+    for (i, diff) in d.iter().enumerate() {
+        if *diff < 0 {
+            *retracted.entry(rows.row(i)).or_default() += -(*diff as i128);
         }
-        if sum < 0 {
-            return Err(StorageError::NegativeMultiplicity {
-                id,
-                as_of,
-                diff: sum as i64,
-            });
-        }
-        for _ in 0..sum {
-            out.push(first as u32);
-        }
-        i = j;
     }
-    let data = data_columns(&all)?;
+    let mut out: Vec<u32> = Vec::with_capacity(all.num_rows());
+    for (i, diff) in d.iter().enumerate() {
+        if *diff <= 0 {
+            continue;
+        }
+        let mut keep = *diff as i128;
+        if let Some(owed) = retracted.get_mut(&rows.row(i)) {
+            let cancel = (*owed).min(keep);
+            *owed -= cancel;
+            keep -= cancel;
+        }
+        for _ in 0..keep {
+            out.push(i as u32);
+        }
+    }
+    if let Some(owed) = retracted.values().find(|owed| **owed > 0) {
+        return Err(StorageError::NegativeMultiplicity {
+            id,
+            as_of,
+            diff: -(*owed as i64),
+        });
+    }
     let result = take_batch(&data, &UInt32Array::from(out))?;
     Ok(split(retag(result, data_schema)?))
 }

@@ -4,8 +4,10 @@
 
 mod bad_input;
 mod concurrency;
+mod differential;
 mod durability;
 mod harness;
 mod protocol;
+mod psql_smoke;
 mod transactions;
 mod types;

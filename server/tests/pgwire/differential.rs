@@ -1,0 +1,815 @@
+//! Differential testing against a real PostgreSQL.
+//!
+//! The corpus in `tests/differential/corpus.sql` runs, record by record, on a
+//! fresh `freshet` server and on a PostgreSQL instance this test starts in a
+//! temp directory. Every record goes through the simple query protocol on
+//! both servers and the outcomes are compared:
+//!
+//! * both succeed: the column count, the row count and every value as text
+//!   (NULL distinguished from every string) must match; `-- query rowsort`
+//!   sorts the rows of both sides first;
+//! * both fail: the SQLSTATEs must match (the messages are not compared);
+//! * one fails and the other does not: a difference.
+//!
+//! `-- setup` records must succeed on both servers and report the same
+//! affected-row count.
+//!
+//! Differences listed in `tests/differential/known_differences.txt` are
+//! expected. The test passes iff every difference found is listed and every
+//! listed entry still differs (entries that now agree are reported as "fixed,
+//! remove from list", entries whose query is not in the corpus as stale).
+//!
+//! # Corpus format
+//!
+//! Records are blocks of consecutive non-blank lines. A block starts with a
+//! directive line:
+//!
+//! ```text
+//! -- setup
+//! CREATE TABLE t (a int)
+//!
+//! -- query rowsort
+//! SELECT a FROM t
+//! ```
+//!
+//! Directives are `-- setup`, `-- query` and `-- query rowsort`. The rest of
+//! the block is one SQL statement; full-line `--` comments inside it are
+//! dropped. A block made only of `--` comment lines is a comment.
+//!
+//! # Known-differences format
+//!
+//! Lines starting with `#` are comments. An entry is a block whose first line
+//! is `reason: <one line>` and whose remaining lines are the query text,
+//! exactly as in the corpus (whitespace runs are insignificant):
+//!
+//! ```text
+//! reason: avg(integer) is double precision in Freshet, numeric in PostgreSQL
+//! SELECT avg(i4) FROM t_types
+//! ```
+//!
+//! # Running PostgreSQL
+//!
+//! `initdb`, `pg_ctl` (and the `postgres` they start) are looked up in
+//! `$FRESHET_PG_BINDIR`, then on `$PATH`, then in `/usr/lib/postgresql/15/bin`.
+//! PostgreSQL refuses to run as root, so as root the binaries run through
+//! `runuser -u $FRESHET_PG_USER --`; when that variable is unset the system
+//! user `freshet-pg` is used, and created with `useradd` if missing. The
+//! cluster uses the C locale and UTF8 (Freshet compares text bytewise) and
+//! `TimeZone=UTC` (Freshet's default). The test fails, and does not skip, when
+//! PostgreSQL cannot be started.
+//!
+//! Set `FRESHET_DIFF_VERBOSE=1` to also print both results of every known
+//! difference.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+use crate::harness::Server;
+
+/// The corpus of records both servers run.
+const CORPUS_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/differential/corpus.sql"
+);
+/// The differences that are expected, with their reasons.
+const KNOWN_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/differential/known_differences.txt"
+);
+/// The system user PostgreSQL runs as when the test runs as root and
+/// `FRESHET_PG_USER` is unset.
+const DEFAULT_PG_USER: &str = "freshet-pg";
+/// How long one record may take on one server.
+const RECORD_TIMEOUT: Duration = Duration::from_secs(60);
+/// How many rows of a result a report shows.
+const MAX_REPORTED_ROWS: usize = 20;
+
+// ---------------------------------------------------------------------------
+// PostgreSQL
+// ---------------------------------------------------------------------------
+
+/// A PostgreSQL cluster in a temp directory, stopped (`pg_ctl stop -m
+/// immediate`) when dropped, also when the test panics.
+struct PgServer {
+    port: u16,
+    data_dir: PathBuf,
+    /// The user the server runs as (`None`: the current user).
+    run_as: Option<String>,
+    /// Whether `pg_ctl start` was attempted, so `drop` must stop it.
+    started: bool,
+    /// Declared last so that it is removed after the server stopped.
+    tmp: tempfile::TempDir,
+}
+
+impl PgServer {
+    /// initdb a fresh cluster and start it on a free loopback port.
+    fn start() -> PgServer {
+        let run_as = pg_run_as_user();
+        let tmp = tempfile::Builder::new()
+            .prefix("freshet-pg-")
+            .tempdir()
+            .expect("create a temp dir for PostgreSQL");
+        if let Some(user) = &run_as {
+            let out = Command::new("chown")
+                .arg(user)
+                .arg(tmp.path())
+                .output()
+                .expect("run chown");
+            check_status(&out, &format!("chown {user} {}", tmp.path().display()));
+        }
+        let mut pg = PgServer {
+            port: free_port(),
+            data_dir: tmp.path().join("data"),
+            run_as,
+            started: false,
+            tmp,
+        };
+        pg.initdb();
+        pg.pg_ctl_start();
+        pg
+    }
+
+    /// A command for PostgreSQL binary `bin`, run as the server's user.
+    fn command(&self, bin: &str) -> Command {
+        let program = pg_binary(bin);
+        let mut cmd = match &self.run_as {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.arg("-u").arg(user).arg("--").arg(program);
+                c
+            }
+            None => Command::new(program),
+        };
+        // The server user may not be able to read the test's working directory.
+        cmd.current_dir(self.tmp.path());
+        cmd
+    }
+
+    fn initdb(&self) {
+        let out = self
+            .command("initdb")
+            .arg("-D")
+            .arg(&self.data_dir)
+            .args(["-U", "postgres", "--auth=trust", "--locale=C", "--lc-ctype=C.UTF-8"])
+            .args(["--encoding=UTF8", "--no-sync"])
+            .output()
+            .expect("run initdb (is PostgreSQL installed?)");
+        check_status(&out, "initdb");
+    }
+
+    fn pg_ctl_start(&mut self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c TimeZone=UTC -c fsync=off",
+            self.port,
+            self.tmp.path().display()
+        );
+        let log = self.tmp.path().join("postgres.log");
+        self.started = true;
+        let out = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(&self.data_dir)
+            .arg("-l")
+            .arg(&log)
+            .arg("-o")
+            .arg(options)
+            .args(["-w", "-t", "60", "start"])
+            .output()
+            .expect("run pg_ctl start");
+        if !out.status.success() {
+            let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!(
+                "PostgreSQL did not start: {}\nserver log:\n{log_text}",
+                describe_output(&out)
+            );
+        }
+    }
+
+    /// Connection string of the `postgres` database as user `postgres`.
+    fn conn_str(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if !self.started {
+            return;
+        }
+        let result = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(&self.data_dir)
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+        match result {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => eprintln!("pg_ctl stop failed: {}", describe_output(&out)),
+            Err(e) => eprintln!("could not run pg_ctl stop: {e}"),
+        }
+    }
+}
+
+/// The user PostgreSQL must run as: `None` unless the test runs as root.
+fn pg_run_as_user() -> Option<String> {
+    let out = Command::new("id")
+        .arg("-u")
+        .output()
+        .expect("run `id -u` to learn whether the test runs as root");
+    check_status(&out, "id -u");
+    if String::from_utf8_lossy(&out.stdout).trim() != "0" {
+        return None;
+    }
+    if let Ok(user) = std::env::var("FRESHET_PG_USER") {
+        assert!(
+            user_exists(&user),
+            "FRESHET_PG_USER={user}, but there is no such user"
+        );
+        return Some(user);
+    }
+    ensure_default_pg_user();
+    Some(DEFAULT_PG_USER.to_string())
+}
+
+/// Whether a system user exists.
+fn user_exists(user: &str) -> bool {
+    Command::new("id")
+        .arg("-u")
+        .arg(user)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Create the system user [`DEFAULT_PG_USER`] unless it exists.
+fn ensure_default_pg_user() {
+    if user_exists(DEFAULT_PG_USER) {
+        return;
+    }
+    let result = Command::new("useradd")
+        .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"])
+        .arg(DEFAULT_PG_USER)
+        .output();
+    // Another test process may have created it concurrently: check again.
+    if user_exists(DEFAULT_PG_USER) {
+        return;
+    }
+    let detail = match result {
+        Ok(out) => describe_output(&out),
+        Err(e) => e.to_string(),
+    };
+    panic!(
+        "PostgreSQL refuses to run as root and creating the user `{DEFAULT_PG_USER}` failed \
+         ({detail}). Run the test as a non-root user, or create a system user and export \
+         FRESHET_PG_USER=<user>."
+    );
+}
+
+/// The path of PostgreSQL binary `bin`.
+fn pg_binary(bin: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("FRESHET_PG_BINDIR") {
+        return Path::new(&dir).join(bin);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(bin))
+        .chain([Path::new("/usr/lib/postgresql/15/bin").join(bin)])
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "PostgreSQL binary `{bin}` not found on PATH or in /usr/lib/postgresql/15/bin; \
+                 install PostgreSQL 15 or set FRESHET_PG_BINDIR"
+            )
+        })
+}
+
+/// A loopback port nothing listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free loopback port")
+}
+
+/// Panic with the command's output unless it succeeded.
+fn check_status(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        describe_output(out)
+    );
+}
+
+/// A command's exit status, stdout and stderr, for error messages.
+fn describe_output(out: &Output) -> String {
+    format!(
+        "{}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Corpus and known differences
+// ---------------------------------------------------------------------------
+
+/// What a record is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Must succeed on both servers.
+    Setup,
+    /// Compared; `rowsort` sorts the rows of both results first.
+    Query { rowsort: bool },
+}
+
+/// One statement of the corpus.
+#[derive(Clone, Debug)]
+struct Record {
+    /// 1-based line of the directive in the corpus file.
+    line: usize,
+    kind: Kind,
+    sql: String,
+}
+
+impl Record {
+    /// The text known differences are keyed by.
+    fn key(&self) -> String {
+        normalize_sql(&self.sql)
+    }
+}
+
+/// A known difference: the query it is about and why.
+#[derive(Clone, Debug)]
+struct Known {
+    /// 1-based line of the entry in the known-differences file.
+    line: usize,
+    reason: String,
+    key: String,
+}
+
+/// SQL with every whitespace run collapsed to one space.
+fn normalize_sql(sql: &str) -> String {
+    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Blocks of consecutive non-blank lines, each line with its 1-based number.
+fn blocks(text: &str) -> Vec<Vec<(usize, &str)>> {
+    let mut out = vec![];
+    let mut current: Vec<(usize, &str)> = vec![];
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+        } else {
+            current.push((i + 1, line));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The kind a directive line names, if it is one.
+fn directive(line: &str) -> Option<Kind> {
+    let words: Vec<&str> = line.strip_prefix("--")?.split_whitespace().collect();
+    match words.as_slice() {
+        ["setup"] => Some(Kind::Setup),
+        ["query"] => Some(Kind::Query { rowsort: false }),
+        ["query", "rowsort"] => Some(Kind::Query { rowsort: true }),
+        _ => None,
+    }
+}
+
+/// Parse the corpus format described in the module docs.
+fn parse_corpus(text: &str) -> Result<Vec<Record>, String> {
+    let mut records = vec![];
+    for block in blocks(text) {
+        let (line, first) = block[0];
+        let Some(kind) = directive(first.trim()) else {
+            if block.iter().all(|(_, l)| l.trim_start().starts_with("--")) {
+                continue;
+            }
+            return Err(format!(
+                "line {line}: a block must start with `-- setup`, `-- query` or \
+                 `-- query rowsort`, or consist of comments only"
+            ));
+        };
+        let sql: Vec<&str> = block[1..]
+            .iter()
+            .map(|(_, l)| *l)
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect();
+        let sql = sql.join("\n").trim().to_string();
+        if sql.is_empty() {
+            return Err(format!("line {line}: record without SQL"));
+        }
+        records.push(Record { line, kind, sql });
+    }
+    Ok(records)
+}
+
+/// Parse the known-differences format described in the module docs.
+fn parse_known(text: &str) -> Result<Vec<Known>, String> {
+    let without_comments: Vec<&str> = text
+        .lines()
+        .map(|l| if l.trim_start().starts_with('#') { "" } else { l })
+        .collect();
+    let without_comments = without_comments.join("\n");
+    let mut entries = vec![];
+    for block in blocks(&without_comments) {
+        let (line, first) = block[0];
+        let Some(reason) = first.trim().strip_prefix("reason:") else {
+            return Err(format!("line {line}: an entry must start with `reason:`"));
+        };
+        let query: Vec<&str> = block[1..].iter().map(|(_, l)| *l).collect();
+        let key = normalize_sql(&query.join("\n"));
+        if reason.trim().is_empty() || key.is_empty() {
+            return Err(format!("line {line}: an entry needs a reason and a query"));
+        }
+        entries.push(Known {
+            line,
+            reason: reason.trim().to_string(),
+            key,
+        });
+    }
+    Ok(entries)
+}
+
+// ---------------------------------------------------------------------------
+// Running records
+// ---------------------------------------------------------------------------
+
+/// What running one record on one server gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The statement succeeded.
+    Rows {
+        /// Columns of the last row description (0 for statements without rows).
+        columns: usize,
+        rows: Vec<Vec<Option<String>>>,
+        /// The count of the last command tag (rows returned or affected).
+        affected: u64,
+    },
+    /// The statement failed.
+    Error { sqlstate: String, message: String },
+}
+
+impl Outcome {
+    fn is_error(&self) -> bool {
+        matches!(self, Outcome::Error { .. })
+    }
+
+    /// The same outcome with its rows sorted.
+    fn sorted(mut self) -> Outcome {
+        if let Outcome::Rows { rows, .. } = &mut self {
+            rows.sort();
+        }
+        self
+    }
+
+    /// A multi-line rendering for reports.
+    fn render(&self) -> String {
+        match self {
+            Outcome::Error { sqlstate, message } => format!("ERROR {sqlstate}: {message}"),
+            Outcome::Rows {
+                columns,
+                rows,
+                affected,
+            } => {
+                let mut s = format!("{columns} column(s), {} row(s), tag count {affected}", rows.len());
+                for row in rows.iter().take(MAX_REPORTED_ROWS) {
+                    let cells: Vec<&str> = row.iter().map(|v| v.as_deref().unwrap_or("NULL")).collect();
+                    s.push_str("\n      | ");
+                    s.push_str(&cells.join(" | "));
+                }
+                if rows.len() > MAX_REPORTED_ROWS {
+                    s.push_str(&format!("\n      ... {} more", rows.len() - MAX_REPORTED_ROWS));
+                }
+                s
+            }
+        }
+    }
+}
+
+/// One server under comparison: a connection that is reopened when it broke
+/// (a timed-out statement may still occupy the old one).
+struct Endpoint {
+    conn_str: String,
+    client: Option<Client>,
+}
+
+impl Endpoint {
+    fn new(conn_str: String) -> Endpoint {
+        Endpoint {
+            conn_str,
+            client: None,
+        }
+    }
+
+    async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
+        let (client, connection) = tokio_postgres::connect(&self.conn_str, NoTls).await?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
+
+    /// Run `sql` with the simple query protocol.
+    async fn run(&mut self, sql: &str) -> Outcome {
+        if self.client.is_none() {
+            match self.connect().await {
+                Ok(c) => self.client = Some(c),
+                Err(e) => return client_error("connect", e.to_string()),
+            }
+        }
+        let client = self.client.as_ref().expect("client was just set");
+        match tokio::time::timeout(RECORD_TIMEOUT, client.simple_query(sql)).await {
+            Ok(Ok(messages)) => outcome_of(messages),
+            Ok(Err(e)) => {
+                if client.is_closed() {
+                    self.client = None;
+                }
+                match e.as_db_error() {
+                    Some(db) => Outcome::Error {
+                        sqlstate: db.code().code().to_string(),
+                        message: db.message().to_string(),
+                    },
+                    None => client_error("client", e.to_string()),
+                }
+            }
+            Err(_) => {
+                self.client = None;
+                client_error("timeout", format!("no answer within {RECORD_TIMEOUT:?}"))
+            }
+        }
+    }
+}
+
+/// An error that did not come from the server.
+fn client_error(what: &str, message: String) -> Outcome {
+    Outcome::Error {
+        sqlstate: format!("({what})"),
+        message,
+    }
+}
+
+/// Collect the rows, column count and last command count of a result.
+fn outcome_of(messages: Vec<SimpleQueryMessage>) -> Outcome {
+    let mut columns = 0;
+    let mut rows = vec![];
+    let mut affected = 0;
+    for message in messages {
+        match message {
+            SimpleQueryMessage::RowDescription(cols) => columns = cols.len(),
+            SimpleQueryMessage::Row(row) => {
+                rows.push((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect());
+            }
+            SimpleQueryMessage::CommandComplete(n) => affected = n,
+            _ => {}
+        }
+    }
+    Outcome::Rows {
+        columns,
+        rows,
+        affected,
+    }
+}
+
+/// Whether two outcomes of a record agree.
+fn agree(kind: Kind, pg: &Outcome, fr: &Outcome) -> bool {
+    match (pg, fr) {
+        (Outcome::Error { sqlstate: a, .. }, Outcome::Error { sqlstate: b, .. }) => {
+            kind != Kind::Setup && a == b
+        }
+        (Outcome::Rows { .. }, Outcome::Rows { .. }) => pg == fr,
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Comparison and report
+// ---------------------------------------------------------------------------
+
+/// A record whose outcomes differ.
+struct Difference {
+    record: Record,
+    pg: Outcome,
+    fr: Outcome,
+}
+
+impl Difference {
+    fn render(&self) -> String {
+        format!(
+            "  corpus.sql:{} {}\n    PostgreSQL: {}\n    Freshet:    {}",
+            self.record.line,
+            self.record.sql.replace('\n', "\n      "),
+            self.pg.render(),
+            self.fr.render()
+        )
+    }
+}
+
+/// The result of running the whole corpus.
+#[derive(Default)]
+struct Report {
+    records: usize,
+    agree: usize,
+    /// Differences listed as known, with their reasons.
+    known: Vec<(Difference, String)>,
+    unexpected: Vec<Difference>,
+    /// Known entries whose record now agrees.
+    fixed: Vec<Known>,
+    /// Known entries that match no record of the corpus.
+    stale: Vec<Known>,
+    /// Known entries listed twice.
+    duplicate: Vec<Known>,
+}
+
+impl Report {
+    fn passed(&self) -> bool {
+        self.unexpected.is_empty()
+            && self.fixed.is_empty()
+            && self.stale.is_empty()
+            && self.duplicate.is_empty()
+    }
+
+    fn render(&self, verbose: bool) -> String {
+        let mut s = String::new();
+        if !self.known.is_empty() {
+            s.push_str("\nKnown differences:\n");
+            for (d, reason) in &self.known {
+                s.push_str(&format!(
+                    "  corpus.sql:{} {}\n    reason: {reason}\n",
+                    d.record.line,
+                    normalize_sql(&d.record.sql)
+                ));
+                if verbose {
+                    s.push_str(&format!("{}\n", d.render()));
+                }
+            }
+        }
+        if !self.unexpected.is_empty() {
+            s.push_str("\nUnexpected differences:\n");
+            for d in &self.unexpected {
+                s.push_str(&format!("{}\n", d.render()));
+            }
+        }
+        for (list, what) in [
+            (&self.fixed, "fixed, remove from list"),
+            (&self.stale, "not in the corpus, remove from list"),
+            (&self.duplicate, "listed twice, remove one"),
+        ] {
+            for k in list {
+                s.push_str(&format!(
+                    "\nknown_differences.txt:{} ({what}): {}\n",
+                    k.line, k.key
+                ));
+            }
+        }
+        s.push_str(&format!(
+            "\nSummary: {} records, {} agree, {} known differences, {} unexpected differences, \
+             {} fixed known differences, {} stale known differences\n",
+            self.records,
+            self.agree,
+            self.known.len(),
+            self.unexpected.len(),
+            self.fixed.len(),
+            self.stale.len() + self.duplicate.len(),
+        ));
+        s
+    }
+}
+
+/// Run every record on both servers and sort the outcomes into a report.
+async fn compare_corpus(
+    records: &[Record],
+    known: &[Known],
+    pg: &mut Endpoint,
+    fr: &mut Endpoint,
+) -> Report {
+    let mut reasons: BTreeMap<&str, &Known> = BTreeMap::new();
+    let mut report = Report::default();
+    for k in known {
+        if reasons.insert(&k.key, k).is_some() {
+            report.duplicate.push(k.clone());
+        }
+    }
+    let mut seen = HashSet::new();
+    for record in records {
+        let key = record.key();
+        seen.insert(key.clone());
+        let (mut pg_out, mut fr_out) = (pg.run(&record.sql).await, fr.run(&record.sql).await);
+        if record.kind == (Kind::Query { rowsort: true }) {
+            pg_out = pg_out.sorted();
+            fr_out = fr_out.sorted();
+        }
+        report.records += 1;
+        let listed = reasons.get(key.as_str());
+        if agree(record.kind, &pg_out, &fr_out) {
+            report.agree += 1;
+            if let Some(k) = listed {
+                report.fixed.push((*k).clone());
+            }
+            continue;
+        }
+        let difference = Difference {
+            record: record.clone(),
+            pg: pg_out,
+            fr: fr_out,
+        };
+        // A setup PostgreSQL rejects is a mistake in the corpus, never "known".
+        let corpus_mistake = record.kind == Kind::Setup && difference.pg.is_error();
+        match listed {
+            Some(k) if !corpus_mistake => report.known.push((difference, k.reason.clone())),
+            _ => report.unexpected.push(difference),
+        }
+    }
+    report.stale = known
+        .iter()
+        .filter(|k| !seen.contains(&k.key))
+        .cloned()
+        .collect();
+    report
+}
+
+/// Read a file of the differential suite.
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn freshet_agrees_with_postgres_on_the_corpus() {
+    let records = parse_corpus(&read(CORPUS_PATH)).expect("parse corpus.sql");
+    let known = parse_known(&read(KNOWN_PATH)).expect("parse known_differences.txt");
+    let postgres = PgServer::start();
+    let freshet = Server::start();
+    let mut pg = Endpoint::new(postgres.conn_str());
+    let mut fr = Endpoint::new(freshet.conn_str("freshet"));
+    match pg.run("SELECT version()").await {
+        Outcome::Rows { rows, .. } => println!("reference: {:?}", rows[0][0]),
+        error => panic!("cannot query PostgreSQL: {}", error.render()),
+    }
+    let report = compare_corpus(&records, &known, &mut pg, &mut fr).await;
+    let verbose = std::env::var_os("FRESHET_DIFF_VERBOSE").is_some_and(|v| v != "0");
+    println!("{}", report.render(verbose));
+    assert!(
+        report.passed(),
+        "Freshet and PostgreSQL disagree beyond known_differences.txt (see the output above)"
+    );
+}
+
+#[test]
+fn corpus_format_parses_directives_and_comments() {
+    let text = "-- a comment\n-- more\n\n-- setup\nCREATE TABLE t (a int)\n\n\
+                -- query rowsort\n-- inner comment\nSELECT a\n  FROM t\n";
+    let records = parse_corpus(text).expect("valid corpus");
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0].kind, Kind::Setup);
+    assert_eq!(records[0].line, 4);
+    assert_eq!(records[1].kind, Kind::Query { rowsort: true });
+    assert_eq!(records[1].sql, "SELECT a\n  FROM t");
+    assert_eq!(records[1].key(), "SELECT a FROM t");
+    assert!(parse_corpus("SELECT 1\n").is_err());
+    assert!(parse_corpus("-- query\n-- only a comment\n").is_err());
+}
+
+#[test]
+fn known_format_parses_reasons_and_queries() {
+    let text = "# header\n\nreason: r1\nSELECT  1\n\n# group\nreason: r2\nSELECT\n  2\n";
+    let known = parse_known(text).expect("valid known differences");
+    assert_eq!(known.len(), 2);
+    assert_eq!((known[0].reason.as_str(), known[0].key.as_str()), ("r1", "SELECT 1"));
+    assert_eq!((known[1].reason.as_str(), known[1].key.as_str()), ("r2", "SELECT 2"));
+    assert!(parse_known("SELECT 1\n").is_err());
+}
+
+#[test]
+fn outcomes_compare_values_nulls_and_sqlstates() {
+    let rows = |v: Vec<Option<&str>>| Outcome::Rows {
+        columns: v.len(),
+        rows: vec![v.into_iter().map(|c| c.map(str::to_string)).collect()],
+        affected: 1,
+    };
+    let error = |code: &str| Outcome::Error {
+        sqlstate: code.into(),
+        message: String::new(),
+    };
+    let query = Kind::Query { rowsort: false };
+    assert!(agree(query, &rows(vec![Some("a"), None]), &rows(vec![Some("a"), None])));
+    assert!(!agree(query, &rows(vec![Some("")]), &rows(vec![None])));
+    assert!(!agree(query, &rows(vec![Some("NULL")]), &rows(vec![None])));
+    assert!(agree(query, &error("22012"), &error("22012")));
+    assert!(!agree(query, &error("22012"), &error("22003")));
+    assert!(!agree(query, &error("22012"), &rows(vec![None])));
+    assert!(!agree(Kind::Setup, &error("42P01"), &error("42P01")));
+}

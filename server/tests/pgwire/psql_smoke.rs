@@ -1,0 +1,1 @@
+//! psql smoke test (placeholder).
