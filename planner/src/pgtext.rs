@@ -121,3 +121,121 @@ mod tests {
         assert!(canonical_uuid("nope").is_none());
     }
 }
+
+/// How timestamp input without an explicit zone is read.
+pub enum TimestampInput<'a> {
+    /// `timestamp`: the local date and time as written; a zone is ignored.
+    Naive,
+    /// `timestamptz`: an instant; input without a zone is local time with
+    /// the offset (seconds east of UTC) this function gives for it.
+    Zoned(&'a dyn Fn(chrono::NaiveDateTime) -> Option<i32>),
+}
+
+/// Parse Postgres timestamp input: `YYYY-MM-DD[( |T)HH:MM[:SS[.ffffff]]][zone]`
+/// where the zone is `Z`, `UTC`, `+HH`, `+HHMM` or `+HH:MM`. Returns
+/// microseconds since the epoch.
+pub fn parse_timestamp(s: &str, mode: TimestampInput<'_>) -> Option<i64> {
+    use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+    let s = s.trim();
+    let (date_part, rest) = match s.find([' ', 'T']) {
+        Some(i) => (&s[..i], s[i + 1..].trim()),
+        None => (s, ""),
+    };
+    let date = NaiveDate::parse_from_str(date_part, "%Y-%m-%d").ok()?;
+    // Split the time from a trailing zone.
+    let (time_part, zone) = match rest.find(['+', '-', 'Z', 'U', 'z', ' ']) {
+        Some(i) if !rest.is_empty() => (&rest[..i], rest[i..].trim()),
+        _ => (rest, ""),
+    };
+    let time = if time_part.is_empty() {
+        NaiveTime::MIN
+    } else {
+        let mut parts = time_part.splitn(3, ':');
+        let h: u32 = parts.next()?.parse().ok()?;
+        let m: u32 = parts.next()?.parse().ok()?;
+        let (sec, micros) = match parts.next() {
+            None => (0, 0),
+            Some(sec) => {
+                let (whole, frac) = sec.split_once('.').unwrap_or((sec, ""));
+                let whole: u32 = whole.parse().ok()?;
+                let frac = if frac.is_empty() {
+                    0
+                } else {
+                    let digits: String = frac.chars().take(6).collect();
+                    if !digits.chars().all(|c| c.is_ascii_digit()) {
+                        return None;
+                    }
+                    digits.parse::<u32>().ok()? * 10u32.pow(6 - digits.len() as u32)
+                };
+                (whole, frac)
+            }
+        };
+        NaiveTime::from_hms_micro_opt(h, m, sec, micros)?
+    };
+    let naive = NaiveDateTime::new(date, time);
+    let offset_secs: Option<i32> = match zone.to_ascii_uppercase().as_str() {
+        "" => None,
+        "Z" | "UTC" | "GMT" => Some(0),
+        z => {
+            let sign = match z.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let digits: String = z[1..].chars().filter(|c| *c != ':').collect();
+            if !digits.chars().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            let (h, m) = match digits.len() {
+                1 | 2 => (digits.parse::<i32>().ok()?, 0),
+                4 => (
+                    digits[..2].parse::<i32>().ok()?,
+                    digits[2..].parse::<i32>().ok()?,
+                ),
+                _ => return None,
+            };
+            Some(sign * (h * 3600 + m * 60))
+        }
+    };
+    let local = naive.and_utc().timestamp_micros();
+    match (mode, offset_secs) {
+        (TimestampInput::Naive, _) => Some(local),
+        (TimestampInput::Zoned(_), Some(off)) => Some(local - off as i64 * 1_000_000),
+        (TimestampInput::Zoned(offset_of), None) => {
+            Some(local - offset_of(naive)? as i64 * 1_000_000)
+        }
+    }
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use super::*;
+
+    #[test]
+    fn postgres_timestamp_forms() {
+        let utc = |_| Some(0);
+        let t = |s| parse_timestamp(s, TimestampInput::Zoned(&utc));
+        let base = t("2024-03-01 10:00:00").unwrap();
+        assert_eq!(t("2024-03-01 10:00"), Some(base));
+        assert_eq!(t("2024-03-01T10:00:00"), Some(base));
+        assert_eq!(t("2024-03-01 10:00+00"), Some(base));
+        assert_eq!(t("2024-03-01 12:00+02"), Some(base));
+        assert_eq!(t("2024-03-01 12:30:00+02:30"), Some(base));
+        assert_eq!(t("2024-03-01 05:00:00-0500"), Some(base));
+        assert_eq!(t("2024-03-01 10:00:00Z"), Some(base));
+        assert_eq!(t("2024-03-01 10:00:00 UTC"), Some(base));
+        assert_eq!(t("2024-03-01 10:00:00.5"), Some(base + 500_000));
+        assert_eq!(t("2024-03-01"), Some(base - 10 * 3_600_000_000));
+        assert_eq!(
+            parse_timestamp("2024-03-01 12:00", TimestampInput::Zoned(&|_| Some(7200))),
+            Some(base)
+        );
+        assert_eq!(
+            parse_timestamp("2024-03-01 10:00+05", TimestampInput::Naive),
+            Some(base)
+        );
+        assert_eq!(t("nope"), None);
+        assert_eq!(t("2024-13-01"), None);
+        assert_eq!(t("2024-03-01 25:00"), None);
+    }
+}

@@ -220,6 +220,8 @@ pub struct PostgresTextCasts {
     uuid_in: Arc<ScalarUDF>,
     jsonb_in: Arc<ScalarUDF>,
     round_to_int: Arc<ScalarUDF>,
+    timestamp_in: Arc<ScalarUDF>,
+    timestamptz_in: Arc<ScalarUDF>,
 }
 
 impl Default for PostgresTextCasts {
@@ -239,6 +241,14 @@ impl Default for PostgresTextCasts {
             round_to_int: Arc::new(ScalarUDF::new_from_impl(RoundToInt {
                 signature: Signature::any(1, Volatility::Immutable),
             })),
+            timestamp_in: Arc::new(ScalarUDF::new_from_impl(TimestampIn {
+                zoned: false,
+                signature: Signature::exact(vec![DataType::Utf8], Volatility::Stable),
+            })),
+            timestamptz_in: Arc::new(ScalarUDF::new_from_impl(TimestampIn {
+                zoned: true,
+                signature: Signature::exact(vec![DataType::Utf8], Volatility::Stable),
+            })),
         }
     }
 }
@@ -251,6 +261,8 @@ impl PostgresTextCasts {
             Arc::clone(&self.uuid_in),
             Arc::clone(&self.jsonb_in),
             Arc::clone(&self.round_to_int),
+            Arc::clone(&self.timestamp_in),
+            Arc::clone(&self.timestamptz_in),
         ]
     }
 
@@ -297,6 +309,23 @@ impl PostgresTextCasts {
                 &self.uuid_in
             } else {
                 &self.jsonb_in
+            };
+            let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
+            return Ok(Transformed::yes(with_input(&e, call(udf, arg))));
+        }
+        // text -> timestamp[tz] reads Postgres's forms (HH:MM without
+        // seconds, +HH offsets) and, for timestamptz without an offset,
+        // the session time zone.
+        let already_ts = matches!(inner, Expr::ScalarFunction(f)
+            if f.func.name() == "timestamp_in" || f.func.name() == "timestamptz_in");
+        if text_source
+            && !already_ts
+            && let DataType::Timestamp(_, tz) = target
+        {
+            let udf = if tz.is_some() {
+                &self.timestamptz_in
+            } else {
+                &self.timestamp_in
             };
             let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
             return Ok(Transformed::yes(with_input(&e, call(udf, arg))));
@@ -540,6 +569,101 @@ impl ScalarUDFImpl for RoundToInt {
             other => {
                 return datafusion::common::exec_err!("round_to_int does not take {other}");
             }
+        };
+        let result: Arc<dyn Array> = Arc::new(out);
+        if scalar {
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &result, 0,
+            )?))
+        } else {
+            Ok(ColumnarValue::Array(result))
+        }
+    }
+}
+
+/// `timestamp` / `timestamptz` input from text in Postgres's forms.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TimestampIn {
+    zoned: bool,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for TimestampIn {
+    fn name(&self) -> &str {
+        if self.zoned {
+            "timestamptz_in"
+        } else {
+            "timestamp_in"
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Timestamp(
+            arrow::datatypes::TimeUnit::Microsecond,
+            self.zoned.then(|| freshet_repr::UTC_TZ.into()),
+        ))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use crate::pgtext::{TimestampInput, parse_timestamp};
+        use arrow::array::{Array, StringArray, TimestampMicrosecondArray};
+        use chrono::{Offset, TimeZone};
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let array = args.args[0].to_array(args.number_rows.max(1))?;
+        let strings = array
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| {
+                datafusion::error::DataFusionError::Internal(format!("{} takes text", self.name()))
+            })?;
+        let session_tz: arrow::array::timezone::Tz = args
+            .config_options
+            .execution
+            .time_zone
+            .as_deref()
+            .unwrap_or(freshet_repr::UTC_TZ)
+            .parse()
+            .or_else(|_| freshet_repr::UTC_TZ.parse())?;
+        let offset_of = |naive: chrono::NaiveDateTime| {
+            session_tz
+                .offset_from_local_datetime(&naive)
+                .earliest()
+                .map(|o| o.fix().local_minus_utc())
+        };
+        let out = strings
+            .iter()
+            .map(|v| {
+                v.map(|s| {
+                    let mode = if self.zoned {
+                        TimestampInput::Zoned(&offset_of)
+                    } else {
+                        TimestampInput::Naive
+                    };
+                    parse_timestamp(s, mode).ok_or_else(|| {
+                        SqlStateError::into_datafusion(
+                            "22007",
+                            format!(
+                                "invalid input syntax for type {}: \"{s}\"",
+                                if self.zoned {
+                                    "timestamp with time zone"
+                                } else {
+                                    "timestamp"
+                                }
+                            ),
+                        )
+                    })
+                })
+                .transpose()
+            })
+            .collect::<Result<TimestampMicrosecondArray>>()?;
+        let out = if self.zoned {
+            out.with_timezone(freshet_repr::UTC_TZ)
+        } else {
+            out
         };
         let result: Arc<dyn Array> = Arc::new(out);
         if scalar {

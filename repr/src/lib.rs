@@ -11,7 +11,7 @@ mod types;
 
 pub use id::GlobalId;
 pub use relation::{ColumnDesc, RelationDesc};
-pub use types::{PG_TYPE_METADATA_KEY, PgType, TypeError};
+pub use types::{PG_TYPE_METADATA_KEY, PgType, TypeError, UTC_TZ};
 
 /// A point in logical time: milliseconds handed out by the timestamp oracle.
 pub type Timestamp = u64;

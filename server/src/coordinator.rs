@@ -610,14 +610,9 @@ impl Coordinator {
         let lines: Vec<String> = match kind {
             ExplainKind::Plan => {
                 let optimized = session.df.optimize(&q.logical)?;
+                let text = self.humanize_ids(&optimized.display_indent().to_string());
                 let mut lines = vec!["Optimized logical plan:".to_string()];
-                lines.extend(
-                    optimized
-                        .display_indent()
-                        .to_string()
-                        .lines()
-                        .map(|l| format!("  {l}")),
-                );
+                lines.extend(text.lines().map(|l| format!("  {l}")));
                 lines
             }
             ExplainKind::Timestamp => {
@@ -680,6 +675,22 @@ impl Coordinator {
             ],
             tag: "EXPLAIN".into(),
         })
+    }
+
+    /// Replace id-form references (`[id].u5`) in plan text by names.
+    fn humanize_ids(&self, text: &str) -> String {
+        let catalog = self.catalog_state();
+        let mut ids: Vec<GlobalId> = catalog.items().map(|i| i.id).collect();
+        // Longer ids first, so `u1` does not clobber `u12`.
+        ids.sort_by_key(|id| std::cmp::Reverse(id.to_string().len()));
+        let mut out = text.to_string();
+        for id in ids {
+            let needle = format!("[id].{id}");
+            if out.contains(&needle) {
+                out = out.replace(&needle, &self.describe(id));
+            }
+        }
+        out
     }
 
     fn table_name(&self, id: GlobalId) -> String {

@@ -152,6 +152,9 @@ SELECT id, length(by), octet_length(by) FROM t_types ORDER BY id
 SELECT id, j::text, u::text, by::text FROM t_types ORDER BY id
 
 -- query
+SELECT length('\x4142'::bytea), length('\xc3a9'::bytea), '\x4142'::bytea::text
+
+-- query
 SELECT id, b, NOT b, b AND true, b OR false FROM t_types ORDER BY id
 
 -- query
@@ -223,6 +226,27 @@ SELECT i4 * 2 FROM t_types WHERE id = 3
 
 -- query
 SELECT -i4 FROM t_types WHERE id = 3
+
+-- query
+SELECT -i2 FROM t_types WHERE id = 3
+
+-- query
+SELECT abs(i4) FROM t_types WHERE id = 3
+
+-- query
+SELECT i2 * 2, i2 - 1 FROM t_types WHERE id = 4
+
+-- query
+SELECT i2 + i2 FROM t_types WHERE id = 4
+
+-- query
+SELECT '1e308'::float8 * 10
+
+-- query
+SELECT f4 * f4 FROM t_types WHERE id = 4
+
+-- query
+SELECT -7.5 % 2, 7.5 % -2, 10 % 3.5
 
 -- query
 SELECT 32767::smallint + 1::smallint
@@ -363,6 +387,9 @@ SELECT id, initcap(w), md5(w), ascii(w) FROM words ORDER BY id
 SELECT chr(65), ascii('A'), to_hex(255), translate('hello', 'el', 'ip')
 
 -- query
+SELECT substring('hello', 0, 3), substring('hello', -1, 3), substr('hello', 10), position('' in 'abc'), split_part('a,b,c', ',', -1)
+
+-- query
 SELECT id, c, length(c), c = 'ap', octet_length(c) FROM words ORDER BY id
 
 -- query
@@ -416,13 +443,22 @@ SELECT id, extract(year from at), extract(month from at), extract(day from at), 
 SELECT id, extract(epoch from at), extract(dow from at), extract(doy from at) FROM events ORDER BY id
 
 -- query
-SELECT id, date_part('minute', at), date_part('second', at) FROM events ORDER BY id
+SELECT id, date_part('minute', at), date_part('second', at), extract(second from at) FROM events ORDER BY id
 
 -- query
 SELECT id, date_trunc('month', at), date_trunc('day', at), date_trunc('hour', at) FROM events ORDER BY id
 
 -- query
 SELECT id, date_trunc('year', atz), date_trunc('week', at) FROM events ORDER BY id
+
+-- query
+SELECT id, date_trunc('quarter', at), date_trunc('minute', at) FROM events ORDER BY id
+
+-- query
+SELECT id, extract(quarter from day), extract(week from day), extract(isodow from day) FROM events ORDER BY id
+
+-- query
+SELECT TIME '13:14:15' + INTERVAL '1 hour', TIME '23:30:00' + INTERVAL '1 hour'
 
 -- query
 SELECT id, at + dur, at - dur, day + 7, day - 7 FROM events ORDER BY id
@@ -541,7 +577,10 @@ SELECT avg(salary) FROM emp
 SELECT avg(bonus), sum(bonus) FROM emp
 
 -- query
-SELECT avg(f), sum(f), avg(r) FROM nums WHERE k <> 5
+SELECT round(avg(f)::numeric, 10), round(sum(f)::numeric, 10), round(avg(r)::numeric, 6) FROM nums WHERE k <> 5
+
+-- query
+SELECT avg(f), sum(f), max(f), min(r) FROM nums WHERE k <= 4
 
 -- query
 SELECT sum(i), sum(b) FROM nums
@@ -550,10 +589,13 @@ SELECT sum(i), sum(b) FROM nums
 SELECT sum(i8) FROM t_types
 
 -- query
-SELECT stddev(salary), variance(salary), stddev_pop(salary), var_pop(salary) FROM emp
+SELECT stddev(salary), stddev_pop(salary) FROM emp
 
 -- query
-SELECT stddev(f), variance(f) FROM nums WHERE k <> 5
+SELECT variance(salary), var_pop(salary) FROM emp
+
+-- query
+SELECT round(stddev(f)::numeric, 8), round(var_samp(f)::numeric, 8) FROM nums WHERE k <> 5
 
 -- query
 SELECT bool_and(active), bool_or(active), every(active) FROM emp
@@ -618,6 +660,9 @@ SELECT dept, count(*) FROM emp GROUP BY dept ORDER BY count(*) DESC, dept NULLS 
 
 -- query
 SELECT dept, count(*) FROM emp GROUP BY ROLLUP (dept) ORDER BY dept
+
+-- query
+SELECT dept, active, count(*) FROM emp GROUP BY GROUPING SETS ((dept), (active), ()) ORDER BY 1, 2, 3
 
 -- query
 SELECT name FROM emp GROUP BY dept
@@ -881,6 +926,9 @@ SELECT id, ntile(3) OVER (ORDER BY id), percent_rank() OVER (ORDER BY id) FROM e
 SELECT id, avg(salary) OVER (PARTITION BY dept) FROM emp ORDER BY id
 
 -- query
+SELECT id, cume_dist() OVER (ORDER BY salary), nth_value(name, 2) OVER (ORDER BY id) FROM emp ORDER BY id
+
+-- query
 SELECT id, sum(salary) OVER (ORDER BY salary RANGE BETWEEN 10 PRECEDING AND CURRENT ROW) FROM emp ORDER BY id
 
 -- query
@@ -958,6 +1006,12 @@ SELECT * FROM dept_totals ORDER BY dept
 -- query
 SELECT e.name, t.total FROM eng e JOIN dept_totals t ON t.dept = 'eng' ORDER BY e.id
 
+-- setup
+CREATE VIEW eng_rich AS SELECT name, salary FROM eng WHERE salary > 80
+
+-- query
+SELECT * FROM eng_rich ORDER BY name
+
 -- ===================================================================
 -- UPDATE and DELETE
 -- ===================================================================
@@ -1007,6 +1061,40 @@ UPDATE acct SET balance = (SELECT sum(balance) FROM acct) WHERE id = 1
 
 -- query
 SELECT id, balance FROM acct ORDER BY id
+
+-- ===================================================================
+-- DML variants (compared as queries: they may fail on one side)
+-- ===================================================================
+
+-- setup
+CREATE TABLE dml (id int, v text DEFAULT 'dflt')
+
+-- query
+INSERT INTO dml VALUES (1, 'a'), (2, 'b') RETURNING id, v
+
+-- query
+INSERT INTO dml (id) VALUES (3)
+
+-- query
+INSERT INTO dml (id) SELECT * FROM generate_series(4, 6)
+
+-- query
+UPDATE dml SET v = upper(v) WHERE id = 1 RETURNING *
+
+-- query
+DELETE FROM dml WHERE id = 2 RETURNING id
+
+-- query
+UPDATE dml SET v = v || id WHERE v IS NOT NULL
+
+-- query
+DELETE FROM dml WHERE id > 5
+
+-- query
+SELECT * FROM dml ORDER BY id
+
+-- query
+UPDATE dml SET v = dept.name FROM dept WHERE dept.floor = dml.id
 
 -- ===================================================================
 -- Constraints of typed columns (INSERTs compared by tag or SQLSTATE)

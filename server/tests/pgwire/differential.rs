@@ -72,10 +72,7 @@ use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 use crate::harness::Server;
 
 /// The corpus of records both servers run.
-const CORPUS_PATH: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/differential/corpus.sql"
-);
+const CORPUS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/differential/corpus.sql");
 /// The differences that are expected, with their reasons.
 const KNOWN_PATH: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -155,7 +152,13 @@ impl PgServer {
             .command("initdb")
             .arg("-D")
             .arg(&self.data_dir)
-            .args(["-U", "postgres", "--auth=trust", "--locale=C", "--lc-ctype=C.UTF-8"])
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--locale=C",
+                "--lc-ctype=C.UTF-8",
+            ])
             .args(["--encoding=UTF8", "--no-sync"])
             .output()
             .expect("run initdb (is PostgreSQL installed?)");
@@ -254,7 +257,12 @@ fn ensure_default_pg_user() {
         return;
     }
     let result = Command::new("useradd")
-        .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"])
+        .args([
+            "--system",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+        ])
         .arg(DEFAULT_PG_USER)
         .output();
     // Another test process may have created it concurrently: check again.
@@ -422,7 +430,13 @@ fn parse_corpus(text: &str) -> Result<Vec<Record>, String> {
 fn parse_known(text: &str) -> Result<Vec<Known>, String> {
     let without_comments: Vec<&str> = text
         .lines()
-        .map(|l| if l.trim_start().starts_with('#') { "" } else { l })
+        .map(|l| {
+            if l.trim_start().starts_with('#') {
+                ""
+            } else {
+                l
+            }
+        })
         .collect();
     let without_comments = without_comments.join("\n");
     let mut entries = vec![];
@@ -486,14 +500,21 @@ impl Outcome {
                 rows,
                 affected,
             } => {
-                let mut s = format!("{columns} column(s), {} row(s), tag count {affected}", rows.len());
+                let mut s = format!(
+                    "{columns} column(s), {} row(s), tag count {affected}",
+                    rows.len()
+                );
                 for row in rows.iter().take(MAX_REPORTED_ROWS) {
-                    let cells: Vec<&str> = row.iter().map(|v| v.as_deref().unwrap_or("NULL")).collect();
+                    let cells: Vec<&str> =
+                        row.iter().map(|v| v.as_deref().unwrap_or("NULL")).collect();
                     s.push_str("\n      | ");
                     s.push_str(&cells.join(" | "));
                 }
                 if rows.len() > MAX_REPORTED_ROWS {
-                    s.push_str(&format!("\n      ... {} more", rows.len() - MAX_REPORTED_ROWS));
+                    s.push_str(&format!(
+                        "\n      ... {} more",
+                        rows.len() - MAX_REPORTED_ROWS
+                    ));
                 }
                 s
             }
@@ -572,7 +593,11 @@ fn outcome_of(messages: Vec<SimpleQueryMessage>) -> Outcome {
         match message {
             SimpleQueryMessage::RowDescription(cols) => columns = cols.len(),
             SimpleQueryMessage::Row(row) => {
-                rows.push((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect());
+                rows.push(
+                    (0..row.len())
+                        .map(|i| row.get(i).map(str::to_string))
+                        .collect(),
+                );
             }
             SimpleQueryMessage::CommandComplete(n) => affected = n,
             _ => {}
@@ -788,8 +813,14 @@ fn known_format_parses_reasons_and_queries() {
     let text = "# header\n\nreason: r1\nSELECT  1\n\n# group\nreason: r2\nSELECT\n  2\n";
     let known = parse_known(text).expect("valid known differences");
     assert_eq!(known.len(), 2);
-    assert_eq!((known[0].reason.as_str(), known[0].key.as_str()), ("r1", "SELECT 1"));
-    assert_eq!((known[1].reason.as_str(), known[1].key.as_str()), ("r2", "SELECT 2"));
+    assert_eq!(
+        (known[0].reason.as_str(), known[0].key.as_str()),
+        ("r1", "SELECT 1")
+    );
+    assert_eq!(
+        (known[1].reason.as_str(), known[1].key.as_str()),
+        ("r2", "SELECT 2")
+    );
     assert!(parse_known("SELECT 1\n").is_err());
 }
 
@@ -805,7 +836,11 @@ fn outcomes_compare_values_nulls_and_sqlstates() {
         message: String::new(),
     };
     let query = Kind::Query { rowsort: false };
-    assert!(agree(query, &rows(vec![Some("a"), None]), &rows(vec![Some("a"), None])));
+    assert!(agree(
+        query,
+        &rows(vec![Some("a"), None]),
+        &rows(vec![Some("a"), None])
+    ));
     assert!(!agree(query, &rows(vec![Some("")]), &rows(vec![None])));
     assert!(!agree(query, &rows(vec![Some("NULL")]), &rows(vec![None])));
     assert!(agree(query, &error("22012"), &error("22012")));
