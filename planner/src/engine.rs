@@ -10,7 +10,7 @@ use datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingF
 use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
 use datafusion::prelude::SessionConfig;
 
-use crate::rules::{CheckedIntegerArithmetic, PostgresTextCasts};
+use crate::rules::{CheckedIntegerArithmetic, PostgresTextCasts, SumBigintAsNumeric};
 
 /// A DataFusion session configured for Postgres semantics.
 pub fn new_session_state(target_partitions: usize) -> SessionState {
@@ -35,6 +35,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     functions.extend(casts.functions());
     functions.extend(crate::functions::all());
     let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
+        Arc::new(SumBigintAsNumeric),
         Arc::new(ResolveGroupingFunction::new()),
         Arc::new(TypeCoercion::new()),
         Arc::new(checked),

@@ -278,6 +278,7 @@ impl<'a> PlanningContext<'a> {
     pub fn plan_sql_statement(&self, stmt: ast::Statement) -> crate::Result<LogicalPlan> {
         crate::pgsql::check_supported(&stmt)?;
         let mut stmt = stmt;
+        crate::pgsql::rewrite_quantified(&mut stmt)?;
         crate::pgsql::type_integer_literals(&mut stmt);
         match self.sql_to_rel().sql_statement_to_plan(stmt.clone()) {
             Err(e) if e.to_string().contains("unique expression names") => {

@@ -64,6 +64,16 @@ impl CheckedIntegerArithmetic {
     }
 
     fn rewrite(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+        // -x on an integer overflows for the smallest value.
+        if let Expr::Negative(inner) = &e
+            && let Ok(t) = inner.get_type(schema)
+            && is_int(&t)
+        {
+            let zero = Expr::Literal(ScalarValue::new_zero(&t)?, None);
+            return Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(Arc::clone(&self.sub), vec![zero, inner.as_ref().clone()]),
+            )));
+        }
         let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
             return Ok(Transformed::no(e));
         };
@@ -283,6 +293,9 @@ impl PostgresTextCasts {
         let call = |udf: &Arc<ScalarUDF>, arg: Expr| {
             Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(udf), vec![arg]))
         };
+        let call_with = |udf: Arc<ScalarUDF>, args: Vec<Expr>| {
+            Expr::ScalarFunction(ScalarFunction::new_udf(udf, args))
+        };
         let with_input = |e: &Expr, input: Expr| {
             let mut cast = e.clone();
             match &mut cast {
@@ -329,6 +342,32 @@ impl PostgresTextCasts {
             };
             let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
             return Ok(Transformed::yes(with_input(&e, call(udf, arg))));
+        }
+        // text -> varchar(n) truncates; text -> char(n) truncates and drops
+        // trailing blanks (Freshet's form of bpchar values).
+        let already_len = matches!(inner, Expr::ScalarFunction(f)
+            if f.func.name() == "left" || f.func.name() == "rtrim");
+        if text_source && !already_len {
+            let limited = |n: u32| {
+                call_with(
+                    datafusion::functions::unicode::left(),
+                    vec![
+                        inner.clone(),
+                        Expr::Literal(ScalarValue::Int64(Some(n as i64)), None),
+                    ],
+                )
+            };
+            match pg {
+                freshet_repr::PgType::Varchar { max_len: Some(n) } => {
+                    return Ok(Transformed::yes(with_input(&e, limited(n))));
+                }
+                freshet_repr::PgType::Char { len: Some(n) } => {
+                    let trimmed =
+                        call_with(datafusion::functions::string::rtrim(), vec![limited(n)]);
+                    return Ok(Transformed::yes(with_input(&e, trimmed)));
+                }
+                _ => {}
+            }
         }
         // numeric/float -> integer rounds (Arrow truncates).
         let rounds = matches!(
@@ -673,5 +712,54 @@ impl ScalarUDFImpl for TimestampIn {
         } else {
             Ok(ColumnarValue::Array(result))
         }
+    }
+}
+
+/// `sum` of `bigint` (and of `smallint`/`integer` promoted to `bigint`)
+/// returns `numeric` in Postgres, so it cannot overflow; DataFusion sums
+/// into `bigint` and wraps. Runs before type coercion: the argument is cast
+/// to `numeric(38,0)` and every schema above is recomputed.
+#[derive(Debug, Default)]
+pub struct SumBigintAsNumeric;
+
+impl AnalyzerRule for SumBigintAsNumeric {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        use datafusion::logical_expr::expr::AggregateFunction;
+        let out = plan.transform_up_with_subqueries(|node| {
+            let mut schema = DFSchema::empty();
+            for input in node.inputs() {
+                schema.merge(input.schema());
+            }
+            let preserver = NamePreserver::new(&node);
+            let t = node.map_expressions(|e| {
+                let saved = preserver.save(&e);
+                Ok(e.transform_up(|e| match e {
+                    Expr::AggregateFunction(AggregateFunction { func, mut params })
+                        if func.name() == "sum"
+                            && params.args.len() == 1
+                            && matches!(params.args[0].get_type(&schema), Ok(DataType::Int64)) =>
+                    {
+                        params.args[0] = params.args[0]
+                            .clone()
+                            .cast_to(&DataType::Decimal128(38, 0), &schema)?;
+                        Ok(Transformed::yes(Expr::AggregateFunction(
+                            AggregateFunction { func, params },
+                        )))
+                    }
+                    other => Ok(Transformed::no(other)),
+                })?
+                .update_data(|e| saved.restore(e)))
+            })?;
+            let changed = t.transformed;
+            Ok(Transformed::new_transformed(
+                t.data.recompute_schema()?,
+                changed,
+            ))
+        })?;
+        Ok(out.data)
+    }
+
+    fn name(&self) -> &str {
+        "freshet_sum_bigint_as_numeric"
     }
 }

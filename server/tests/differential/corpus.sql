@@ -201,6 +201,9 @@ SELECT round(2.5), round(-2.5), round(3.14159, 2), trunc(3.789), ceil(1.2), floo
 SELECT round(2.5::float8), round(3.5::float8), ceil(1.2::float8), floor(-1.2::float8)
 
 -- query
+SELECT trunc(-3.789, 1), round(-3.785, 2), round(12345, -2), trunc(1234.5::float8)
+
+-- query
 SELECT sign(-3), sign(0), sign(4.5)
 
 -- query
@@ -276,7 +279,25 @@ SELECT 1e300::float8, 1e-300::float8
 SELECT 1e-30::float8, 1e20::float8, '1e-30'::float8, 0.1::float8 * 3
 
 -- query
+SELECT * FROM nums ORDER BY k
+
+-- query
 SELECT 'Infinity'::float8, '-Infinity'::float8, 'NaN'::float8
+
+-- query
+SELECT x FROM (VALUES ('NaN'::float8), ('Infinity'), ('-Infinity'), (0), (NULL), (-0.0)) v(x) ORDER BY x
+
+-- query
+SELECT 1e15::float8 = 1000000000000000::float8, 1000000000000000.25::float8 = '1000000000000000.25'::float8
+
+-- query
+SELECT '1000000000000000.25'::float8, '1000000000000000.25'::float8::text, '123456789.123'::float8::text
+
+-- query
+SELECT 'NaN'::numeric
+
+-- query
+SELECT 2.0 / 3, 5::numeric(10,2) / 3
 
 -- query
 SELECT 3.0::numeric(5,2), 1.005::numeric(5,2), 123.456::numeric(4,1)
@@ -397,6 +418,9 @@ SELECT id, vc::char(3), w::varchar(3) FROM words ORDER BY id
 
 -- query
 SELECT 'abc'::varchar(2)
+
+-- query
+SELECT 'a '::char(3) = 'a', 'a'::char(3) || 'b', 'a '::varchar = 'a', 'ab'::char(4) < 'ab '::char(4)
 
 -- query
 SELECT 'it''s', E'tab\there', 'a' || NULL, concat('a', NULL, 'b'), length(NULL::text)
@@ -522,6 +546,64 @@ SELECT extract(epoch from INTERVAL '1 day 1 hour'), extract(hour from INTERVAL '
 
 -- query
 SELECT age(TIMESTAMP '2024-03-01', TIMESTAMP '2023-01-15')
+
+-- query
+SELECT '2024-06-01 12:00'::timestamp, '2024-06-01 12:00:00.5+05:30'::timestamptz, '2024-06-01T12:00:00Z'::timestamptz
+
+-- query
+SELECT '12:34'::time, '2024-06-01 12:00:00-07'::timestamptz
+
+-- query
+SELECT 'epoch'::timestamp
+
+-- query
+SELECT '2024-06-01 24:00:00'::timestamp
+
+-- query
+SELECT 'infinity'::timestamp
+
+-- query
+SELECT '-infinity'::date
+
+-- ===================================================================
+-- Session time zone (timestamptz display, input and arithmetic)
+-- ===================================================================
+
+-- setup
+SET TimeZone = 'America/New_York'
+
+-- query
+SELECT TIMESTAMPTZ '2024-06-01 12:00:00+00', TIMESTAMPTZ '2024-01-01 12:00:00'
+
+-- query
+SELECT id, atz FROM events ORDER BY id
+
+-- query
+SELECT '2024-03-10 02:30:00'::timestamptz
+
+-- query
+SELECT TIMESTAMPTZ '2024-06-01 12:00:00+00'::timestamp
+
+-- query
+SELECT TIMESTAMP '2024-06-01 12:00:00'::timestamptz
+
+-- query
+SELECT TIMESTAMPTZ '2024-06-01 02:00:00+00'::date
+
+-- query
+SELECT date_trunc('day', TIMESTAMPTZ '2024-06-01 02:00:00+00')
+
+-- query
+SELECT extract(hour from TIMESTAMPTZ '2024-06-01 02:00:00+00'), extract(day from TIMESTAMPTZ '2024-06-01 02:00:00+00')
+
+-- query
+SELECT TIMESTAMPTZ '2024-03-09 12:00:00' + INTERVAL '1 day'
+
+-- setup
+SET TimeZone = 'UTC'
+
+-- query
+SELECT TIMESTAMPTZ '2024-06-01 12:00:00+00', TIMESTAMPTZ '2024-06-01 02:00:00+00'::date
 
 -- ===================================================================
 -- Casts
@@ -857,6 +939,9 @@ SELECT name FROM emp WHERE dept = ANY (ARRAY['eng', 'hr']) ORDER BY id
 SELECT ARRAY[1, 2, 3], array_length(ARRAY[1, 2, 3], 1), (ARRAY['a', 'b'])[2]
 
 -- query
+SELECT ARRAY['a', NULL, 'b c'], ARRAY[1.5, 2]
+
+-- query
 SELECT d, n FROM (SELECT dept AS d, count(*) AS n FROM emp GROUP BY dept) s WHERE n >= 2 ORDER BY d
 
 -- query
@@ -1166,6 +1251,9 @@ SELEC 1
 
 -- query
 SELECT sum(name) FROM emp
+
+-- query
+SELECT min(active) FROM emp
 
 -- query
 SELECT CAST('2147483648' AS int)

@@ -54,9 +54,13 @@
 //! PostgreSQL refuses to run as root, so as root the binaries run through
 //! `runuser -u $FRESHET_PG_USER --`; when that variable is unset the system
 //! user `freshet-pg` is used, and created with `useradd` if missing. The
-//! cluster uses the C locale and UTF8 (Freshet compares text bytewise) and
-//! `TimeZone=UTC` (Freshet's default). The test fails, and does not skip, when
-//! PostgreSQL cannot be started.
+//! cluster is UTF8 with the C collation (Freshet compares text bytewise),
+//! `C.UTF-8` character classes (`upper`/`initcap` of non-ASCII letters, as in
+//! Freshet) and `TimeZone=UTC` (Freshet's default). The test fails, and does
+//! not skip, when PostgreSQL cannot be started.
+//!
+//! Reports print NULL as `NULL` (the comparison itself tells NULL from the
+//! string 'NULL').
 //!
 //! Set `FRESHET_DIFF_VERBOSE=1` to also print both results of every known
 //! difference.
@@ -283,7 +287,13 @@ fn ensure_default_pg_user() {
 /// The path of PostgreSQL binary `bin`.
 fn pg_binary(bin: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os("FRESHET_PG_BINDIR") {
-        return Path::new(&dir).join(bin);
+        let path = Path::new(&dir).join(bin);
+        assert!(
+            path.is_file(),
+            "FRESHET_PG_BINDIR has no {}",
+            path.display()
+        );
+        return path;
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
@@ -673,13 +683,14 @@ impl Report {
         if !self.known.is_empty() {
             s.push_str("\nKnown differences:\n");
             for (d, reason) in &self.known {
-                s.push_str(&format!(
-                    "  corpus.sql:{} {}\n    reason: {reason}\n",
-                    d.record.line,
-                    normalize_sql(&d.record.sql)
-                ));
                 if verbose {
-                    s.push_str(&format!("{}\n", d.render()));
+                    s.push_str(&format!("{}\n    reason: {reason}\n", d.render()));
+                } else {
+                    s.push_str(&format!(
+                        "  corpus.sql:{} {}\n    reason: {reason}\n",
+                        d.record.line,
+                        normalize_sql(&d.record.sql)
+                    ));
                 }
             }
         }
@@ -715,45 +726,55 @@ impl Report {
     }
 }
 
-/// Run every record on both servers and sort the outcomes into a report.
-async fn compare_corpus(
-    records: &[Record],
-    known: &[Known],
-    pg: &mut Endpoint,
-    fr: &mut Endpoint,
-) -> Report {
-    let mut reasons: BTreeMap<&str, &Known> = BTreeMap::new();
+/// A record with its outcome on each server.
+struct Run {
+    record: Record,
+    pg: Outcome,
+    fr: Outcome,
+}
+
+/// Run every record on both servers, in corpus order.
+async fn run_corpus(records: &[Record], pg: &mut Endpoint, fr: &mut Endpoint) -> Vec<Run> {
+    let mut runs = Vec::with_capacity(records.len());
+    for record in records {
+        let (mut pg_out, mut fr_out) = (pg.run(&record.sql).await, fr.run(&record.sql).await);
+        if record.kind == (Kind::Query { rowsort: true }) {
+            pg_out = pg_out.sorted();
+            fr_out = fr_out.sorted();
+        }
+        runs.push(Run {
+            record: record.clone(),
+            pg: pg_out,
+            fr: fr_out,
+        });
+    }
+    runs
+}
+
+/// Sort the runs into agreements, known and unexpected differences, and
+/// check the known-differences list against them.
+fn build_report(runs: Vec<Run>, known: &[Known]) -> Report {
     let mut report = Report::default();
+    let mut reasons: BTreeMap<&str, &Known> = BTreeMap::new();
     for k in known {
         if reasons.insert(&k.key, k).is_some() {
             report.duplicate.push(k.clone());
         }
     }
     let mut seen = HashSet::new();
-    for record in records {
+    for Run { record, pg, fr } in runs {
         let key = record.key();
-        seen.insert(key.clone());
-        let (mut pg_out, mut fr_out) = (pg.run(&record.sql).await, fr.run(&record.sql).await);
-        if record.kind == (Kind::Query { rowsort: true }) {
-            pg_out = pg_out.sorted();
-            fr_out = fr_out.sorted();
-        }
+        let listed = reasons.get(key.as_str()).copied();
+        seen.insert(key);
         report.records += 1;
-        let listed = reasons.get(key.as_str());
-        if agree(record.kind, &pg_out, &fr_out) {
+        if agree(record.kind, &pg, &fr) {
             report.agree += 1;
-            if let Some(k) = listed {
-                report.fixed.push((*k).clone());
-            }
+            report.fixed.extend(listed.cloned());
             continue;
         }
-        let difference = Difference {
-            record: record.clone(),
-            pg: pg_out,
-            fr: fr_out,
-        };
         // A setup PostgreSQL rejects is a mistake in the corpus, never "known".
-        let corpus_mistake = record.kind == Kind::Setup && difference.pg.is_error();
+        let corpus_mistake = record.kind == Kind::Setup && pg.is_error();
+        let difference = Difference { record, pg, fr };
         match listed {
             Some(k) if !corpus_mistake => report.known.push((difference, k.reason.clone())),
             _ => report.unexpected.push(difference),
@@ -777,16 +798,21 @@ async fn freshet_agrees_with_postgres_on_the_corpus() {
     let records = parse_corpus(&read(CORPUS_PATH)).expect("parse corpus.sql");
     let known = parse_known(&read(KNOWN_PATH)).expect("parse known_differences.txt");
     let postgres = PgServer::start();
-    let freshet = Server::start();
+    let mut freshet = Server::start();
     let mut pg = Endpoint::new(postgres.conn_str());
     let mut fr = Endpoint::new(freshet.conn_str("freshet"));
     match pg.run("SELECT version()").await {
         Outcome::Rows { rows, .. } => println!("reference: {:?}", rows[0][0]),
         error => panic!("cannot query PostgreSQL: {}", error.render()),
     }
-    let report = compare_corpus(&records, &known, &mut pg, &mut fr).await;
+    let runs = run_corpus(&records, &mut pg, &mut fr).await;
+    let report = build_report(runs, &known);
     let verbose = std::env::var_os("FRESHET_DIFF_VERBOSE").is_some_and(|v| v != "0");
     println!("{}", report.render(verbose));
+    assert!(
+        freshet.is_running(),
+        "freshet exited while running the corpus (see the first differences above)"
+    );
     assert!(
         report.passed(),
         "Freshet and PostgreSQL disagree beyond known_differences.txt (see the output above)"
@@ -847,4 +873,59 @@ fn outcomes_compare_values_nulls_and_sqlstates() {
     assert!(!agree(query, &error("22012"), &error("22003")));
     assert!(!agree(query, &error("22012"), &rows(vec![None])));
     assert!(!agree(Kind::Setup, &error("42P01"), &error("42P01")));
+}
+
+#[test]
+fn report_flags_unexpected_fixed_stale_and_duplicate_entries() {
+    let record = |line, sql: &str| Record {
+        line,
+        kind: Kind::Query { rowsort: false },
+        sql: sql.to_string(),
+    };
+    let value = |v: &str| Outcome::Rows {
+        columns: 1,
+        rows: vec![vec![Some(v.to_string())]],
+        affected: 1,
+    };
+    let known = |line, sql: &str| Known {
+        line,
+        reason: "r".into(),
+        key: sql.to_string(),
+    };
+    let runs = vec![
+        Run {
+            record: record(1, "SELECT 1"),
+            pg: value("1"),
+            fr: value("1"),
+        },
+        Run {
+            record: record(2, "SELECT 2"),
+            pg: value("2"),
+            fr: value("2.0"),
+        },
+        Run {
+            record: record(3, "SELECT 3"),
+            pg: value("3"),
+            fr: value("3.0"),
+        },
+        Run {
+            record: record(4, "SELECT 4"),
+            pg: value("4"),
+            fr: value("4"),
+        },
+    ];
+    let listed = [
+        known(1, "SELECT 2"),
+        known(2, "SELECT 4"),
+        known(3, "SELECT 5"),
+        known(4, "SELECT 2"),
+    ];
+    let report = build_report(runs, &listed);
+    assert_eq!((report.records, report.agree), (4, 2));
+    assert_eq!(report.known.len(), 1);
+    assert_eq!(report.unexpected[0].record.sql, "SELECT 3");
+    assert_eq!(report.fixed[0].key, "SELECT 4");
+    assert_eq!(report.stale[0].key, "SELECT 5");
+    assert_eq!(report.duplicate[0].line, 4);
+    assert!(!report.passed());
 }

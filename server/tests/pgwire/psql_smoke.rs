@@ -1,1 +1,313 @@
-//! psql smoke test (placeholder).
+//! Smoke tests with the real `psql` client: a walkthrough script (DDL, DML,
+//! `\copy` in text and CSV, `\x`, `\pset`, variables, transactions, a view)
+//! must run to completion with the output psql users expect, and a failing
+//! statement under `ON_ERROR_STOP` must stop the script with exit code 3.
+//!
+//! psql is `/usr/bin/psql` (or `$FRESHET_PSQL`); the tests fail when it is
+//! missing. psql's catalog meta-commands (`\d`, `\dt`, `\l`) are not used:
+//! Freshet does not serve the catalog queries behind them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::Server;
+
+/// How long one psql run may take.
+const PSQL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The psql binary under test.
+fn psql_binary() -> PathBuf {
+    let path = std::env::var_os("FRESHET_PSQL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/psql"));
+    assert!(
+        path.is_file(),
+        "psql not found at {} (install the PostgreSQL client, or set FRESHET_PSQL)",
+        path.display()
+    );
+    path
+}
+
+/// What one psql run printed and how it exited.
+struct PsqlRun {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl PsqlRun {
+    /// Panic, showing both streams, unless stdout contains `expected`.
+    fn assert_stdout_contains(&self, expected: &str) {
+        assert!(
+            self.stdout.contains(expected),
+            "psql output lacks:\n{expected}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.stdout,
+            self.stderr
+        );
+    }
+}
+
+/// Run `psql -f script` against `server` with `ON_ERROR_STOP` on or off.
+///
+/// The environment is pinned so that the output does not depend on the
+/// caller's locale or libpq settings. Output goes to files in `dir`, which
+/// avoids pipe deadlocks while polling for the timeout.
+fn run_psql(server: &Server, dir: &Path, script: &Path, on_error_stop: bool) -> PsqlRun {
+    let stdout_path = dir.join("psql.stdout");
+    let stderr_path = dir.join("psql.stderr");
+    let stdout = std::fs::File::create(&stdout_path).expect("create psql stdout file");
+    let stderr = std::fs::File::create(&stderr_path).expect("create psql stderr file");
+    let mut command = Command::new(psql_binary());
+    command
+        .args(["-h", "127.0.0.1", "-p", &server.port.to_string()])
+        .args(["-U", "freshet", "-d", "freshet", "-X"])
+        .args(["-v", &format!("ON_ERROR_STOP={}", u8::from(on_error_stop))])
+        .arg("-f")
+        .arg(script)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr);
+    for var in [
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+        "PGPASSWORD",
+        "PGSERVICE",
+    ] {
+        command.env_remove(var);
+    }
+    command
+        .env("LC_ALL", "C")
+        .env("PGCLIENTENCODING", "UTF8")
+        .env("PGCONNECT_TIMEOUT", "10");
+    let mut child = command.spawn().expect("spawn psql");
+    let deadline = Instant::now() + PSQL_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for psql") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("psql did not finish within {PSQL_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    PsqlRun {
+        status,
+        stdout: std::fs::read_to_string(&stdout_path).expect("read psql stdout"),
+        stderr: std::fs::read_to_string(&stderr_path).expect("read psql stderr"),
+    }
+}
+
+/// Lines joined into text, each ending in a newline (keeps trailing blanks
+/// of psql's aligned output visible in the source).
+fn block(lines: &[&str]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Write `text` to `dir/name` and return the path.
+fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path
+}
+
+/// The walkthrough script; `tsv` and `csv` are the files `\copy` loads.
+fn walkthrough_script(tsv: &Path, csv: &Path) -> String {
+    format!(
+        r"\echo walkthrough start
+CREATE TABLE fruit (id int, name text, price numeric(6,2));
+INSERT INTO fruit VALUES (10, 'fig', 3.00);
+\copy fruit FROM '{tsv}'
+\copy fruit FROM '{csv}' WITH (FORMAT csv, HEADER true)
+SELECT id, name, price FROM fruit ORDER BY id;
+\x on
+SELECT id, name FROM fruit WHERE id = 3;
+\x off
+CREATE VIEW cheap AS SELECT name FROM fruit WHERE price < 5;
+SELECT * FROM cheap ORDER BY name;
+BEGIN;
+INSERT INTO fruit VALUES (20, 'grape', 4.00);
+INSERT INTO fruit VALUES (21, 'grapefruit', 5.00);
+ROLLBACK;
+SELECT count(*) AS after_rollback FROM fruit;
+BEGIN;
+INSERT INTO fruit VALUES (30, 'kiwi', 0.50);
+INSERT INTO fruit VALUES (31, 'lime', 0.25);
+COMMIT;
+UPDATE fruit SET price = price * 2 WHERE id = 1;
+DELETE FROM fruit WHERE id = 10;
+BEGIN;
+SELECT count(*) AS after_commit FROM fruit;
+COMMIT;
+\pset format unaligned
+SELECT name, price FROM fruit ORDER BY id LIMIT 2;
+\pset format aligned
+\copy (SELECT id, name FROM fruit ORDER BY id) TO STDOUT WITH (FORMAT csv)
+\set n 3
+SELECT :n + 1 AS n_plus_one;
+SELECT NULL::text AS nothing, '' AS empty;
+\echo walkthrough end
+",
+        tsv = tsv.display(),
+        csv = csv.display()
+    )
+}
+
+#[test]
+fn psql_walkthrough_produces_the_expected_output() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("create a temp dir for psql files");
+    let tsv = write_file(
+        dir.path(),
+        "fruit.tsv",
+        "1\tapple\t1.50\n2\tbanana\t\\N\n3\tcherry pie\t10.00\n",
+    );
+    let csv = write_file(
+        dir.path(),
+        "fruit.csv",
+        "id,name,price\n4,\"date, dried\",2.25\n5,elder,\n",
+    );
+    let script = write_file(dir.path(), "walk.sql", &walkthrough_script(&tsv, &csv));
+    let run = run_psql(&server, dir.path(), &script, true);
+
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "psql failed\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(run.stderr, "", "psql wrote to stderr");
+    run.assert_stdout_contains(&block(&[
+        "walkthrough start",
+        "CREATE TABLE",
+        "INSERT 0 1",
+        "COPY 3",
+        "COPY 2",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        " id |    name     | price ",
+        "----+-------------+-------",
+        "  1 | apple       |  1.50",
+        "  2 | banana      |      ",
+        "  3 | cherry pie  | 10.00",
+        "  4 | date, dried |  2.25",
+        "  5 | elder       |      ",
+        " 10 | fig         |  3.00",
+        "(6 rows)",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        "Expanded display is on.",
+        "-[ RECORD 1 ]----",
+        "id   | 3",
+        "name | cherry pie",
+        "",
+        "Expanded display is off.",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        "CREATE VIEW",
+        "    name     ",
+        "-------------",
+        " apple",
+        " date, dried",
+        " fig",
+        "(3 rows)",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        "BEGIN",
+        "INSERT 0 1",
+        "INSERT 0 1",
+        "ROLLBACK",
+        " after_rollback ",
+        "----------------",
+        "              6",
+        "(1 row)",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        "COMMIT",
+        "UPDATE 1",
+        "DELETE 1",
+        "BEGIN",
+        " after_commit ",
+        "--------------",
+        "            7",
+        "(1 row)",
+        "",
+        "COMMIT",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        "Output format is unaligned.",
+        "name|price",
+        "apple|3.00",
+        "banana|",
+        "(2 rows)",
+        "Output format is aligned.",
+        "1,apple",
+        "2,banana",
+        "3,cherry pie",
+        "4,\"date, dried\"",
+        "5,elder",
+        "30,kiwi",
+        "31,lime",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        " n_plus_one ",
+        "------------",
+        "          4",
+        "(1 row)",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        " nothing | empty ",
+        "---------+-------",
+        "         | ",
+        "(1 row)",
+    ]));
+    assert!(
+        run.stdout.ends_with("\nwalkthrough end\n"),
+        "the script did not run to its end:\n{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn psql_on_error_stop_exits_with_code_3() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("create a temp dir for psql files");
+    let script = write_file(
+        dir.path(),
+        "fail.sql",
+        "SELECT 'before' AS step;\nSELECT 1 / 0;\nSELECT 'after' AS step;\n",
+    );
+
+    let stopped = run_psql(&server, dir.path(), &script, true);
+    assert_eq!(
+        stopped.status.code(),
+        Some(3),
+        "ON_ERROR_STOP should make psql exit with 3\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        stopped.stdout,
+        stopped.stderr
+    );
+    stopped.assert_stdout_contains("  step  \n--------\n before\n(1 row)\n");
+    assert!(!stopped.stdout.contains("after"), "psql ran past the error");
+    let error_line = format!("{}:2: ERROR:  division by zero\n", script.display());
+    assert!(
+        stopped.stderr.ends_with(&error_line),
+        "stderr should end with {error_line:?}, got {:?}",
+        stopped.stderr
+    );
+
+    // Without ON_ERROR_STOP psql reports the error and goes on.
+    let continued = run_psql(&server, dir.path(), &script, false);
+    assert_eq!(
+        continued.status.code(),
+        Some(0),
+        "stderr: {}",
+        continued.stderr
+    );
+    continued.assert_stdout_contains(" step  \n-------\n after\n(1 row)\n");
+    assert!(continued.stderr.contains("ERROR:  division by zero"));
+}
