@@ -93,7 +93,6 @@ impl ScalarUDFImpl for DecimalRounding {
             return self.inner.invoke_with_args(args);
         };
         use arrow::array::{Array, Decimal128Array};
-        let scalar = matches!(arg, ColumnarValue::Scalar(_));
         let array = arg.to_array(args.number_rows.max(1))?;
         let a = array
             .as_any()
@@ -116,14 +115,7 @@ impl ScalarUDFImpl for DecimalRounding {
             })
             .collect::<Decimal128Array>()
             .with_precision_and_scale(p, 0)?;
-        let result: Arc<dyn Array> = Arc::new(out);
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        crate::udf::to_columnar(crate::udf::array(out), crate::udf::all_scalar(&args))
     }
 }
 
@@ -215,10 +207,6 @@ impl ScalarUDFImpl for Mod {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = args
-            .args
-            .iter()
-            .all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows.max(1);
         let a = args.args[0].to_array(n)?;
         let b = args.args[1].to_array(n)?;
@@ -227,12 +215,6 @@ impl ScalarUDFImpl for Mod {
             return Err(SqlStateError::into_datafusion("22012", "division by zero"));
         }
         let result = arrow::compute::kernels::numeric::rem(&a, &b)?;
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        crate::udf::to_columnar(result, crate::udf::all_scalar(&args))
     }
 }

@@ -16,6 +16,7 @@ pub mod resolve;
 pub mod rules;
 pub mod system;
 pub mod types;
+pub mod udf;
 
 pub use error::{PlanError, Result, SqlStateError};
 pub use provider::{CollectionReader, QueryBinding, ReadContext};

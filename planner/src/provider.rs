@@ -2,7 +2,7 @@
 //!
 //! [`PlanningContext`] implements DataFusion's `ContextProvider` over id-form
 //! references (see [`crate::resolve`]): tables and materialized views become
-//! [`CollectionTable`]s that read a storage snapshot at the query's chosen
+//! [`BoundTable`]s that read a storage snapshot at the query's chosen
 //! time, views are planned from their stored definitions and inlined, and
 //! built-in relations read rows the server produces.
 
@@ -100,31 +100,65 @@ fn partitions(batches: Vec<RecordBatch>, n: usize) -> Vec<Vec<RecordBatch>> {
     parts
 }
 
-/// A table, materialized view or source, read from storage at the query's
-/// time.
+/// What a [`BoundTable`] reads.
 #[derive(Debug)]
-pub struct CollectionTable {
-    id: GlobalId,
+enum Contents {
+    /// A table, materialized view or source, from storage at the query's time.
+    Collection(GlobalId),
+    /// A built-in relation, by qualified name.
+    System(String),
+    /// The rows a write produced, for its RETURNING clause.
+    WrittenRows,
+}
+
+/// A relation whose rows are fixed once the statement is bound to a read
+/// time: storage collections, built-in relations, and written rows.
+#[derive(Debug)]
+pub struct BoundTable {
+    contents: Contents,
     schema: SchemaRef,
     defaults: HashMap<String, Expr>,
     binding: Arc<QueryBinding>,
 }
 
-impl CollectionTable {
-    /// The collection read.
-    pub fn id(&self) -> GlobalId {
-        self.id
+impl BoundTable {
+    /// The collection read, if this is a storage collection.
+    pub fn collection(&self) -> Option<GlobalId> {
+        match self.contents {
+            Contents::Collection(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    fn batches(&self) -> DfResult<Vec<RecordBatch>> {
+        match &self.contents {
+            Contents::Collection(id) => {
+                let read = self.binding.read()?;
+                read.reader
+                    .snapshot(*id, read.as_of)?
+                    .into_iter()
+                    // Storage schemas keep NOT NULL; DataFusion sees nullable columns.
+                    .map(|b| Ok(b.with_schema(Arc::clone(&self.schema))?))
+                    .collect()
+            }
+            Contents::System(name) => self.binding.read()?.reader.system_table(name),
+            Contents::WrittenRows => Ok(self.binding.rows.get().cloned().unwrap_or_default()),
+        }
     }
 }
 
 #[async_trait]
-impl TableProvider for CollectionTable {
+impl TableProvider for BoundTable {
     fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)
     }
 
     fn table_type(&self) -> TableType {
-        TableType::Base
+        match self.contents {
+            Contents::Collection(_) => TableType::Base,
+            Contents::System(_) => TableType::View,
+            Contents::WrittenRows => TableType::Temporary,
+        }
     }
 
     fn get_column_default(&self, column: &str) -> Option<&Expr> {
@@ -138,84 +172,9 @@ impl TableProvider for CollectionTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let read = self.binding.read()?;
-        let batches = read
-            .reader
-            .snapshot(self.id, read.as_of)?
-            .into_iter()
-            .map(|b| b.with_schema(Arc::clone(&self.schema)))
-            .collect::<Result<Vec<_>, _>>()?;
         let n = state.config().target_partitions();
         Ok(MemorySourceConfig::try_new_exec(
-            &partitions(batches, n),
-            Arc::clone(&self.schema),
-            projection.cloned(),
-        )?)
-    }
-}
-
-/// A built-in relation.
-#[derive(Debug)]
-pub struct SystemTable {
-    name: String,
-    schema: SchemaRef,
-    binding: Arc<QueryBinding>,
-}
-
-#[async_trait]
-impl TableProvider for SystemTable {
-    fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::View
-    }
-
-    async fn scan(
-        &self,
-        _state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        _limit: Option<usize>,
-    ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let read = self.binding.read()?;
-        let batches = read.reader.system_table(&self.name)?;
-        Ok(MemorySourceConfig::try_new_exec(
-            &[batches],
-            Arc::clone(&self.schema),
-            projection.cloned(),
-        )?)
-    }
-}
-
-/// Rows produced by a write, read by its RETURNING clause.
-#[derive(Debug)]
-struct BoundRows {
-    schema: SchemaRef,
-    binding: Arc<QueryBinding>,
-}
-
-#[async_trait]
-impl TableProvider for BoundRows {
-    fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::Temporary
-    }
-
-    async fn scan(
-        &self,
-        _state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        _limit: Option<usize>,
-    ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        let rows = self.binding.rows.get().cloned().unwrap_or_default();
-        Ok(MemorySourceConfig::try_new_exec(
-            &[rows],
+            &partitions(self.batches()?, n),
             Arc::clone(&self.schema),
             projection.cloned(),
         )?)
@@ -332,8 +291,8 @@ impl<'a> PlanningContext<'a> {
                         .map(|f| f.as_ref().clone().with_nullable(true))
                         .collect::<Vec<_>>(),
                 ));
-                provider_as_source(Arc::new(CollectionTable {
-                    id,
+                provider_as_source(Arc::new(BoundTable {
+                    contents: Contents::Collection(id),
                     schema,
                     defaults,
                     binding: Arc::clone(&self.binding),
@@ -419,8 +378,10 @@ impl ContextProvider for PlanningContext<'_> {
             && schema == ROWS_SCHEMA
             && let Some(rows) = &self.returning_rows
         {
-            return Ok(provider_as_source(Arc::new(BoundRows {
+            return Ok(provider_as_source(Arc::new(BoundTable {
+                contents: Contents::WrittenRows,
                 schema: Arc::clone(rows),
+                defaults: HashMap::new(),
                 binding: Arc::clone(&self.binding),
             })));
         }
@@ -531,9 +492,10 @@ impl ContextProvider for PlanningContext<'_> {
 
 impl PlanningContext<'_> {
     fn system_source(&self, rel: &'static SystemRelation) -> Arc<dyn TableSource> {
-        provider_as_source(Arc::new(SystemTable {
-            name: rel.qualified_name(),
+        provider_as_source(Arc::new(BoundTable {
+            contents: Contents::System(rel.qualified_name()),
             schema: rel.desc().arrow_schema(),
+            defaults: HashMap::new(),
             binding: Arc::clone(&self.binding),
         }))
     }

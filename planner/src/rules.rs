@@ -24,6 +24,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 
 use crate::error::SqlStateError;
+use crate::udf;
 
 /// Rewrites integer `+ - *` into overflow-checked functions.
 #[derive(Debug)]
@@ -182,7 +183,7 @@ impl ScalarUDFImpl for CheckedArith {
             return datafusion::common::exec_err!("{} takes two arguments", self.name());
         };
         let ty = l.data_type();
-        let scalar = matches!((l, r), (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_)));
+        let scalar = udf::all_scalar(&args);
         let to_datum = |v: &ColumnarValue| -> Result<Box<dyn Datum>> {
             Ok(match v {
                 ColumnarValue::Array(a) => Box::new(Arc::clone(a)),
@@ -211,13 +212,7 @@ impl ScalarUDFImpl for CheckedArith {
             Err(ArrowError::ArithmeticOverflow(_)) => return Err(out_of_range(&ty)),
             Err(e) => return Err(e.into()),
         };
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &array, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(array))
-        }
+        udf::to_columnar(array, scalar)
     }
 }
 
@@ -426,36 +421,17 @@ impl ScalarUDFImpl for ByteaIn {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        use arrow::array::{Array, BinaryArray, StringArray};
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let array = args.args[0].to_array(args.number_rows.max(1))?;
-        let strings = array
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .ok_or_else(|| {
-                datafusion::error::DataFusionError::Internal("bytea_in takes text".into())
-            })?;
-        let mut out: Vec<Option<Vec<u8>>> = Vec::with_capacity(strings.len());
-        for v in strings.iter() {
-            out.push(match v {
-                None => None,
-                Some(s) => Some(crate::pgtext::parse_bytea(s).ok_or_else(|| {
-                    SqlStateError::into_datafusion(
-                        "22P02",
-                        format!("invalid input syntax for type bytea: \"{s}\""),
-                    )
-                })?),
-            });
-        }
-        let result: Arc<dyn Array> =
-            Arc::new(BinaryArray::from_iter(out.iter().map(|v| v.as_deref())));
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        use arrow::array::BinaryArray;
+        let out = udf::map_text(&args, "bytea_in", |s| {
+            crate::pgtext::parse_bytea(s).ok_or_else(|| {
+                SqlStateError::into_datafusion(
+                    "22P02",
+                    format!("invalid input syntax for type bytea: \"{s}\""),
+                )
+            })
+        })?;
+        let result = udf::array(BinaryArray::from_iter(out.iter().map(|v| v.as_deref())));
+        udf::to_columnar(result, udf::all_scalar(&args))
     }
 }
 
@@ -489,48 +465,24 @@ impl ScalarUDFImpl for TextIn {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        use arrow::array::{Array, StringArray};
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let array = args.args[0].to_array(args.number_rows.max(1))?;
-        let strings = array
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .ok_or_else(|| {
-                datafusion::error::DataFusionError::Internal(format!("{} takes text", self.name()))
-            })?;
-        let out = strings
-            .iter()
-            .map(|v| {
-                v.map(|s| {
-                    let parsed = match self.kind {
-                        TextKind::Uuid => crate::pgtext::canonical_uuid(s),
-                        TextKind::Jsonb => crate::pgtext::canonical_jsonb(s),
-                    };
-                    parsed.ok_or_else(|| {
-                        SqlStateError::into_datafusion(
-                            "22P02",
-                            match self.kind {
-                                TextKind::Uuid => {
-                                    format!("invalid input syntax for type uuid: \"{s}\"")
-                                }
-                                TextKind::Jsonb => {
-                                    format!("invalid input syntax for type json: \"{s}\"")
-                                }
-                            },
-                        )
-                    })
-                })
-                .transpose()
+        use arrow::array::StringArray;
+        let out = udf::map_text(&args, self.name(), |s| {
+            let parsed = match self.kind {
+                TextKind::Uuid => crate::pgtext::canonical_uuid(s),
+                TextKind::Jsonb => crate::pgtext::canonical_jsonb(s),
+            };
+            parsed.ok_or_else(|| {
+                let ty = match self.kind {
+                    TextKind::Uuid => "uuid",
+                    TextKind::Jsonb => "json",
+                };
+                SqlStateError::into_datafusion(
+                    "22P02",
+                    format!("invalid input syntax for type {ty}: \"{s}\""),
+                )
             })
-            .collect::<Result<StringArray>>()?;
-        let result: Arc<dyn Array> = Arc::new(out);
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        })?;
+        udf::to_columnar(udf::array(StringArray::from(out)), udf::all_scalar(&args))
     }
 }
 
@@ -557,8 +509,7 @@ impl ScalarUDFImpl for RoundToInt {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use arrow::array::{Array, Decimal128Array, Float32Array, Float64Array, Int64Array};
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let array = args.args[0].to_array(args.number_rows.max(1))?;
+        let array = udf::arg_array(&args, 0)?;
         let overflow = || SqlStateError::into_datafusion("22003", "bigint out of range");
         let out: Int64Array = match array.data_type() {
             DataType::Decimal128(_, scale) => {
@@ -609,14 +560,7 @@ impl ScalarUDFImpl for RoundToInt {
                 return datafusion::common::exec_err!("round_to_int does not take {other}");
             }
         };
-        let result: Arc<dyn Array> = Arc::new(out);
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        udf::to_columnar(udf::array(out), udf::all_scalar(&args))
     }
 }
 
@@ -649,16 +593,9 @@ impl ScalarUDFImpl for TimestampIn {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use crate::pgtext::{TimestampInput, parse_timestamp};
-        use arrow::array::{Array, StringArray, TimestampMicrosecondArray};
+        use arrow::array::TimestampMicrosecondArray;
         use chrono::{Offset, TimeZone};
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let array = args.args[0].to_array(args.number_rows.max(1))?;
-        let strings = array
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .ok_or_else(|| {
-                datafusion::error::DataFusionError::Internal(format!("{} takes text", self.name()))
-            })?;
+        let strings = udf::string_arg(&args, 0, self.name())?;
         let session_tz: arrow::array::timezone::Tz = args
             .config_options
             .execution
@@ -704,14 +641,7 @@ impl ScalarUDFImpl for TimestampIn {
         } else {
             out
         };
-        let result: Arc<dyn Array> = Arc::new(out);
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        udf::to_columnar(udf::array(out), udf::all_scalar(&args))
     }
 }
 

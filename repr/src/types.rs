@@ -89,6 +89,31 @@ pub enum PgType {
 }
 
 impl PgType {
+    /// Every scalar (non-array) type, unconstrained.
+    pub fn scalar_types() -> [PgType; 19] {
+        [
+            PgType::Bool,
+            PgType::Int2,
+            PgType::Int4,
+            PgType::Int8,
+            PgType::Float4,
+            PgType::Float8,
+            PgType::Numeric { typmod: None },
+            PgType::Text,
+            PgType::Varchar { max_len: None },
+            PgType::Char { len: None },
+            PgType::Bytea,
+            PgType::Date,
+            PgType::Time,
+            PgType::Timestamp,
+            PgType::TimestampTz,
+            PgType::Interval,
+            PgType::Uuid,
+            PgType::Jsonb,
+            PgType::Oid,
+        ]
+    }
+
     /// The type's OID as Postgres clients know it.
     pub fn oid(&self) -> u32 {
         match self {

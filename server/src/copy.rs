@@ -10,7 +10,7 @@ use pgwire::api::results::{CopyCsvOptions, CopyEncoder, CopyTextOptions, FieldFo
 use pgwire::messages::copy::CopyData;
 use pgwire::types::format::FormatOptions;
 
-use crate::encode::{encode_cell, prepare_columns, wire_type};
+use crate::encode::{encode_batches, wire_type};
 use crate::error::{AdapterError, Result};
 use crate::values::parse_text_array;
 
@@ -312,22 +312,9 @@ pub fn render(
             .join(&(options.delimiter as char).to_string());
         out.push(CopyData::new(format!("{header}\n").into()));
     }
-    for batch in batches {
-        let columns = prepare_columns(batch, desc, time_zone)?;
-        for row in 0..batch.num_rows() {
-            for (i, (array, field)) in columns.iter().enumerate() {
-                encode_cell(
-                    &mut encoder,
-                    array,
-                    field,
-                    &desc.columns[i].ty,
-                    &fields[i],
-                    row,
-                )?;
-            }
-            out.push(encoder.take_copy());
-        }
-    }
+    encode_batches(&mut encoder, desc, &fields, batches, time_zone, |e| {
+        out.push(e.take_copy())
+    })?;
     Ok(out)
 }
 

@@ -154,6 +154,28 @@ pub fn prepare_columns(
         .collect()
 }
 
+/// Encode every row of `batches` with `encoder`, calling `emit` after each
+/// row to take it out of the encoder.
+pub fn encode_batches<E: Encoder>(
+    encoder: &mut E,
+    desc: &RelationDesc,
+    fields: &[FieldInfo],
+    batches: &[RecordBatch],
+    time_zone: &str,
+    mut emit: impl FnMut(&mut E),
+) -> PgWireResult<()> {
+    for batch in batches {
+        let columns = prepare_columns(batch, desc, time_zone)?;
+        for row in 0..batch.num_rows() {
+            for (i, (array, field)) in columns.iter().enumerate() {
+                encode_cell(encoder, array, field, &desc.columns[i].ty, &fields[i], row)?;
+            }
+            emit(encoder);
+        }
+    }
+    Ok(())
+}
+
 /// Encode one value of row `idx`.
 pub fn encode_cell<E: Encoder>(
     encoder: &mut E,

@@ -37,7 +37,7 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::types::format::FormatOptions;
 
 use crate::coordinator::{Coordinator, ExecCtx, ExecuteResponse};
-use crate::encode::{encode_cell, field_infos, prepare_columns, wire_type};
+use crate::encode::{encode_batches, field_infos, wire_type};
 use crate::error::AdapterError;
 use crate::session::{Session, TxnStatus};
 use crate::vars::{SERVER_VERSION, Vars};
@@ -160,22 +160,9 @@ fn encode_rows(
 ) -> PgWireResult<Vec<pgwire::messages::data::DataRow>> {
     let mut rows = Vec::new();
     let mut encoder = DataRowEncoder::new(Arc::clone(fields));
-    for batch in batches {
-        let columns = prepare_columns(batch, desc, time_zone)?;
-        for row in 0..batch.num_rows() {
-            for (i, (array, field)) in columns.iter().enumerate() {
-                encode_cell(
-                    &mut encoder,
-                    array,
-                    field,
-                    &desc.columns[i].ty,
-                    &fields[i],
-                    row,
-                )?;
-            }
-            rows.push(encoder.take_row());
-        }
-    }
+    encode_batches(&mut encoder, desc, fields, batches, time_zone, |e| {
+        rows.push(e.take_row())
+    })?;
     Ok(rows)
 }
 

@@ -161,36 +161,16 @@ impl QueryReader {
                         .collect::<Vec<_>>()
                 })
                 .collect(),
-            "pg_catalog.pg_type" => [
-                PgType::Bool,
-                PgType::Int2,
-                PgType::Int4,
-                PgType::Int8,
-                PgType::Float4,
-                PgType::Float8,
-                PgType::Numeric { typmod: None },
-                PgType::Text,
-                PgType::Varchar { max_len: None },
-                PgType::Char { len: None },
-                PgType::Bytea,
-                PgType::Date,
-                PgType::Time,
-                PgType::Timestamp,
-                PgType::TimestampTz,
-                PgType::Interval,
-                PgType::Uuid,
-                PgType::Jsonb,
-                PgType::Oid,
-            ]
-            .iter()
-            .map(|t| {
-                vec![
-                    Some(t.oid().to_string()),
-                    s(t.typname()),
-                    Some(t.typlen().to_string()),
-                ]
-            })
-            .collect(),
+            "pg_catalog.pg_type" => PgType::scalar_types()
+                .iter()
+                .map(|t| {
+                    vec![
+                        Some(t.oid().to_string()),
+                        s(t.typname()),
+                        Some(t.typlen().to_string()),
+                    ]
+                })
+                .collect(),
             "pg_catalog.pg_tables" | "pg_catalog.pg_views" | "information_schema.tables" => {
                 let want_views = qualified == "pg_catalog.pg_views";
                 self.catalog

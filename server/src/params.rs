@@ -84,29 +84,10 @@ fn decode_binary(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
 
 /// The Arrow type of a client-declared parameter type.
 fn arrow_of(ty: &Type) -> Option<DataType> {
-    [
-        PgType::Bool,
-        PgType::Int2,
-        PgType::Int4,
-        PgType::Int8,
-        PgType::Float4,
-        PgType::Float8,
-        PgType::Numeric { typmod: None },
-        PgType::Text,
-        PgType::Varchar { max_len: None },
-        PgType::Char { len: None },
-        PgType::Bytea,
-        PgType::Date,
-        PgType::Time,
-        PgType::Timestamp,
-        PgType::TimestampTz,
-        PgType::Interval,
-        PgType::Uuid,
-        PgType::Jsonb,
-    ]
-    .into_iter()
-    .find(|t| t.oid() == ty.oid())
-    .map(|t| t.arrow_type())
+    PgType::scalar_types()
+        .into_iter()
+        .find(|t| t.oid() == ty.oid())
+        .map(|t| t.arrow_type())
 }
 
 /// Decode every parameter: `raw[i]` in `formats`, declared as `declared[i]`

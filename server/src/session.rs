@@ -324,40 +324,20 @@ impl ScalarUDFImpl for CurrentSetting {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        use datafusion::arrow::array::{Array, StringArray};
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let names = args.args[0].to_array(args.number_rows.max(1))?;
-        let names = names
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .ok_or_else(|| {
-                datafusion::error::DataFusionError::Internal("current_setting takes text".into())
-            })?;
-        let mut out = Vec::with_capacity(names.len());
-        for name in names.iter() {
-            out.push(match name {
-                None => None,
-                Some(n) => Some(
-                    self.values
-                        .iter()
-                        .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                        .map(|(_, v)| v.clone())
-                        .ok_or_else(|| {
-                            freshet_planner::SqlStateError::into_datafusion(
-                                "42704",
-                                format!("unrecognized configuration parameter \"{n}\""),
-                            )
-                        })?,
-                ),
-            });
-        }
-        let result: Arc<dyn Array> = Arc::new(StringArray::from(out));
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &result, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(result))
-        }
+        use freshet_planner::udf;
+        let out = udf::map_text(&args, "current_setting", |n| {
+            self.values
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| {
+                    freshet_planner::SqlStateError::into_datafusion(
+                        "42704",
+                        format!("unrecognized configuration parameter \"{n}\""),
+                    )
+                })
+        })?;
+        let out = datafusion::arrow::array::StringArray::from(out);
+        udf::to_columnar(udf::array(out), udf::all_scalar(&args))
     }
 }

@@ -89,6 +89,19 @@ pub fn data_columns(updates: &RecordBatch) -> Result<RecordBatch> {
     Ok(updates.project(&(0..n - 2).collect::<Vec<_>>())?)
 }
 
+/// Give a batch exactly `schema` (same columns; field names and metadata
+/// as the collection declares them).
+pub(crate) fn retag(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    if batch.schema() == *schema {
+        return Ok(batch);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(schema),
+        batch.columns().to_vec(),
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}
+
 /// Encode batches as an Arrow IPC file (the on-disk format of shard parts).
 pub(crate) fn encode_file(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let mut buf = Vec::new();

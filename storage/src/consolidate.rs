@@ -14,7 +14,7 @@ use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, Rows, SortField};
 use freshet_repr::{GlobalId, Timestamp};
 
-use crate::batch::{data_columns, diffs, times};
+use crate::batch::{data_columns, diffs, retag, times};
 use crate::error::{Result, StorageError};
 
 /// Largest batch a snapshot returns; bigger results are split (zero-copy).
@@ -218,18 +218,6 @@ fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
         batch.schema(),
         columns,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(idx.len())),
-    )?)
-}
-
-/// Give a data batch exactly the collection's schema (field metadata included).
-fn retag(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
-    if batch.schema() == *schema {
-        return Ok(batch);
-    }
-    Ok(RecordBatch::try_new_with_options(
-        Arc::clone(schema),
-        batch.columns().to_vec(),
-        &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )?)
 }
 

@@ -15,7 +15,7 @@ use parking_lot::{Mutex, RwLock};
 use timely::progress::Antichain;
 use tokio::sync::{oneshot, watch};
 
-use crate::batch::{stamp, times};
+use crate::batch::{retag, stamp, times};
 use crate::blob::Blob;
 use crate::collection::{Collection, CollectionKind, ReadPolicy};
 use crate::epoch::Fence;
@@ -247,7 +247,7 @@ impl Storage {
                     &arrow::array::UInt64Array::new_scalar(shard_upper.unwrap_or(Timestamp::MAX)),
                 )?;
                 let b = arrow::compute::filter_record_batch(&b, &keep)?;
-                let b = retag_updates(b, &collection.updates_schema)?;
+                let b = retag(b, &collection.updates_schema)?;
                 collection.push_pending(b);
             }
         }
@@ -454,18 +454,6 @@ impl Drop for Storage {
     }
 }
 
-/// Give recovered updates exactly the collection's updates schema.
-fn retag_updates(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
-    if batch.schema() == *schema {
-        return Ok(batch);
-    }
-    Ok(RecordBatch::try_new_with_options(
-        Arc::clone(schema),
-        batch.columns().to_vec(),
-        &arrow::array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-    )?)
-}
-
 impl Inner {
     fn collection(&self, id: GlobalId) -> Result<Arc<Collection>> {
         self.collections
@@ -554,7 +542,7 @@ impl Inner {
             for (writes, targets, _) in &accepted {
                 for (w, c) in writes.iter().zip(targets) {
                     if w.updates.num_rows() > 0 {
-                        c.push_pending(retag_updates(stamp(&w.updates, ts)?, &c.updates_schema)?);
+                        c.push_pending(retag(stamp(&w.updates, ts)?, &c.updates_schema)?);
                     }
                 }
             }
