@@ -480,32 +480,15 @@ mod tests {
 
     #[test]
     fn metadata_form_round_trips() {
-        let types = [
-            PgType::Bool,
-            PgType::Int2,
-            PgType::Int4,
-            PgType::Int8,
-            PgType::Float4,
-            PgType::Float8,
-            PgType::Numeric { typmod: None },
+        let mut types = PgType::scalar_types().to_vec();
+        types.extend([
             PgType::Numeric {
                 typmod: Some((10, 2)),
             },
-            PgType::Text,
-            PgType::Varchar { max_len: None },
             PgType::Varchar { max_len: Some(7) },
             PgType::Char { len: Some(3) },
-            PgType::Char { len: None },
-            PgType::Bytea,
-            PgType::Date,
-            PgType::Time,
-            PgType::Timestamp,
-            PgType::TimestampTz,
-            PgType::Interval,
-            PgType::Uuid,
-            PgType::Jsonb,
             PgType::Array(Box::new(PgType::Int4)),
-        ];
+        ]);
         for t in types {
             assert_eq!(t.to_string().parse::<PgType>().unwrap(), t, "{t}");
         }
