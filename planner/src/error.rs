@@ -4,26 +4,16 @@ use datafusion::error::DataFusionError;
 use freshet_catalog::CatalogError;
 use freshet_repr::TypeError;
 
-/// An error with a specific SQLSTATE raised inside DataFusion evaluation
-/// (carried as `DataFusionError::External`) so that the server can report
-/// the Postgres code, e.g. 22003 for integer overflow.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct SqlStateError {
-    /// The SQLSTATE.
-    pub code: &'static str,
-    /// The message.
-    pub message: String,
-}
+pub use freshet_repr::SqlStateError;
 
-impl SqlStateError {
-    /// Wrap as a DataFusion error.
-    pub fn into_datafusion(code: &'static str, message: impl Into<String>) -> DataFusionError {
-        DataFusionError::External(Box::new(SqlStateError {
-            code,
-            message: message.into(),
-        }))
-    }
+/// Raise a [`SqlStateError`] from inside DataFusion evaluation (carried as
+/// `DataFusionError::External`), so that the server reports its SQLSTATE,
+/// e.g. 22003 for integer overflow.
+pub fn sqlstate_error(code: &'static str, message: impl Into<String>) -> DataFusionError {
+    DataFusionError::External(Box::new(SqlStateError {
+        code,
+        message: message.into(),
+    }))
 }
 
 /// Why a statement could not be planned.

@@ -9,7 +9,6 @@ use datafusion::logical_expr::{
 };
 use freshet_repr::PgType;
 
-use crate::error::SqlStateError;
 
 /// Every function this module provides.
 pub fn all() -> Vec<Arc<ScalarUDF>> {
@@ -212,7 +211,7 @@ impl ScalarUDFImpl for Mod {
         let b = args.args[1].to_array(n)?;
         let zero = ScalarValue::new_zero(b.data_type())?.to_scalar()?;
         if arrow::compute::kernels::cmp::eq(&b, &zero)?.true_count() > 0 {
-            return Err(SqlStateError::into_datafusion("22012", "division by zero"));
+            return Err(crate::error::sqlstate_error("22012", "division by zero"));
         }
         let result = arrow::compute::kernels::numeric::rem(&a, &b)?;
         crate::udf::to_columnar(result, crate::udf::all_scalar(&args))

@@ -23,7 +23,6 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 
-use crate::error::SqlStateError;
 use crate::udf;
 
 /// Rewrites integer `+ - *` into overflow-checked functions.
@@ -156,7 +155,7 @@ fn out_of_range(t: &DataType) -> datafusion::error::DataFusionError {
         DataType::Int32 => "integer",
         _ => "bigint",
     };
-    SqlStateError::into_datafusion("22003", format!("{what} out of range"))
+    crate::error::sqlstate_error("22003", format!("{what} out of range"))
 }
 
 impl ScalarUDFImpl for CheckedArith {
@@ -195,7 +194,7 @@ impl ScalarUDFImpl for CheckedArith {
             let zero = ScalarValue::new_zero(&divisor.data_type().clone())?.to_scalar()?;
             let is_zero = arrow::compute::kernels::cmp::eq(&divisor, &zero)?;
             if is_zero.true_count() > 0 {
-                return Err(SqlStateError::into_datafusion("22012", "division by zero"));
+                return Err(crate::error::sqlstate_error("22012", "division by zero"));
             }
         }
         let (ld, rd) = (to_datum(l)?, to_datum(r)?);
@@ -424,7 +423,7 @@ impl ScalarUDFImpl for ByteaIn {
         use arrow::array::BinaryArray;
         let out = udf::map_text(&args, "bytea_in", |s| {
             crate::pgtext::parse_bytea(s).ok_or_else(|| {
-                SqlStateError::into_datafusion(
+                crate::error::sqlstate_error(
                     "22P02",
                     format!("invalid input syntax for type bytea: \"{s}\""),
                 )
@@ -476,7 +475,7 @@ impl ScalarUDFImpl for TextIn {
                     TextKind::Uuid => "uuid",
                     TextKind::Jsonb => "json",
                 };
-                SqlStateError::into_datafusion(
+                crate::error::sqlstate_error(
                     "22P02",
                     format!("invalid input syntax for type {ty}: \"{s}\""),
                 )
@@ -510,7 +509,7 @@ impl ScalarUDFImpl for RoundToInt {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use arrow::array::{Array, Decimal128Array, Float32Array, Float64Array, Int64Array};
         let array = udf::arg_array(&args, 0)?;
-        let overflow = || SqlStateError::into_datafusion("22003", "bigint out of range");
+        let overflow = || crate::error::sqlstate_error("22003", "bigint out of range");
         let out: Int64Array = match array.data_type() {
             DataType::Decimal128(_, scale) => {
                 let a = array
@@ -620,7 +619,7 @@ impl ScalarUDFImpl for TimestampIn {
                         TimestampInput::Naive
                     };
                     parse_timestamp(s, mode).ok_or_else(|| {
-                        SqlStateError::into_datafusion(
+                        crate::error::sqlstate_error(
                             "22007",
                             format!(
                                 "invalid input syntax for type {}: \"{s}\"",

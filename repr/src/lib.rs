@@ -5,10 +5,12 @@
 //! [`PgType`] and [`RelationDesc`], so none of them has to depend on another
 //! merely to name a collection or a column type.
 
+mod error;
 mod id;
 mod relation;
 mod types;
 
+pub use error::SqlStateError;
 pub use id::GlobalId;
 pub use relation::{ColumnDesc, RelationDesc};
 pub use types::{PG_TYPE_METADATA_KEY, PgType, TypeError, UTC_TZ};

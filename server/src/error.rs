@@ -397,7 +397,7 @@ mod tests {
             None,
         ));
         assert_eq!(e.code_and_message(), ("22012", "division by zero".into()));
-        let e = AdapterError::DataFusion(SqlStateError::into_datafusion(
+        let e = AdapterError::DataFusion(freshet_planner::error::sqlstate_error(
             "22003",
             "integer out of range",
         ));

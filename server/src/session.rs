@@ -331,7 +331,7 @@ impl ScalarUDFImpl for CurrentSetting {
                 .find(|(k, _)| k.eq_ignore_ascii_case(n))
                 .map(|(_, v)| v.clone())
                 .ok_or_else(|| {
-                    freshet_planner::SqlStateError::into_datafusion(
+                    freshet_planner::error::sqlstate_error(
                         "42704",
                         format!("unrecognized configuration parameter \"{n}\""),
                     )
