@@ -1,1 +1,21 @@
-//! placeholder
+//! Incremental maintenance of materialized views on differential dataflow.
+//!
+//! The planner lowers a view's DataFusion plan to a [`RelPlan`]; the
+//! [`ComputeController`] renders it on timely workers, reading inputs only
+//! through storage's `snapshot` + `listen`, and writes the output to the
+//! view's shard through a self-correcting sink. Scalar expressions and
+//! aggregates are evaluated by DataFusion over Arrow batches of updates,
+//! so a view computes exactly what its query computes ad hoc.
+
+pub mod controller;
+pub mod error;
+pub mod plan;
+mod render;
+pub mod row;
+pub mod sqlstate;
+mod worker;
+
+pub use controller::{ComputeController, DataflowState};
+pub use error::{ComputeError, DataflowError};
+pub use plan::{DataflowDesc, JoinKind, RelPlan};
+pub use row::{Row, RowCodec};

@@ -169,7 +169,7 @@ pub fn table_sql(name: &str, desc: &RelationDesc, defaults: &[Option<String>]) -
 /// `CREATE [OR REPLACE] VIEW`.
 pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
     if cv.materialized {
-        return Err(PlanError::unsupported("CREATE MATERIALIZED VIEW"));
+        return crate::materialized::create_materialized_view(cx, cv);
     }
     if cv.temporary {
         return Err(PlanError::unsupported("CREATE TEMPORARY VIEW"));
@@ -179,35 +179,7 @@ pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
     let mut query = (*cv.query).clone();
     let refs = resolver.rewrite(&mut query)?;
     let plan = plan_query(cx, &query)?;
-    let mut names: Vec<String> = plan.desc.columns.iter().map(|c| c.name.clone()).collect();
-    if !cv.columns.is_empty() {
-        if cv.columns.len() > names.len() {
-            return Err(PlanError::InvalidDefinition(
-                "CREATE VIEW specifies more column names than columns".into(),
-            ));
-        }
-        for (slot, c) in names.iter_mut().zip(&cv.columns) {
-            *slot = normalize_ident(&c.name);
-        }
-    }
-    let mut seen = BTreeSet::new();
-    for n in &names {
-        if !seen.insert(n) {
-            return Err(PlanError::DuplicateColumn(n.clone()));
-        }
-    }
-    let desc = RelationDesc::new(
-        plan.desc
-            .columns
-            .iter()
-            .zip(&names)
-            .map(|(c, n)| ColumnDesc {
-                name: n.clone(),
-                ty: c.ty.clone(),
-                nullable: c.nullable,
-            })
-            .collect(),
-    );
+    let (names, desc) = named_columns(&plan.desc, &cv.columns, "CREATE VIEW")?;
     let existing = cx.catalog.item_by_name(schema.id, &name);
     let replace = match existing {
         Some(item) if cv.or_replace => {
@@ -244,6 +216,42 @@ pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
         if_not_exists: cv.if_not_exists,
         replace,
     })
+}
+
+/// A view's columns: the query's, renamed by an explicit column list.
+pub(crate) fn named_columns(
+    query: &RelationDesc,
+    columns: &[ast::ViewColumnDef],
+    statement: &str,
+) -> Result<(Vec<String>, RelationDesc)> {
+    let mut names: Vec<String> = query.columns.iter().map(|c| c.name.clone()).collect();
+    if columns.len() > names.len() {
+        return Err(PlanError::InvalidDefinition(format!(
+            "{statement} specifies more column names than columns"
+        )));
+    }
+    for (slot, c) in names.iter_mut().zip(columns) {
+        *slot = normalize_ident(&c.name);
+    }
+    let mut seen = BTreeSet::new();
+    for n in &names {
+        if !seen.insert(n) {
+            return Err(PlanError::DuplicateColumn(n.clone()));
+        }
+    }
+    let desc = RelationDesc::new(
+        query
+            .columns
+            .iter()
+            .zip(&names)
+            .map(|(c, n)| ColumnDesc {
+                name: n.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+            })
+            .collect(),
+    );
+    Ok((names, desc))
 }
 
 /// Postgres's rule for `CREATE OR REPLACE VIEW`: existing columns keep

@@ -9,7 +9,6 @@ use datafusion::logical_expr::{
 };
 use freshet_repr::PgType;
 
-
 /// Every function this module provides.
 pub fn all() -> Vec<Arc<ScalarUDF>> {
     vec![

@@ -8,6 +8,8 @@
 pub mod engine;
 pub mod error;
 pub mod functions;
+pub mod lower;
+pub mod materialized;
 pub mod parse;
 pub mod pgsql;
 pub mod pgtext;

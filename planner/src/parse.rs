@@ -40,6 +40,10 @@ pub enum Statement {
     Sql(Box<ast::Statement>),
     /// `EXPLAIN TIMESTAMP FOR <select>`.
     ExplainTimestamp(Box<ast::Statement>),
+    /// `EXPLAIN MATERIALIZED VIEW name`.
+    ExplainMaterializedView(ObjectName),
+    /// `SHOW CREATE MATERIALIZED VIEW name`.
+    ShowCreateMaterializedView(ObjectName),
     /// `ALTER <kind> [IF EXISTS] name RENAME TO new_name`.
     AlterRename {
         /// What kind of object.
@@ -58,6 +62,10 @@ impl std::fmt::Display for Statement {
         match self {
             Statement::Sql(s) => write!(f, "{s}"),
             Statement::ExplainTimestamp(s) => write!(f, "EXPLAIN TIMESTAMP FOR {s}"),
+            Statement::ExplainMaterializedView(n) => write!(f, "EXPLAIN MATERIALIZED VIEW {n}"),
+            Statement::ShowCreateMaterializedView(n) => {
+                write!(f, "SHOW CREATE MATERIALIZED VIEW {n}")
+            }
             Statement::AlterRename {
                 kind,
                 if_exists,
@@ -121,6 +129,21 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         return Ok(Statement::ExplainTimestamp(Box::new(
             parser.parse_statement()?,
         )));
+    }
+    if parser.parse_keywords(&[Keyword::EXPLAIN, Keyword::MATERIALIZED, Keyword::VIEW]) {
+        return Ok(Statement::ExplainMaterializedView(
+            parser.parse_object_name(false)?,
+        ));
+    }
+    if parser.parse_keywords(&[
+        Keyword::SHOW,
+        Keyword::CREATE,
+        Keyword::MATERIALIZED,
+        Keyword::VIEW,
+    ]) {
+        return Ok(Statement::ShowCreateMaterializedView(
+            parser.parse_object_name(false)?,
+        ));
     }
     if let Some(rename) = try_alter_rename(parser)? {
         return Ok(rename);

@@ -148,6 +148,19 @@ pub enum Plan {
         /// `OR REPLACE` of this existing item.
         replace: Option<GlobalId>,
     },
+    /// `CREATE [OR REPLACE] MATERIALIZED VIEW`.
+    CreateMaterializedView {
+        /// The definition.
+        def: ItemDef,
+        /// Skip (with a notice) if the name exists.
+        if_not_exists: bool,
+        /// `OR REPLACE` of this existing materialized view (dropped and
+        /// created anew in one catalog transaction).
+        replace: Option<GlobalId>,
+        /// The storage collections its dataflow reads: held at the chosen
+        /// `as_of` before the catalog transaction commits.
+        inputs: std::collections::BTreeSet<GlobalId>,
+    },
     /// `DROP ...`: objects to remove, dependents included.
     Drop {
         /// Everything to remove.

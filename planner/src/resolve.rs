@@ -289,6 +289,23 @@ impl<'a> NameResolver<'a> {
     }
 }
 
+/// Replace id-form references (`[id].u5`) in plan text by qualified names.
+pub fn humanize_ids(catalog: &CatalogState, text: &str) -> String {
+    let mut ids: Vec<GlobalId> = catalog.items().map(|i| i.id).collect();
+    // Longer ids first, so `u1` does not clobber `u12`.
+    ids.sort_by_key(|id| std::cmp::Reverse(id.to_string().len()));
+    let mut out = text.to_string();
+    for id in ids {
+        let needle = format!("{ID_SCHEMA}.{id}");
+        if out.contains(&needle)
+            && let Some((db, schema, item)) = catalog.full_name(id)
+        {
+            out = out.replace(&needle, &format!("{db}.{schema}.{item}"));
+        }
+    }
+    out
+}
+
 /// Quote an identifier when Postgres would need quotes to read it back.
 pub fn quote_if_needed(name: &str) -> Ident {
     let plain = !name.is_empty()

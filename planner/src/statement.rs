@@ -22,6 +22,12 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
                 statement_kind(other)
             ))),
         },
+        Statement::ExplainMaterializedView(name) => {
+            crate::materialized::explain_materialized_view(cx, name)
+        }
+        Statement::ShowCreateMaterializedView(name) => {
+            misc::show_create(cx, ObjectKind::MaterializedView, name)
+        }
         Statement::AlterRename {
             kind,
             if_exists,
@@ -146,6 +152,11 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
         } => {
             if *analyze {
                 return Err(PlanError::unsupported("EXPLAIN ANALYZE"));
+            }
+            if let ast::Statement::CreateView(cv) = statement.as_ref()
+                && cv.materialized
+            {
+                return crate::materialized::explain_create(cx, cv);
             }
             let query = match plan_sql(cx, statement)? {
                 Plan::Select(q) => q,

@@ -22,6 +22,10 @@ pub struct Config {
     /// Address for the HTTP endpoint (`/health`).
     #[arg(long, env = "FRESHET_HTTP_LISTEN", default_value = "127.0.0.1:6876")]
     pub http_listen: SocketAddr,
+    /// Timely worker threads maintaining materialized views (default: the
+    /// number of cores).
+    #[arg(long, env = "FRESHET_WORKERS")]
+    pub workers: Option<usize>,
     /// `tracing` filter, e.g. `info,freshet_storage=debug`.
     #[arg(long, env = "FRESHET_LOG_FILTER", default_value = "info")]
     pub log_filter: String,

@@ -9,8 +9,10 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use datafusion::common::ParamValues;
 use freshet_catalog::{
-    Catalog, CatalogDiff, CatalogError, CatalogState, Implication, Op, implications,
+    Catalog, CatalogDiff, CatalogError, CatalogState, Implication, ItemDetails, ItemKind, Op,
+    implications,
 };
+use freshet_compute::{ComputeController, DataflowDesc};
 use freshet_planner::parse::Statement;
 use freshet_planner::{
     CopyFromPlan, ExplainKind, Plan, QueryPlan, ReadContext, StatementContext, WriteKind,
@@ -106,6 +108,8 @@ pub struct Coordinator {
     state: RwLock<Arc<CatalogState>>,
     /// Storage.
     pub storage: Arc<Storage>,
+    /// Compute: the timely workers maintaining materialized views.
+    pub compute: Arc<ComputeController>,
     base_df: datafusion::execution::SessionState,
     table_locks: Mutex<HashMap<GlobalId, Arc<tokio::sync::Mutex<()>>>>,
     /// Cancel-request registry (pgwire).
@@ -147,17 +151,25 @@ pub fn command_tag(stmt: &Statement) -> String {
                 .to_uppercase(),
         },
         Statement::AlterRename { kind, .. } => format!("ALTER {}", kind.keyword()),
-        Statement::ExplainTimestamp(_) => "EXPLAIN".into(),
+        Statement::ExplainTimestamp(_) | Statement::ExplainMaterializedView(_) => "EXPLAIN".into(),
+        Statement::ShowCreateMaterializedView(_) => "SHOW".into(),
     }
 }
 
 impl Coordinator {
     /// Open the data directory (fencing any earlier process), open storage
     /// and the catalog, and apply the whole catalog through `implications`.
-    pub fn open(data_dir: &Path, storage_config: Option<StorageConfig>) -> Result<Arc<Self>> {
+    ///
+    /// `workers` timely worker threads maintain materialized views.
+    pub fn open(
+        data_dir: &Path,
+        storage_config: Option<StorageConfig>,
+        workers: usize,
+    ) -> Result<Arc<Self>> {
         let (blob, fence) = open_local(data_dir)?;
         let config = storage_config.unwrap_or_else(|| StorageConfig::new(data_dir));
         let storage = Arc::new(Storage::open(blob, fence.clone(), config)?);
+        let compute = Arc::new(ComputeController::start(workers, Arc::clone(&storage))?);
         let catalog = Catalog::open(fence)?;
         let state = catalog.state();
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -165,12 +177,13 @@ impl Coordinator {
             catalog: tokio::sync::Mutex::new(catalog),
             state: RwLock::new(Arc::clone(&state)),
             storage,
+            compute,
             base_df: freshet_planner::engine::new_session_state(parallelism),
             table_locks: Mutex::new(HashMap::new()),
             connections: Arc::new(ConnectionManager::new()),
         };
         // Boot is the same function as DDL: the whole catalog as one diff.
-        coord.apply(&state.as_diff_from_empty())?;
+        coord.apply(&state.as_diff_from_empty(), Vec::new(), true)?;
         coord.storage.finish_boot()?;
         tracing::info!(
             items = state.items().count(),
@@ -190,8 +203,11 @@ impl Coordinator {
         &self.base_df
     }
 
-    /// Apply what a committed diff implies, in order.
-    fn apply(&self, diff: &CatalogDiff) -> Result<()> {
+    /// Apply what a committed diff implies, in order. `holds` protect the
+    /// inputs of dataflows the diff installs at their chosen `as_of`; at
+    /// boot (`booting`) a dataflow that cannot be installed is logged and
+    /// skipped rather than keeping the server down.
+    fn apply(&self, diff: &CatalogDiff, mut holds: Vec<ReadHold>, booting: bool) -> Result<()> {
         for imp in implications(diff) {
             tracing::debug!(?imp, "applying implication");
             match imp {
@@ -210,12 +226,18 @@ impl Coordinator {
                 Implication::InitReadPolicy(id) => {
                     self.storage.set_read_policy(id, ReadPolicy::default())?
                 }
-                Implication::InstallDataflow(id)
-                | Implication::DropDataflow(id)
-                | Implication::ExportSink(id)
-                | Implication::DropSinkExport(id) => {
+                Implication::InstallDataflow(id) => {
+                    if let Err(e) = self.install_dataflow(id, &mut holds) {
+                        if !booting {
+                            return Err(e);
+                        }
+                        tracing::error!(dataflow = %id, error = %e, "cannot install dataflow at boot; reads of it will fail");
+                    }
+                }
+                Implication::DropDataflow(id) => self.compute.drop_dataflow(id)?,
+                Implication::ExportSink(id) | Implication::DropSinkExport(id) => {
                     return Err(AdapterError::Internal(format!(
-                        "implication for {id} requires compute, which this build does not run"
+                        "implication for {id} requires sinks, which this build does not run"
                     )));
                 }
             }
@@ -223,12 +245,46 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Commit a catalog transaction and apply its implications.
-    async fn transact(&self, ops: Vec<Op>) -> Result<Vec<GlobalId>> {
+    /// Plan the dataflow of `id` from its stored definition and install
+    /// it, handing it the holds taken for its inputs (if any).
+    fn install_dataflow(&self, id: GlobalId, holds: &mut Vec<ReadHold>) -> Result<()> {
+        let catalog = self.catalog_state();
+        let item = catalog.get_item(id)?;
+        if item.kind != ItemKind::MaterializedView {
+            return Err(AdapterError::Unsupported(format!(
+                "dataflows for {} are not supported yet",
+                item.kind.name()
+            )));
+        }
+        let plan = freshet_planner::materialized::dataflow_plan(&self.base_df, &catalog, id)?;
+        let as_of = match &item.details {
+            ItemDetails::MaterializedView { as_of: Some(t), .. } => *t,
+            _ => self.storage.read_ts(),
+        };
+        let inputs = plan.inputs();
+        let (mine, rest): (Vec<ReadHold>, Vec<ReadHold>) = std::mem::take(holds)
+            .into_iter()
+            .partition(|h| inputs.contains(&h.id()));
+        *holds = rest;
+        self.compute.install(
+            DataflowDesc {
+                id,
+                plan,
+                as_of,
+                start: as_of,
+            },
+            mine,
+        )?;
+        Ok(())
+    }
+
+    /// Commit a catalog transaction and apply its implications, handing
+    /// `holds` to the dataflows it installs.
+    async fn transact_holding(&self, ops: Vec<Op>, holds: Vec<ReadHold>) -> Result<Vec<GlobalId>> {
         let mut catalog = self.catalog.lock().await;
         let (diff, ids) = catalog.transact(ops)?;
         *self.state.write() = catalog.state();
-        if let Err(e) = self.apply(&diff) {
+        if let Err(e) = self.apply(&diff, holds, false) {
             tracing::error!(error = %e, "applying a committed catalog change failed; it will be retried at boot");
             return Err(e);
         }
@@ -337,6 +393,36 @@ impl Coordinator {
                 )
                 .await
             }
+            Plan::CreateMaterializedView {
+                def,
+                if_not_exists,
+                replace,
+                inputs,
+            } => {
+                if session.status != TxnStatus::Idle {
+                    return Err(AdapterError::InTransactionBlock(tag));
+                }
+                let (as_of, holds) = self.choose_as_of(&inputs)?;
+                let mut def = def;
+                def.details = ItemDetails::MaterializedView {
+                    plan: None,
+                    as_of: Some(as_of),
+                };
+                let name = def.name.clone();
+                let mut ops: Vec<Op> = replace.map(|id| Op::Drop(vec![id])).into_iter().collect();
+                ops.push(Op::CreateItem(def));
+                self.ddl_holding(
+                    session,
+                    &tag,
+                    ops,
+                    holds,
+                    if_not_exists,
+                    ctx,
+                    &name,
+                    "materialized view",
+                )
+                .await
+            }
             Plan::Drop { ids, notices } => {
                 for n in notices {
                     ctx.notice(n);
@@ -437,10 +523,36 @@ impl Coordinator {
         name: &str,
         kind: &str,
     ) -> Result<ExecuteResponse> {
+        self.ddl_holding(
+            session,
+            tag,
+            ops,
+            Vec::new(),
+            if_not_exists,
+            ctx,
+            name,
+            kind,
+        )
+        .await
+    }
+
+    /// [`Self::ddl`], handing `holds` to the dataflows it installs.
+    #[allow(clippy::too_many_arguments)]
+    async fn ddl_holding(
+        &self,
+        session: &Session,
+        tag: &str,
+        ops: Vec<Op>,
+        holds: Vec<ReadHold>,
+        if_not_exists: bool,
+        ctx: &mut ExecCtx,
+        name: &str,
+        kind: &str,
+    ) -> Result<ExecuteResponse> {
         if session.status != TxnStatus::Idle {
             return Err(AdapterError::InTransactionBlock(tag.to_string()));
         }
-        match self.transact(ops).await {
+        match self.transact_holding(ops, holds).await {
             Ok(_) => Ok(ExecuteResponse::Command(tag.to_string())),
             Err(AdapterError::Catalog(CatalogError::AlreadyExists { .. })) if if_not_exists => {
                 ctx.notice(format!("{kind} \"{name}\" already exists, skipping"));
@@ -476,6 +588,54 @@ impl Coordinator {
                 ))
             }
         }
+    }
+
+    /// The time a new dataflow reads its inputs at: the strict-serializable
+    /// read time (so the view reflects every write acknowledged before its
+    /// CREATE), or later where an input has compacted past it; with holds
+    /// there, taken before the catalog transaction commits.
+    fn choose_as_of(&self, inputs: &BTreeSet<GlobalId>) -> Result<(Timestamp, Vec<ReadHold>)> {
+        let mut as_of = self.storage.read_ts();
+        for id in inputs {
+            let (since, _) = self.storage.frontiers(*id)?;
+            if let Some(s) = since.as_option() {
+                as_of = as_of.max(*s);
+            }
+        }
+        let holds = inputs
+            .iter()
+            .map(|id| self.storage.acquire_read_hold(*id, as_of))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok((as_of, holds))
+    }
+
+    /// Wait until every materialized view among `inputs` is complete at
+    /// `ts`, then fail if one holds an error (its read would be wrong).
+    async fn await_views(&self, inputs: &BTreeSet<GlobalId>, ts: Timestamp) -> Result<()> {
+        for id in inputs {
+            let Some(state) = self.compute.dataflow(*id) else {
+                continue;
+            };
+            loop {
+                if let Some(failure) = state.failure() {
+                    return Err(AdapterError::Dataflow(failure));
+                }
+                let (_, upper) = self.storage.frontiers(*id)?;
+                if upper.as_option().is_none_or(|u| *u > ts) {
+                    break;
+                }
+                // The upper watch wakes us; the timer re-checks for failure.
+                let _ = tokio::time::timeout(
+                    std::time::Duration::from_millis(100),
+                    self.storage.wait_for_upper(*id, ts),
+                )
+                .await;
+            }
+            if let Some(e) = state.error() {
+                return Err(AdapterError::Dataflow(e));
+            }
+        }
+        Ok(())
     }
 
     /// Pick a read time for `inputs` and hold them there.
@@ -554,6 +714,7 @@ impl Coordinator {
         q: &QueryPlan,
         ts: Timestamp,
     ) -> Result<Vec<RecordBatch>> {
+        self.await_views(&q.inputs, ts).await?;
         q.binding
             .bind(ReadContext {
                 as_of: ts,
@@ -679,18 +840,7 @@ impl Coordinator {
 
     /// Replace id-form references (`[id].u5`) in plan text by names.
     fn humanize_ids(&self, text: &str) -> String {
-        let catalog = self.catalog_state();
-        let mut ids: Vec<GlobalId> = catalog.items().map(|i| i.id).collect();
-        // Longer ids first, so `u1` does not clobber `u12`.
-        ids.sort_by_key(|id| std::cmp::Reverse(id.to_string().len()));
-        let mut out = text.to_string();
-        for id in ids {
-            let needle = format!("[id].{id}");
-            if out.contains(&needle) {
-                out = out.replace(&needle, &self.describe(id));
-            }
-        }
-        out
+        freshet_planner::resolve::humanize_ids(&self.catalog_state(), text)
     }
 
     fn table_name(&self, id: GlobalId) -> String {

@@ -1,10 +1,8 @@
 //! Every error a client can see, mapped once to a SQLSTATE.
 
-use datafusion::arrow::error::ArrowError;
-use datafusion::common::SchemaError;
 use datafusion::error::DataFusionError;
 use freshet_catalog::CatalogError;
-use freshet_planner::{PlanError, SqlStateError};
+use freshet_planner::PlanError;
 use freshet_repr::TypeError;
 use freshet_storage::StorageError;
 use pgwire::error::{ErrorInfo, PgWireError};
@@ -70,6 +68,13 @@ pub enum AdapterError {
     /// The client went away.
     #[error("connection closed by client")]
     ConnectionClosed,
+    /// From compute (installing or dropping a dataflow).
+    #[error(transparent)]
+    Compute(#[from] freshet_compute::ComputeError),
+    /// A materialized view's dataflow holds an error for some input row
+    /// (its read fails with the error the query would raise ad hoc).
+    #[error("{}", .0.message)]
+    Dataflow(freshet_compute::DataflowError),
     /// A bug or unexpected state.
     #[error("internal error: {0}")]
     Internal(String),
@@ -94,7 +99,7 @@ impl AdapterError {
             AdapterError::Plan(e) => plan_code(e),
             AdapterError::Catalog(e) => (catalog_code(e), e.to_string()),
             AdapterError::Storage(e) => (storage_code(e), e.to_string()),
-            AdapterError::DataFusion(e) => datafusion_code(e),
+            AdapterError::DataFusion(e) => freshet_compute::sqlstate::datafusion_sqlstate(e),
             AdapterError::Data { code, message, .. } => (code, message.clone()),
             AdapterError::TransactionAborted => ("25P02", self.to_string()),
             AdapterError::InTransactionBlock(_) => ("25001", self.to_string()),
@@ -107,6 +112,14 @@ impl AdapterError {
             AdapterError::BadCopyData(_) => ("22P04", self.to_string()),
             AdapterError::Protocol(_) => ("08P01", self.to_string()),
             AdapterError::ConnectionClosed => ("08006", self.to_string()),
+            AdapterError::Compute(freshet_compute::ComputeError::Render(e)) => {
+                freshet_compute::sqlstate::datafusion_sqlstate(e)
+            }
+            AdapterError::Compute(freshet_compute::ComputeError::Storage(e)) => {
+                (storage_code(e), e.to_string())
+            }
+            AdapterError::Compute(_) => ("XX000", self.to_string()),
+            AdapterError::Dataflow(e) => (e.sqlstate(), e.message.clone()),
             AdapterError::Internal(_) => ("XX000", self.to_string()),
         }
     }
@@ -197,7 +210,7 @@ fn plan_code(e: &PlanError) -> (&'static str, String) {
         PlanError::DatatypeMismatch(_) => "42804",
         PlanError::Type(TypeError::UnknownType(_)) => "42704",
         PlanError::Type(TypeError::InvalidModifier(_)) => "22023",
-        PlanError::DataFusion(df) => return datafusion_code(df),
+        PlanError::DataFusion(df) => return freshet_compute::sqlstate::datafusion_sqlstate(df),
         PlanError::Catalog(c) => catalog_code(c),
         PlanError::Internal(_) => "XX000",
     };
@@ -232,163 +245,10 @@ fn storage_code(e: &StorageError) -> &'static str {
     }
 }
 
-/// Classify a DataFusion error as Postgres would report the same failure.
-pub fn datafusion_code(e: &DataFusionError) -> (&'static str, String) {
-    match e {
-        DataFusionError::External(inner) => {
-            if let Some(s) = inner.downcast_ref::<SqlStateError>() {
-                return (s.code, s.message.clone());
-            }
-            if let Some(d) = inner.downcast_ref::<DataFusionError>() {
-                return datafusion_code(d);
-            }
-            if let Some(a) = inner.downcast_ref::<ArrowError>() {
-                return arrow_code(a);
-            }
-            ("XX000", inner.to_string())
-        }
-        DataFusionError::ArrowError(a, _) => arrow_code(a),
-        DataFusionError::Context(_, inner) => datafusion_code(inner),
-        DataFusionError::Diagnostic(_, inner) => datafusion_code(inner),
-        DataFusionError::Shared(inner) => datafusion_code(inner),
-        DataFusionError::Collection(errors) => errors
-            .first()
-            .map(datafusion_code)
-            .unwrap_or(("XX000", "unknown error".into())),
-        DataFusionError::SchemaError(s, _) => match s.as_ref() {
-            SchemaError::FieldNotFound { field, .. } => {
-                ("42703", format!("column \"{}\" does not exist", field.name))
-            }
-            SchemaError::AmbiguousReference { field } => (
-                "42702",
-                format!("column reference \"{}\" is ambiguous", field.name),
-            ),
-            SchemaError::DuplicateQualifiedField { .. }
-            | SchemaError::DuplicateUnqualifiedField { .. } => ("42712", strip(&s.to_string())),
-        },
-        DataFusionError::NotImplemented(m) => ("0A000", format!("{} is not supported", strip(m))),
-        DataFusionError::Plan(m) => {
-            let m = strip(m);
-            let code = if m.contains("does not exist") || m.contains("not found") {
-                if m.starts_with("relation") || m.starts_with("table") {
-                    "42P01"
-                } else {
-                    "42883"
-                }
-            } else if m.contains("Invalid function") || m.contains("No function matches") {
-                "42883"
-            } else if m.contains("coerc") || m.contains("Cannot infer") || m.contains("type") {
-                "42804"
-            } else if m.contains("must appear in the GROUP BY") || m.contains("GROUP BY") {
-                "42803"
-            } else {
-                "42000"
-            };
-            (code, m)
-        }
-        DataFusionError::Execution(m) => {
-            let m = strip(m);
-            if m.contains("Divide by zero") || m.contains("divide by zero") {
-                ("22012", "division by zero".into())
-            } else if let Some(i) = m
-                .find("Can't cast value")
-                .or_else(|| m.find("Cannot cast string"))
-            {
-                cast_error(&m[i..])
-            } else if m.to_lowercase().contains("cast") {
-                cast_error(&m)
-            } else {
-                ("XX000", m)
-            }
-        }
-        DataFusionError::ResourcesExhausted(m) => ("53200", strip(m)),
-        other => ("XX000", strip(&other.to_string())),
-    }
-}
-
-/// The Postgres name for an Arrow type named in an Arrow error message.
-fn pg_type_name(arrow: &str) -> &str {
-    match arrow.trim() {
-        "Int16" => "smallint",
-        "Int32" => "integer",
-        "Int64" => "bigint",
-        "Float32" => "real",
-        "Float64" => "double precision",
-        "Boolean" => "boolean",
-        "Date32" => "date",
-        t if t.starts_with("Decimal") => "numeric",
-        t if t.starts_with("Timestamp") => "timestamp",
-        t if t.starts_with("Time") => "time",
-        t if t.starts_with("Interval") => "interval",
-        other => other,
-    }
-}
-
-/// Turn Arrow cast messages into Postgres's.
-fn cast_error(m: &str) -> (&'static str, String) {
-    // "Can't cast value 40000 to type Int16"
-    if let Some(rest) = m.strip_prefix("Can't cast value ")
-        && let Some((_, ty)) = rest.split_once(" to type ")
-    {
-        return ("22003", format!("{} out of range", pg_type_name(ty)));
-    }
-    // "Cannot cast string 'abc' to value of Int32 type"
-    if let Some(rest) = m.strip_prefix("Cannot cast string '")
-        && let Some((value, tail)) = rest.split_once("' to value of ")
-    {
-        let ty = tail.trim_end_matches(" type");
-        return (
-            "22P02",
-            format!(
-                "invalid input syntax for type {}: \"{value}\"",
-                pg_type_name(ty)
-            ),
-        );
-    }
-    if m.contains("too large to store in a Decimal") || m.contains("Overflowing") {
-        return ("22003", "numeric field overflow".into());
-    }
-    if m.contains("Overflow") || m.contains("out of range") {
-        return ("22003", m.to_string());
-    }
-    ("22P02", m.to_string())
-}
-
-fn arrow_code(a: &ArrowError) -> (&'static str, String) {
-    match a {
-        ArrowError::DivideByZero => ("22012", "division by zero".into()),
-        ArrowError::ArithmeticOverflow(_) => ("22003", "value out of range".into()),
-        ArrowError::CastError(m) | ArrowError::ParseError(m) => cast_error(m),
-        ArrowError::InvalidArgumentError(m) if m.contains("too large to store") => {
-            ("22003", "numeric field overflow".into())
-        }
-        ArrowError::InvalidArgumentError(m) => ("22023", m.clone()),
-        other => ("XX000", other.to_string()),
-    }
-}
-
-/// Drop DataFusion's "Error during planning: " style prefixes.
-fn strip(m: &str) -> String {
-    let mut s = m.trim();
-    for prefix in [
-        "Error during planning: ",
-        "Execution error: ",
-        "This feature is not implemented: ",
-        "Arrow error: ",
-        "Schema error: ",
-        "Invalid argument error: ",
-        "Cast error: ",
-    ] {
-        if let Some(rest) = s.strip_prefix(prefix) {
-            s = rest;
-        }
-    }
-    s.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::arrow::error::ArrowError;
 
     #[test]
     fn maps_common_errors() {
@@ -402,22 +262,6 @@ mod tests {
             "integer out of range",
         ));
         assert_eq!(e.code_and_message().0, "22003");
-        assert_eq!(
-            cast_error("Can't cast value 40000 to type Int16"),
-            ("22003", "smallint out of range".into())
-        );
-        assert_eq!(
-            cast_error("Cannot cast string 'abc' to value of Int32 type"),
-            (
-                "22P02",
-                "invalid input syntax for type integer: \"abc\"".into()
-            )
-        );
-        assert_eq!(
-            cast_error("123.40 is too large to store in a Decimal128 of precision 4. Max is 99.99")
-                .0,
-            "22003"
-        );
         let e = AdapterError::Plan(PlanError::UnknownRelation("t".into()));
         assert_eq!(
             e.code_and_message(),

@@ -12,7 +12,10 @@ use crate::watch::Sockets;
 /// Boot from the data directory and serve until interrupted or fenced.
 pub async fn serve(config: Config) -> anyhow_like::Result<()> {
     let data_dir = config.data_dir.clone();
-    let coord = tokio::task::spawn_blocking(move || Coordinator::open(&data_dir, None))
+    let workers = config
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let coord = tokio::task::spawn_blocking(move || Coordinator::open(&data_dir, None, workers))
         .await
         .map_err(|e| anyhow_like::Error(e.to_string()))?
         .map_err(|e| anyhow_like::Error(e.to_string()))?;

@@ -7,6 +7,8 @@ mod concurrency;
 mod differential;
 mod durability;
 mod harness;
+mod mv_property;
+mod pg;
 mod protocol;
 mod psql_smoke;
 mod transactions;

@@ -1,0 +1,135 @@
+//! Running a `freshet` server process for one measurement.
+//!
+//! Each table size gets a fresh process on a fresh data directory, so that
+//! views and data from a previous size cannot keep consuming CPU (a
+//! materialized view keeps being maintained until dropped) and every size
+//! starts from the same storage state. Mirrors
+//! `server/tests/pgwire/harness.rs`.
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio_postgres::Client;
+
+use crate::db;
+use crate::error::{Context, Result, failed};
+
+/// How long a (possibly debug-build) server may take to start listening.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A running `freshet` process, killed when dropped.
+pub struct FreshetServer {
+    port: u16,
+    child: Child,
+    log_path: PathBuf,
+    /// Holds the data directory and the log; removed after the kill.
+    _tmp: tempfile::TempDir,
+}
+
+/// A loopback port nothing listens on right now.
+pub fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("find a free loopback port")?;
+    Ok(listener
+        .local_addr()
+        .context("find a free loopback port")?
+        .port())
+}
+
+impl FreshetServer {
+    /// Spawn `bin` on a temp data directory and wait until it listens.
+    /// `workers` is passed as `--workers` only when given, so the benchmark
+    /// also runs against servers that predate that flag.
+    pub async fn start(bin: &Path, workers: Option<u32>) -> Result<FreshetServer> {
+        let tmp = tempfile::Builder::new()
+            .prefix("freshet-bench-")
+            .tempdir()
+            .context("create a temp dir for Freshet")?;
+        let log_path = tmp.path().join("freshet.log");
+        let log = File::create(&log_path).context(format!("create {}", log_path.display()))?;
+        let port = free_port()?;
+        let mut cmd = Command::new(bin);
+        cmd.arg("--data-dir")
+            .arg(tmp.path().join("data"))
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--http-listen")
+            .arg(format!("127.0.0.1:{}", free_port()?))
+            .args(["--log-filter", "warn"]);
+        if let Some(n) = workers {
+            cmd.arg("--workers").arg(n.to_string());
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context(format!(
+                "spawn {} (build it with `cargo build --release -p freshet-server`)",
+                bin.display()
+            ))?;
+        let mut server = FreshetServer {
+            port,
+            child,
+            log_path,
+            _tmp: tmp,
+        };
+        server.wait_listening().await?;
+        Ok(server)
+    }
+
+    /// Poll the port until it accepts connections, failing early (with the
+    /// server's log) when the process exits, e.g. on an unknown flag.
+    async fn wait_listening(&mut self) -> Result<()> {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self.child.try_wait().context("wait for freshet")? {
+                return failed(format!(
+                    "freshet exited during startup ({status}); its log:\n{}",
+                    self.log_tail()
+                ));
+            }
+            if Instant::now() > deadline {
+                return failed(format!(
+                    "freshet did not listen on port {} within {STARTUP_TIMEOUT:?}",
+                    self.port
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+
+    /// A new session on database `freshet`.
+    pub async fn connect(&self) -> Result<Client> {
+        let conn = format!(
+            "host=127.0.0.1 port={} user=freshet dbname=freshet",
+            self.port
+        );
+        db::connect_retrying(&conn, "Freshet", Duration::from_secs(30)).await
+    }
+
+    /// The last lines of the server's log, for error messages.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+impl Drop for FreshetServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `freshet --version`, for the environment table.
+pub fn version(bin: &Path) -> String {
+    match Command::new(bin).arg("--version").output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        Ok(out) => format!("unknown (--version exited with {})", out.status),
+        Err(e) => format!("unknown ({e})"),
+    }
+}

@@ -1,0 +1,304 @@
+//! `freshet-bench`: materialized-view maintenance in Freshet vs PostgreSQL.
+//!
+//! Starts a `freshet` binary and a PostgreSQL 15 cluster on loopback ports,
+//! loads `customers` (10,000 rows) and `orders` (each of `--sizes`) into
+//! both with COPY, defines
+//!
+//! ```sql
+//! CREATE MATERIALIZED VIEW region_stats AS
+//!   SELECT c.region, count(*) AS orders, sum(o.amount) AS revenue
+//!   FROM orders o JOIN customers c ON o.customer_id = c.id GROUP BY c.region
+//! ```
+//!
+//! and measures how quickly Freshet reflects single-row changes and bulk
+//! changes in it, against what PostgreSQL pays to REFRESH it. The report
+//! (Markdown) goes to stdout and, with `--report`, to a file; progress goes
+//! to stderr. See docs/bench-mv.md.
+//!
+//! It talks to both servers over pgwire only and depends on no Freshet
+//! crate, so it builds in seconds and measures the real server binary.
+
+mod db;
+mod error;
+mod freshet;
+mod phases;
+mod postgres;
+mod report;
+mod run;
+mod stats;
+mod workload;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::error::{Context, Result, failed};
+use crate::phases::ViewKind;
+use crate::postgres::PgServer;
+use crate::report::Environment;
+use crate::run::{Settings, SizeRun};
+
+/// Command-line flags.
+#[derive(Debug, Parser)]
+#[command(
+    name = "freshet-bench",
+    about = "Materialized-view maintenance: Freshet vs PostgreSQL 15 (Markdown report on stdout)"
+)]
+struct Args {
+    /// The `freshet` server binary. Relative paths are tried against the
+    /// current directory, then the workspace root.
+    #[arg(long, default_value = "target/release/freshet")]
+    freshet_bin: PathBuf,
+    /// Pass `--workers N` to freshet (omitted when not given).
+    #[arg(long)]
+    freshet_workers: Option<u32>,
+    /// Numbers of orders to measure at, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000,1000000")]
+    sizes: Vec<usize>,
+    /// Single-row changes per kind (INSERT, UPDATE, DELETE) and size.
+    #[arg(long, default_value_t = 200)]
+    changes: usize,
+    /// Rows per bulk batch in the throughput measurement.
+    #[arg(long, default_value_t = 10_000)]
+    batch: usize,
+    /// Bulk insert batches (and as many id-range deletes) per size.
+    #[arg(long, default_value_t = 5)]
+    batches: usize,
+    /// Measure Freshet only.
+    #[arg(long)]
+    skip_postgres: bool,
+    /// Directory with PostgreSQL's initdb and pg_ctl (default:
+    /// $FRESHET_PG_BINDIR, $PATH, /usr/lib/postgresql/15/bin).
+    #[arg(long)]
+    pg_bindir: Option<PathBuf>,
+    /// Also write the report to this file.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// How the freshet binary was built, for the report (default: guessed
+    /// from its path, `release` or `debug`).
+    #[arg(long)]
+    build_profile: Option<String>,
+    /// Give up on a change that is not visible in the view after this many
+    /// seconds.
+    #[arg(long, default_value_t = 60)]
+    timeout_secs: u64,
+    /// Seed of the generated data and changes.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Harness check: make region_stats a plain VIEW on Freshet (every read
+    /// recomputes it), to exercise the freshness and throughput code before
+    /// materialized views exist. The numbers are then not MV maintenance.
+    #[arg(long)]
+    plain_view: bool,
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    match bench(&args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("freshet-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Run every size on both systems, then print (and save) the report.
+async fn bench(args: &Args) -> Result<()> {
+    validate(args)?;
+    let bin = resolve_bin(&args.freshet_bin)?;
+    let settings = Settings {
+        changes: args.changes,
+        batch: args.batch,
+        batches: args.batches,
+        timeout: Duration::from_secs(args.timeout_secs),
+        view: if args.plain_view {
+            ViewKind::Plain
+        } else {
+            ViewKind::Materialized
+        },
+        seed: args.seed,
+    };
+    let load_before = load_average();
+    let mut notes = vec![];
+    let pg = start_postgres(args, &mut notes);
+    let pg_version = match &pg {
+        Some(pg) => postgres_version(pg).await,
+        None => "not run".to_string(),
+    };
+    let mut runs = vec![];
+    for &size in &args.sizes {
+        eprintln!("[{size} orders] generating data");
+        let data = workload::generate(size, args.seed ^ size as u64);
+        let freshet = run::freshet(&bin, args.freshet_workers, &data, size, &settings).await;
+        let postgres = match &pg {
+            Some(pg) => Some(run::postgres(pg, &data, size, &settings).await),
+            None => None,
+        };
+        runs.push(SizeRun {
+            size,
+            freshet,
+            postgres,
+        });
+    }
+    drop(pg);
+    let env = environment(args, &bin, settings.view, pg_version, load_before);
+    let text = report::render(&env, &runs, &notes);
+    print!("{text}");
+    if let Some(path) = &args.report {
+        std::fs::write(path, &text).context(format!("write the report to {}", path.display()))?;
+        eprintln!("report written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// Reject flag values that would make the measurements meaningless.
+fn validate(args: &Args) -> Result<()> {
+    if args.sizes.is_empty() || args.sizes.contains(&0) {
+        return failed("--sizes must list positive numbers of orders");
+    }
+    if args.changes == 0 || args.batch == 0 || args.batches == 0 {
+        return failed("--changes, --batch and --batches must be positive");
+    }
+    Ok(())
+}
+
+/// The freshet binary: as given if absolute or present relative to the
+/// current directory, else relative to the workspace root (so the default
+/// works from any directory).
+fn resolve_bin(bin: &Path) -> Result<PathBuf> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let candidates = [bin.to_path_buf(), workspace.join(bin)];
+    match candidates.iter().find(|p| p.is_file()) {
+        Some(p) => Ok(p.canonicalize().unwrap_or_else(|_| p.clone())),
+        None => failed(format!(
+            "freshet binary {} not found (tried the current directory and the workspace \
+             root); build it with `cargo build --release -p freshet-server` or pass \
+             --freshet-bin",
+            bin.display()
+        )),
+    }
+}
+
+/// Start PostgreSQL unless skipped; a failure is noted in the report and
+/// Freshet is still measured.
+fn start_postgres(args: &Args, notes: &mut Vec<String>) -> Option<PgServer> {
+    if args.skip_postgres {
+        notes.push("PostgreSQL skipped (--skip-postgres).".into());
+        return None;
+    }
+    eprintln!("starting PostgreSQL");
+    match PgServer::start(args.pg_bindir.as_deref()) {
+        Ok(pg) => Some(pg),
+        Err(e) => {
+            eprintln!("PostgreSQL did not start: {e}");
+            notes.push(format!("PostgreSQL did not start: {e}"));
+            None
+        }
+    }
+}
+
+/// `SELECT version()`, for the environment table.
+async fn postgres_version(pg: &PgServer) -> String {
+    let version = async {
+        let client = pg.connect().await?;
+        db::rows(&client, "SELECT version()", "PostgreSQL").await
+    };
+    match version.await {
+        Ok(rows) => rows
+            .first()
+            .and_then(|r| r.first().cloned().flatten())
+            .unwrap_or_default(),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
+/// The environment table's rows.
+fn environment(
+    args: &Args,
+    bin: &Path,
+    view: ViewKind,
+    pg_version: String,
+    load_before: String,
+) -> Environment {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let profile = args
+        .build_profile
+        .clone()
+        .unwrap_or_else(|| guess_profile(bin));
+    let workers = args
+        .freshet_workers
+        .map_or_else(|| "server default (no --workers)".into(), |n| n.to_string());
+    let sizes: Vec<String> = args
+        .sizes
+        .iter()
+        .map(|s| report::thousands(*s as f64))
+        .collect();
+    let rows = vec![
+        (
+            "date (UTC)",
+            chrono::Utc::now().format("%Y-%m-%d %H:%M").to_string(),
+        ),
+        ("cores (available_parallelism)", cores.to_string()),
+        ("memory", memory()),
+        (
+            "load average at start / end",
+            format!("{load_before} / {}", load_average()),
+        ),
+        (
+            "freshet binary",
+            format!("`{}` ({})", bin.display(), freshet::version(bin)),
+        ),
+        ("freshet build profile", profile),
+        ("freshet workers", workers),
+        ("freshet durability", "default (fsync on commit)".into()),
+        (
+            "region_stats on Freshet",
+            format!("`{}`", view.create_sql()),
+        ),
+        ("PostgreSQL", pg_version),
+        ("PostgreSQL settings", postgres::PG_SETTINGS.into()),
+        ("orders sizes", sizes.join(", ")),
+        (
+            "changes / batch / batches",
+            format!(
+                "{} per kind / {} rows / {}",
+                args.changes, args.batch, args.batches
+            ),
+        ),
+        ("seed", args.seed.to_string()),
+    ];
+    Environment { rows, view }
+}
+
+/// `release` or `debug` from the binary's path (`target/<profile>/freshet`).
+fn guess_profile(bin: &Path) -> String {
+    let parent = bin.parent().and_then(Path::file_name);
+    match parent.and_then(|p| p.to_str()) {
+        Some(p @ ("release" | "debug")) => p.to_string(),
+        Some(p) => format!("unknown (binary in `{p}`; pass --build-profile)"),
+        None => "unknown (pass --build-profile)".into(),
+    }
+}
+
+/// The 1, 5 and 15 minute load averages: the machine may be shared.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Total memory from /proc/meminfo.
+fn memory() -> String {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse::<f64>().ok())
+        .map_or_else(
+            || "unknown".into(),
+            |kb| format!("{:.1} GiB", kb / 1024.0 / 1024.0),
+        )
+}

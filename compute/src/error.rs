@@ -1,0 +1,89 @@
+//! Errors of compute: rendering failures, and the per-row evaluation
+//! errors dataflows carry beside their data.
+
+use datafusion::error::DataFusionError;
+use freshet_repr::GlobalId;
+use serde::{Deserialize, Serialize};
+
+use crate::sqlstate::datafusion_sqlstate;
+
+/// A query failure for some input row (division by zero, a bad cast, an
+/// overflow). Dataflows keep these in an error collection beside the
+/// rows, so one bad row fails reads of the view without stopping it, and
+/// retracting the row clears the error.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct DataflowError {
+    /// The SQLSTATE the defining query would raise ad hoc.
+    pub code: String,
+    /// Its message.
+    pub message: String,
+}
+
+impl DataflowError {
+    /// The error a DataFusion evaluation failure stands for.
+    pub fn from_datafusion(e: &DataFusionError) -> Self {
+        let (code, message) = datafusion_sqlstate(e);
+        DataflowError {
+            code: code.to_string(),
+            message,
+        }
+    }
+
+    /// An internal error (a bug, or storage failing under a dataflow).
+    pub fn internal(message: impl Into<String>) -> Self {
+        DataflowError {
+            code: "XX000".into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl DataflowError {
+    /// The SQLSTATE as a static string, for error responses. SQLSTATEs are
+    /// a small closed set, so each distinct code is interned once.
+    pub fn sqlstate(&self) -> &'static str {
+        static INTERNED: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+            std::sync::Mutex::new(std::collections::BTreeSet::new());
+        let mut set = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(code) = set.get(self.code.as_str()) {
+            return code;
+        }
+        let code: &'static str = Box::leak(self.code.clone().into_boxed_str());
+        set.insert(code);
+        code
+    }
+}
+
+impl std::fmt::Display for DataflowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+/// Why compute refused a request.
+#[derive(Debug, thiserror::Error)]
+pub enum ComputeError {
+    /// The plan cannot be rendered (an expression or aggregate DataFusion
+    /// cannot build, a schema mismatch): a planner bug or an unsupported
+    /// construct that slipped through.
+    #[error("cannot render dataflow: {0}")]
+    Render(#[from] DataFusionError),
+    /// Arrow refused a schema or row conversion.
+    #[error("cannot render dataflow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    /// Storage refused a read, a hold or a write.
+    #[error(transparent)]
+    Storage(#[from] freshet_storage::StorageError),
+    /// The dataflow is already installed.
+    #[error("dataflow {0} already exists")]
+    AlreadyInstalled(GlobalId),
+    /// The timely workers are gone.
+    #[error("compute workers have shut down")]
+    ShutDown,
+    /// The workers could not start.
+    #[error("cannot start compute workers: {0}")]
+    Start(String),
+}
+
+/// Results of compute requests.
+pub type Result<T, E = ComputeError> = std::result::Result<T, E>;

@@ -1,0 +1,265 @@
+//! The dataflow plan: the intermediate representation the planner lowers
+//! DataFusion plans into and compute renders as differential dataflow.
+//!
+//! Expressions stay DataFusion logical expressions over the node's input
+//! schema; rendering turns them into physical expressions evaluated over
+//! Arrow batches of rows, so scalar semantics are exactly those of ad hoc
+//! queries.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use datafusion::common::DFSchemaRef;
+use datafusion::logical_expr::Expr;
+use freshet_repr::{GlobalId, Timestamp};
+
+/// Join flavours the renderer maintains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Matching pairs.
+    Inner,
+    /// Matching pairs plus unmatched left rows padded with NULLs.
+    LeftOuter,
+    /// Matching pairs plus unmatched right rows padded with NULLs.
+    RightOuter,
+    /// Matching pairs plus unmatched rows of both sides.
+    FullOuter,
+    /// Left rows with a match (each once per left occurrence).
+    LeftSemi,
+    /// Left rows without a match.
+    LeftAnti,
+}
+
+/// A relational operator.
+#[derive(Clone)]
+pub enum RelPlan {
+    /// A storage collection: its snapshot at the dataflow's `as_of`, then
+    /// its updates.
+    Get {
+        /// The collection.
+        id: GlobalId,
+        /// Its columns.
+        schema: SchemaRef,
+    },
+    /// Rows fixed at planning time (VALUES, empty relations).
+    Constant {
+        /// Columns.
+        schema: SchemaRef,
+        /// The rows (each with multiplicity one).
+        batches: Vec<RecordBatch>,
+    },
+    /// Filter, then compute new columns.
+    Mfp {
+        /// Input.
+        input: Box<RelPlan>,
+        /// The input's schema as the expressions name it.
+        input_schema: DFSchemaRef,
+        /// Keep rows for which this is true.
+        filter: Option<Expr>,
+        /// Output columns.
+        projection: Vec<Expr>,
+        /// Output schema.
+        schema: SchemaRef,
+    },
+    /// An equi-join on key expressions; no keys is a cross join.
+    Join {
+        /// Left input.
+        left: Box<RelPlan>,
+        /// Right input.
+        right: Box<RelPlan>,
+        /// Left schema as the key expressions name it.
+        left_schema: DFSchemaRef,
+        /// Right schema as the key expressions name it.
+        right_schema: DFSchemaRef,
+        /// Left keys.
+        left_keys: Vec<Expr>,
+        /// Right keys (same length and types as the left keys).
+        right_keys: Vec<Expr>,
+        /// Which join.
+        kind: JoinKind,
+        /// Whether NULL keys match each other (`IS NOT DISTINCT FROM`).
+        nulls_equal: bool,
+        /// A residual predicate over the concatenated left and right
+        /// columns, part of the match condition (so outer joins pad rows
+        /// whose matches it rejects).
+        filter: Option<Expr>,
+        /// Left and right columns concatenated, as `filter` names them.
+        pair_schema: DFSchemaRef,
+        /// Output schema.
+        schema: SchemaRef,
+    },
+    /// GROUP BY with aggregates (group columns first, then aggregates).
+    Reduce {
+        /// Input.
+        input: Box<RelPlan>,
+        /// The input schema as the expressions name it.
+        input_schema: DFSchemaRef,
+        /// Grouping expressions (empty for a global aggregate).
+        group: Vec<Expr>,
+        /// Aggregate expressions.
+        aggregates: Vec<Expr>,
+        /// Output schema.
+        schema: SchemaRef,
+    },
+    /// Each distinct row once.
+    Distinct {
+        /// Input.
+        input: Box<RelPlan>,
+    },
+    /// The multiset union of the inputs.
+    Union {
+        /// Inputs (same schema).
+        inputs: Vec<RelPlan>,
+        /// Output schema.
+        schema: SchemaRef,
+    },
+}
+
+impl RelPlan {
+    /// The output schema.
+    pub fn schema(&self) -> SchemaRef {
+        match self {
+            RelPlan::Get { schema, .. }
+            | RelPlan::Constant { schema, .. }
+            | RelPlan::Mfp { schema, .. }
+            | RelPlan::Join { schema, .. }
+            | RelPlan::Reduce { schema, .. }
+            | RelPlan::Union { schema, .. } => Arc::clone(schema),
+            RelPlan::Distinct { input } => input.schema(),
+        }
+    }
+
+    /// The storage collections the plan reads.
+    pub fn inputs(&self) -> BTreeSet<GlobalId> {
+        let mut out = BTreeSet::new();
+        self.visit(&mut |p| {
+            if let RelPlan::Get { id, .. } = p {
+                out.insert(*id);
+            }
+        });
+        out
+    }
+
+    fn visit(&self, f: &mut impl FnMut(&RelPlan)) {
+        f(self);
+        match self {
+            RelPlan::Get { .. } | RelPlan::Constant { .. } => {}
+            RelPlan::Mfp { input, .. }
+            | RelPlan::Reduce { input, .. }
+            | RelPlan::Distinct { input } => input.visit(f),
+            RelPlan::Join { left, right, .. } => {
+                left.visit(f);
+                right.visit(f);
+            }
+            RelPlan::Union { inputs, .. } => inputs.iter().for_each(|i| i.visit(f)),
+        }
+    }
+
+    fn fmt_indent(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        let list = |exprs: &[Expr]| {
+            exprs
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            RelPlan::Get { id, .. } => writeln!(f, "{pad}Get {id}"),
+            RelPlan::Constant { batches, .. } => writeln!(
+                f,
+                "{pad}Constant ({} rows)",
+                batches.iter().map(|b| b.num_rows()).sum::<usize>()
+            ),
+            RelPlan::Mfp {
+                input,
+                filter,
+                projection,
+                ..
+            } => {
+                match filter {
+                    Some(p) => writeln!(f, "{pad}Map/Filter [{}] where {p}", list(projection))?,
+                    None => writeln!(f, "{pad}Map [{}]", list(projection))?,
+                }
+                input.fmt_indent(f, depth + 1)
+            }
+            RelPlan::Join {
+                left,
+                right,
+                left_keys,
+                right_keys,
+                kind,
+                filter,
+                ..
+            } => {
+                if left_keys.is_empty() {
+                    write!(f, "{pad}CrossJoin {kind:?} (arranged by unit key)")?;
+                } else {
+                    write!(
+                        f,
+                        "{pad}Join {kind:?} on [{}] = [{}] (arranged by key)",
+                        list(left_keys),
+                        list(right_keys)
+                    )?;
+                }
+                match filter {
+                    Some(p) => writeln!(f, " filter {p}")?,
+                    None => writeln!(f)?,
+                }
+                left.fmt_indent(f, depth + 1)?;
+                right.fmt_indent(f, depth + 1)
+            }
+            RelPlan::Reduce {
+                input,
+                group,
+                aggregates,
+                ..
+            } => {
+                writeln!(
+                    f,
+                    "{pad}Reduce group=[{}] aggregates=[{}]",
+                    list(group),
+                    list(aggregates)
+                )?;
+                input.fmt_indent(f, depth + 1)
+            }
+            RelPlan::Distinct { input } => {
+                writeln!(f, "{pad}Distinct")?;
+                input.fmt_indent(f, depth + 1)
+            }
+            RelPlan::Union { inputs, .. } => {
+                writeln!(f, "{pad}Union")?;
+                inputs.iter().try_for_each(|i| i.fmt_indent(f, depth + 1))
+            }
+        }
+    }
+}
+
+impl fmt::Display for RelPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_indent(f, 0)
+    }
+}
+
+impl fmt::Debug for RelPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+/// Everything needed to install one maintained dataflow.
+#[derive(Clone, Debug)]
+pub struct DataflowDesc {
+    /// The object maintained (its output collection has this id).
+    pub id: GlobalId,
+    /// What to compute.
+    pub plan: RelPlan,
+    /// Inputs are read as of this time.
+    pub as_of: Timestamp,
+    /// Output updates start at this time (`>= as_of`); earlier input
+    /// times are advanced to it.
+    pub start: Timestamp,
+}

@@ -1,0 +1,434 @@
+//! Compiling a [`RelPlan`] into the evaluators its operators run: row
+//! codecs and DataFusion physical expressions, built once per dataflow and
+//! shared by every worker.
+//!
+//! Compiling also validates the plan, so a dataflow that compiles renders.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::common::{DFSchemaRef, Result as DfResult, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::execution::context::ExecutionProps;
+use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::physical_expr::aggregate::{AggregateFunctionExpr, LoweredAggregateBuilder};
+use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
+use freshet_repr::GlobalId;
+
+use crate::error::Result;
+use crate::plan::{JoinKind, RelPlan};
+use crate::row::{Row, RowCodec};
+
+/// A plan node with its evaluators.
+pub(crate) enum Node {
+    Get {
+        id: GlobalId,
+        codec: Arc<RowCodec>,
+    },
+    Constant {
+        rows: Vec<Row>,
+    },
+    Mfp {
+        input: Box<Node>,
+        eval: Arc<MfpEval>,
+    },
+    Join {
+        left: Box<Node>,
+        right: Box<Node>,
+        spec: Arc<JoinSpec>,
+    },
+    Reduce {
+        input: Box<Node>,
+        spec: Arc<ReduceSpec>,
+    },
+    Distinct {
+        input: Box<Node>,
+    },
+    Union {
+        inputs: Vec<Node>,
+    },
+}
+
+/// Compile `plan`.
+pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
+    Ok(match plan {
+        RelPlan::Get { id, schema } => Node::Get {
+            id: *id,
+            codec: codec(schema)?,
+        },
+        RelPlan::Constant { schema, batches } => {
+            let codec = codec(schema)?;
+            let mut rows = Vec::new();
+            for b in batches {
+                rows.extend(codec.encode_columns(b.columns())?);
+            }
+            Node::Constant { rows }
+        }
+        RelPlan::Mfp {
+            input,
+            input_schema,
+            filter,
+            projection,
+            schema,
+        } => Node::Mfp {
+            eval: Arc::new(MfpEval {
+                input: codec(input.schema().as_ref())?,
+                filter: filter
+                    .as_ref()
+                    .map(|f| physical(f, input_schema))
+                    .transpose()?,
+                projection: projection
+                    .iter()
+                    .map(|e| physical(e, input_schema))
+                    .collect::<DfResult<_>>()?,
+                output: codec(schema)?,
+            }),
+            input: Box::new(compile(input)?),
+        },
+        RelPlan::Join {
+            left,
+            right,
+            left_schema,
+            right_schema,
+            left_keys,
+            right_keys,
+            kind,
+            nulls_equal,
+            filter,
+            pair_schema,
+            schema: _,
+        } => {
+            let left_codec = codec(&left.schema())?;
+            let right_codec = codec(&right.schema())?;
+            let pair_codec = codec(pair_schema.inner())?;
+            Node::Join {
+                spec: Arc::new(JoinSpec {
+                    left_key: KeyEval::new(
+                        Arc::clone(&left_codec),
+                        left_keys,
+                        left_schema,
+                        *nulls_equal,
+                    )?,
+                    right_key: KeyEval::new(
+                        Arc::clone(&right_codec),
+                        right_keys,
+                        right_schema,
+                        *nulls_equal,
+                    )?,
+                    kind: *kind,
+                    filter: filter
+                        .as_ref()
+                        .map(|f| -> Result<PairFilter> {
+                            Ok(PairFilter {
+                                codec: Arc::clone(&pair_codec),
+                                predicate: physical(f, pair_schema)?,
+                            })
+                        })
+                        .transpose()?,
+                    left_null: left_codec.null_row()?,
+                    right_null: right_codec.null_row()?,
+                }),
+                left: Box::new(compile(left)?),
+                right: Box::new(compile(right)?),
+            }
+        }
+        RelPlan::Reduce {
+            input,
+            input_schema,
+            group,
+            aggregates,
+            schema,
+        } => {
+            let input_codec = codec(&input.schema())?;
+            let props = ExecutionProps::new();
+            let planning = PhysicalPlanningContext::default();
+            let physical_input = input_schema.as_arrow();
+            let aggs = aggregates
+                .iter()
+                .map(|e| -> Result<AggEval> {
+                    let lowered = LoweredAggregateBuilder::new(
+                        e,
+                        input_schema,
+                        physical_input,
+                        &props,
+                        &planning,
+                    )
+                    .with_name(e.schema_name().to_string())
+                    .build()?;
+                    let mut args = lowered.aggregate.expressions();
+                    args.extend(lowered.order_bys.iter().map(|s| Arc::clone(&s.expr)));
+                    Ok(AggEval {
+                        agg: lowered.aggregate,
+                        filter: lowered.filter,
+                        args,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let n_group = group.len();
+            let agg_fields: Vec<_> = schema.fields().iter().skip(n_group).cloned().collect();
+            let agg_codec = codec(&Schema::new(agg_fields))?;
+            Node::Reduce {
+                spec: Arc::new(ReduceSpec {
+                    key: KeyEval::new(Arc::clone(&input_codec), group, input_schema, true)?,
+                    input: input_codec,
+                    aggs,
+                    output: agg_codec,
+                    global: group.is_empty(),
+                }),
+                input: Box::new(compile(input)?),
+            }
+        }
+        RelPlan::Distinct { input } => Node::Distinct {
+            input: Box::new(compile(input)?),
+        },
+        RelPlan::Union { inputs, .. } => Node::Union {
+            inputs: inputs.iter().map(compile).collect::<Result<_>>()?,
+        },
+    })
+}
+
+fn codec(schema: &Schema) -> Result<Arc<RowCodec>> {
+    Ok(Arc::new(RowCodec::new(nullable(schema))?))
+}
+
+fn physical(e: &Expr, schema: &DFSchemaRef) -> DfResult<Arc<dyn PhysicalExpr>> {
+    create_physical_expr(
+        e,
+        schema,
+        &ExecutionProps::new(),
+        &PhysicalPlanningContext::default(),
+    )
+}
+
+fn evaluate(e: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> DfResult<ArrayRef> {
+    e.evaluate(batch)?.into_array(batch.num_rows())
+}
+
+/// A predicate's verdict per row: true keeps it; false and NULL drop it.
+fn predicate(e: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> DfResult<BooleanArray> {
+    let a = evaluate(e, batch)?;
+    let b = a
+        .as_any()
+        .downcast_ref::<BooleanArray>()
+        .ok_or_else(|| DataFusionError::Internal("predicate is not boolean".into()))?;
+    // NULL counts as false.
+    Ok(match b.nulls() {
+        Some(n) => BooleanArray::new(b.values() & n.inner(), None),
+        None => b.clone(),
+    })
+}
+
+/// Something evaluators can decode: a row, or a pair of rows that decodes
+/// as their concatenation.
+pub(crate) trait AsRow {
+    /// The row to decode.
+    fn as_row(&self) -> Cow<'_, Row>;
+}
+
+impl AsRow for Row {
+    fn as_row(&self) -> Cow<'_, Row> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl AsRow for (Row, Row) {
+    fn as_row(&self) -> Cow<'_, Row> {
+        Cow::Owned(self.0.concat(&self.1))
+    }
+}
+
+/// Filter, then project.
+pub(crate) struct MfpEval {
+    pub input: Arc<RowCodec>,
+    filter: Option<Arc<dyn PhysicalExpr>>,
+    projection: Vec<Arc<dyn PhysicalExpr>>,
+    output: Arc<RowCodec>,
+}
+
+impl MfpEval {
+    /// The output row of each input row, `None` where the filter drops it.
+    pub fn apply(&self, batch: &RecordBatch) -> DfResult<Vec<Option<Row>>> {
+        let (kept, mask) = match &self.filter {
+            Some(f) => {
+                let mask = predicate(f, batch)?;
+                (filter_record_batch(batch, &mask)?, Some(mask))
+            }
+            None => (batch.clone(), None),
+        };
+        let columns = self
+            .projection
+            .iter()
+            .map(|e| evaluate(e, &kept))
+            .collect::<DfResult<Vec<_>>>()?;
+        let mut rows = self.output.encode_columns(&columns)?.into_iter();
+        let n = batch.num_rows();
+        Ok(match mask {
+            None => rows.map(Some).collect(),
+            Some(mask) => (0..n)
+                .map(|i| if mask.value(i) { rows.next() } else { None })
+                .collect(),
+        })
+    }
+}
+
+/// Key expressions over an input.
+pub(crate) struct KeyEval {
+    pub input: Arc<RowCodec>,
+    exprs: Vec<Arc<dyn PhysicalExpr>>,
+    key: RowCodec,
+    nulls_equal: bool,
+}
+
+impl KeyEval {
+    fn new(
+        input: Arc<RowCodec>,
+        exprs: &[Expr],
+        schema: &DFSchemaRef,
+        nulls_equal: bool,
+    ) -> Result<Self> {
+        let exprs: Vec<_> = exprs
+            .iter()
+            .map(|e| physical(e, schema))
+            .collect::<DfResult<_>>()?;
+        let fields: Vec<_> = exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                Ok(Field::new(
+                    format!("k{i}"),
+                    e.data_type(schema.as_arrow())?,
+                    true,
+                ))
+            })
+            .collect::<DfResult<_>>()?;
+        Ok(KeyEval {
+            input,
+            exprs,
+            key: RowCodec::new(Arc::new(Schema::new(fields)))?,
+            nulls_equal,
+        })
+    }
+
+    /// Each row's key; `None` for keys with a NULL unless NULLs match.
+    pub fn keys(&self, batch: &RecordBatch) -> DfResult<Vec<Option<Row>>> {
+        let columns = self
+            .exprs
+            .iter()
+            .map(|e| evaluate(e, batch))
+            .collect::<DfResult<Vec<_>>>()?;
+        let keys = if columns.is_empty() {
+            vec![Row::default(); batch.num_rows()]
+        } else {
+            self.key.encode_columns(&columns)?
+        };
+        Ok(keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| (self.nulls_equal || columns.iter().all(|c| c.is_valid(i))).then_some(k))
+            .collect())
+    }
+}
+
+/// A residual join predicate over concatenated pairs.
+pub(crate) struct PairFilter {
+    pub codec: Arc<RowCodec>,
+    predicate: Arc<dyn PhysicalExpr>,
+}
+
+impl PairFilter {
+    /// Whether each pair passes.
+    pub fn apply(&self, batch: &RecordBatch) -> DfResult<Vec<bool>> {
+        let mask = predicate(&self.predicate, batch)?;
+        Ok((0..batch.num_rows()).map(|i| mask.value(i)).collect())
+    }
+}
+
+/// What a join needs.
+pub(crate) struct JoinSpec {
+    pub left_key: KeyEval,
+    pub right_key: KeyEval,
+    pub kind: JoinKind,
+    pub filter: Option<PairFilter>,
+    pub left_null: Row,
+    pub right_null: Row,
+}
+
+/// One aggregate: the DataFusion aggregate, its FILTER, and the argument
+/// (and ORDER BY) expressions its accumulator consumes.
+pub(crate) struct AggEval {
+    agg: Arc<AggregateFunctionExpr>,
+    filter: Option<Arc<dyn PhysicalExpr>>,
+    args: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+impl AggEval {
+    fn evaluate(&self, batch: &RecordBatch) -> DfResult<ScalarValue> {
+        let batch = match &self.filter {
+            Some(f) => filter_record_batch(batch, &predicate(f, batch)?)?,
+            None => batch.clone(),
+        };
+        let args = self
+            .args
+            .iter()
+            .map(|e| evaluate(e, &batch))
+            .collect::<DfResult<Vec<_>>>()?;
+        let mut acc = self.agg.create_accumulator()?;
+        if batch.num_rows() > 0 {
+            acc.update_batch(&args)?;
+        }
+        acc.evaluate()
+    }
+}
+
+/// What a reduction needs.
+pub(crate) struct ReduceSpec {
+    pub input: Arc<RowCodec>,
+    pub key: KeyEval,
+    aggs: Vec<AggEval>,
+    output: Arc<RowCodec>,
+    /// No GROUP BY: one output row even for empty input.
+    pub global: bool,
+}
+
+impl ReduceSpec {
+    /// The aggregates of one group's rows (each repeated by its
+    /// multiplicity), as a row.
+    pub fn aggregate(&self, rows: &[&Row]) -> DfResult<Row> {
+        let batch = self.input.decode(rows.iter().copied())?;
+        let columns = self
+            .aggs
+            .iter()
+            .zip(self.output.schema().fields())
+            .map(|(a, f)| {
+                let v = a.evaluate(&batch)?;
+                let v = if v.data_type() == *f.data_type() {
+                    v
+                } else {
+                    v.cast_to(f.data_type())?
+                };
+                v.to_array()
+            })
+            .collect::<DfResult<Vec<_>>>()?;
+        self.output
+            .encode_columns(&columns)?
+            .pop()
+            .ok_or_else(|| DataFusionError::Internal("no aggregate row".into()))
+    }
+}
+
+/// The same schema with every field nullable: rows computed by
+/// expressions may hold NULLs wherever DataFusion's nullability analysis
+/// is optimistic (outer-join padding, aggregates of empty groups).
+fn nullable(schema: &Schema) -> SchemaRef {
+    Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), f.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ))
+}

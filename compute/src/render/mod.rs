@@ -1,0 +1,212 @@
+//! Rendering compiled plans as timely/differential dataflows.
+//!
+//! Every operator produces two collections: its rows, and the errors
+//! evaluating it raised for particular rows ([`DataflowError`]). Errors
+//! flow to the sink beside the rows, so a bad row fails reads of the view
+//! without stopping the dataflow, and retracting the row retracts the
+//! error.
+
+mod compile;
+mod join;
+mod reduce;
+mod sink;
+mod source;
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use datafusion::common::Result as DfResult;
+use datafusion::error::DataFusionError;
+use differential_dataflow::{AsCollection, VecCollection};
+use freshet_repr::Timestamp;
+use freshet_storage::Storage;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::Scope;
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::core::OkErr;
+use timely::dataflow::operators::generic::Operator;
+use timely::worker::Worker;
+
+use compile::AsRow;
+pub(crate) use compile::{Node, compile};
+
+use crate::controller::DataflowState;
+use crate::error::DataflowError;
+use crate::plan::DataflowDesc;
+use crate::row::{Row, RowCodec};
+
+/// Dataflow time: storage timestamps.
+pub(crate) type Time = Timestamp;
+/// Multiplicity changes.
+pub(crate) type Diff = i64;
+/// A collection of `D` at [`Time`] with [`Diff`]s.
+pub(crate) type Coll<'s, D> = VecCollection<'s, Time, D, Diff>;
+
+/// An operator's outputs: rows and errors.
+pub(crate) struct Rendered<'s> {
+    pub ok: Coll<'s, Row>,
+    pub err: Coll<'s, DataflowError>,
+}
+
+/// What every operator of one dataflow may need.
+pub(crate) struct Context {
+    pub storage: Arc<Storage>,
+    pub desc: Arc<DataflowDesc>,
+    pub state: Arc<DataflowState>,
+}
+
+/// Build the dataflow for `desc` on this worker.
+pub(crate) fn build_dataflow(worker: &mut Worker, node: &Node, ctx: Arc<Context>) {
+    let name = format!("{}", ctx.desc.id);
+    worker.dataflow_named::<Time, _, _>(&name, |scope| {
+        let rendered = render(scope, node, &ctx);
+        sink::render_sink(rendered, Arc::clone(&ctx));
+    });
+}
+
+fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Rendered<'s> {
+    match node {
+        Node::Get { id, codec } => source::render_get(scope, ctx, *id, Arc::clone(codec)),
+        Node::Constant { rows } => Rendered {
+            ok: source::render_constant(scope, ctx.desc.start, rows.clone()),
+            err: source::render_constant(scope, ctx.desc.start, Vec::new()),
+        },
+        Node::Mfp { input, eval } => {
+            let input = render(scope, input, ctx);
+            let eval = Arc::clone(eval);
+            let (ok, err) = eval_op(
+                input.ok,
+                "Map/Filter",
+                Arc::clone(&eval.input),
+                move |b, _| eval.apply(b),
+            );
+            Rendered {
+                ok,
+                err: input.err.concat(err),
+            }
+        }
+        Node::Join { left, right, spec } => {
+            let left = render(scope, left, ctx);
+            let right = render(scope, right, ctx);
+            join::render_join(left, right, Arc::clone(spec))
+        }
+        Node::Reduce { input, spec } => {
+            let input = render(scope, input, ctx);
+            reduce::render_reduce(scope, input, Arc::clone(spec), ctx.desc.start)
+        }
+        Node::Distinct { input } => {
+            let input = render(scope, input, ctx);
+            Rendered {
+                ok: input
+                    .ok
+                    .threshold_named("Distinct", |_, r| Diff::from(*r > 0)),
+                err: input.err,
+            }
+        }
+        Node::Union { inputs } => {
+            let mut parts = inputs.iter().map(|i| render(scope, i, ctx));
+            let first = parts.next().unwrap_or_else(|| Rendered {
+                ok: source::render_constant(scope, ctx.desc.start, Vec::new()),
+                err: source::render_constant(scope, ctx.desc.start, Vec::new()),
+            });
+            let (oks, errs): (Vec<_>, Vec<_>) = parts.map(|r| (r.ok, r.err)).unzip();
+            Rendered {
+                ok: first.ok.concatenate(oks),
+                err: first.err.concatenate(errs),
+            }
+        }
+    }
+}
+
+/// An operator that decodes each container of updates into one Arrow
+/// batch, runs `logic` over it (one output per input row, `None` to drop
+/// the row), and re-attaches times and diffs.
+///
+/// If `logic` fails for the batch, it is retried row by row, so only the
+/// rows that fail become errors (with their own times and diffs, so
+/// retracting the row retracts its error).
+pub(crate) fn eval_op<'s, D, O, L>(
+    input: Coll<'s, D>,
+    name: &str,
+    codec: Arc<RowCodec>,
+    mut logic: L,
+) -> (Coll<'s, O>, Coll<'s, DataflowError>)
+where
+    D: AsRow + differential_dataflow::Data,
+    O: differential_dataflow::Data,
+    L: FnMut(&RecordBatch, &[D]) -> DfResult<Vec<Option<O>>> + 'static,
+{
+    let mut items: Vec<D> = Vec::new();
+    let mut stamps: Vec<(Time, Diff)> = Vec::new();
+    let stream = input
+        .inner
+        .unary::<CapacityContainerBuilder<Vec<(Result<O, DataflowError>, Time, Diff)>>, _, _, _>(
+            Pipeline,
+            name,
+            move |_, _| {
+                move |input, output| {
+                    input.for_each(|cap, data| {
+                        items.clear();
+                        stamps.clear();
+                        for (d, t, r) in data.drain(..) {
+                            items.push(d);
+                            stamps.push((t, r));
+                        }
+                        let results = evaluate_rows(&codec, &mut logic, &items);
+                        let mut session = output.session(&cap);
+                        for (res, (t, r)) in results.into_iter().zip(stamps.drain(..)) {
+                            match res {
+                                Ok(Some(o)) => session.give((Ok(o), t, r)),
+                                Ok(None) => {}
+                                Err(e) => session.give((Err(e), t, r)),
+                            }
+                        }
+                    });
+                }
+            },
+        );
+    let (ok, err) = stream.ok_err::<Vec<_>, _, Vec<_>, _, _>(|(res, t, r)| match res {
+        Ok(o) => Ok((o, t, r)),
+        Err(e) => Err((e, t, r)),
+    });
+    (ok.as_collection(), err.as_collection())
+}
+
+/// `logic` over all of `items`, or row by row if that fails.
+fn evaluate_rows<D: AsRow, O>(
+    codec: &RowCodec,
+    logic: &mut impl FnMut(&RecordBatch, &[D]) -> DfResult<Vec<Option<O>>>,
+    items: &[D],
+) -> Vec<Result<Option<O>, DataflowError>> {
+    let run = |logic: &mut dyn FnMut(&RecordBatch, &[D]) -> DfResult<Vec<Option<O>>>,
+               items: &[D]|
+     -> DfResult<Vec<Option<O>>> {
+        let rows: Vec<_> = items.iter().map(AsRow::as_row).collect();
+        let batch = codec
+            .decode(rows.iter().map(|r| r.as_ref()))
+            .map_err(|e| DataFusionError::ArrowError(Box::new(e), None))?;
+        let out = logic(&batch, items)?;
+        if out.len() != items.len() {
+            return Err(DataFusionError::Internal(format!(
+                "evaluation returned {} rows for {}",
+                out.len(),
+                items.len()
+            )));
+        }
+        Ok(out)
+    };
+    match run(logic, items) {
+        Ok(out) => out.into_iter().map(Ok).collect(),
+        Err(e) if items.len() <= 1 => items
+            .iter()
+            .map(|_| Err(DataflowError::from_datafusion(&e)))
+            .collect(),
+        Err(_) => items
+            .iter()
+            .map(|item| match run(logic, std::slice::from_ref(item)) {
+                Ok(mut out) => Ok(out.pop().flatten()),
+                Err(e) => Err(DataflowError::from_datafusion(&e)),
+            })
+            .collect(),
+    }
+}

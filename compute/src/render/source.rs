@@ -1,0 +1,167 @@
+//! Importing storage collections (and constants) into a dataflow.
+//!
+//! A collection enters as its `snapshot(as_of)` followed by `listen(as_of)`:
+//! the only two ways anything reads storage. Updates at times before the
+//! dataflow's `start` are advanced to `start`, so the output begins there.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use differential_dataflow::AsCollection;
+use differential_dataflow::hashable::Hashable;
+use freshet_repr::GlobalId;
+use freshet_storage::{ListenEvent, Notify};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::Scope;
+use timely::dataflow::operators::core::Exchange;
+use timely::dataflow::operators::generic::operator::source;
+
+use super::{Coll, Context, Diff, Rendered, Time};
+use crate::row::{Row, RowCodec};
+
+/// The collection `id`, read on worker 0 and spread across workers by
+/// row hash.
+pub(crate) fn render_get<'s>(
+    scope: Scope<'s, Time>,
+    ctx: &Arc<Context>,
+    id: GlobalId,
+    codec: Arc<RowCodec>,
+) -> Rendered<'s> {
+    let ctx = Arc::clone(ctx);
+    let start = ctx.desc.start;
+    let as_of = ctx.desc.as_of;
+    let stream = source::<_, CapacityContainerBuilder<Vec<(Row, Time, Diff)>>, _, _>(
+        scope,
+        &format!("Get {id}"),
+        move |cap, info| {
+            let mut cap = (scope.index() == 0).then(|| cap.delayed(&start));
+            let activator = scope.worker().sync_activator_for(info.address.to_vec());
+            let notify: Notify = Arc::new(move || {
+                let _ = activator.activate();
+            });
+            let mut listen = None;
+            move |output| {
+                let Some(c) = cap.as_mut() else { return };
+                if listen.is_none() {
+                    let began = Instant::now();
+                    let result = ctx.storage.snapshot(id, as_of).and_then(|batches| {
+                        let mut rows = 0usize;
+                        let mut session = output.session(c);
+                        for b in &batches {
+                            let encoded = codec.encode_columns(b.columns())?;
+                            rows += encoded.len();
+                            session.give_iterator(encoded.into_iter().map(|r| (r, start, 1)));
+                        }
+                        Ok(rows)
+                    });
+                    match result.and_then(|rows| {
+                        tracing::info!(dataflow = %ctx.desc.id, input = %id, rows, as_of,
+                            elapsed_ms = began.elapsed().as_millis() as u64, "input snapshot loaded");
+                        ctx.storage.listen(id, as_of, Some(Arc::clone(&notify)))
+                    }) {
+                        Ok(l) => listen = Some(l),
+                        Err(e) => {
+                            ctx.state.fail(format!("reading {id}: {e}"));
+                            cap = None;
+                            return;
+                        }
+                    }
+                }
+                let Some(l) = listen.as_mut() else { return };
+                loop {
+                    match l.try_next() {
+                        Ok(ListenEvent::Updates(batch)) => {
+                            if let Err(e) = give_updates(&codec, &batch, start, c, output) {
+                                ctx.state.fail(format!("reading {id}: {e}"));
+                                cap = None;
+                                return;
+                            }
+                        }
+                        Ok(ListenEvent::Progress(frontier)) => match frontier.as_option() {
+                            Some(t) => c.downgrade(&(*t).max(start)),
+                            None => {
+                                cap = None;
+                                return;
+                            }
+                        },
+                        Err(false) => return,
+                        Err(true) => {
+                            cap = None;
+                            return;
+                        }
+                    }
+                }
+            }
+        },
+    );
+    let ok = stream
+        .exchange(|(row, _, _): &(Row, Time, Diff)| row.hashed())
+        .as_collection();
+    Rendered {
+        ok,
+        err: render_constant(scope, start, Vec::new()),
+    }
+}
+
+/// Send a listen batch (data columns, time, diff) as updates.
+fn give_updates(
+    codec: &RowCodec,
+    batch: &arrow::array::RecordBatch,
+    start: Time,
+    cap: &timely::dataflow::operators::Capability<Time>,
+    output: &mut timely::dataflow::operators::generic::OutputBuilderSession<
+        '_,
+        Time,
+        CapacityContainerBuilder<Vec<(Row, Time, Diff)>>,
+    >,
+) -> Result<(), freshet_storage::StorageError> {
+    let n = batch.num_columns();
+    let times = batch
+        .column(n - 2)
+        .as_any()
+        .downcast_ref::<arrow::array::UInt64Array>()
+        .ok_or_else(|| {
+            freshet_storage::StorageError::InvalidUsage("listen batch without times".into())
+        })?;
+    let diffs = batch
+        .column(n - 1)
+        .as_any()
+        .downcast_ref::<arrow::array::Int64Array>()
+        .ok_or_else(|| {
+            freshet_storage::StorageError::InvalidUsage("listen batch without diffs".into())
+        })?;
+    let rows = codec.encode_columns(&batch.columns()[..n - 2])?;
+    let mut session = output.session(cap);
+    for (i, row) in rows.into_iter().enumerate() {
+        session.give((row, times.value(i).max(start), diffs.value(i)));
+    }
+    Ok(())
+}
+
+/// A collection of fixed `items` at `time`, each with multiplicity one
+/// (on worker 0).
+pub(crate) fn render_constant<'s, D>(
+    scope: Scope<'s, Time>,
+    time: Time,
+    items: Vec<D>,
+) -> Coll<'s, D>
+where
+    D: differential_dataflow::Data,
+{
+    source::<_, CapacityContainerBuilder<Vec<(D, Time, Diff)>>, _, _>(
+        scope,
+        "Constant",
+        move |cap, _| {
+            let mut cap = (scope.index() == 0).then(|| cap.delayed(&time));
+            let mut items = Some(items);
+            move |output| {
+                if let (Some(c), Some(items)) = (cap.take(), items.take()) {
+                    output
+                        .session(&c)
+                        .give_iterator(items.into_iter().map(|d| (d, time, 1)));
+                }
+            }
+        },
+    )
+    .as_collection()
+}

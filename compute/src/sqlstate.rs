@@ -1,0 +1,197 @@
+//! Postgres SQLSTATEs for DataFusion and Arrow errors.
+//!
+//! Both ad hoc queries and dataflows evaluate DataFusion expressions, and a
+//! failure must read the same either way (a materialized view's error is
+//! the error its defining query would raise), so the mapping lives here,
+//! beside the evaluation code, and the server reuses it.
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::common::SchemaError;
+use datafusion::error::DataFusionError;
+use freshet_repr::SqlStateError;
+
+/// Classify a DataFusion error as Postgres would report the same failure.
+pub fn datafusion_sqlstate(e: &DataFusionError) -> (&'static str, String) {
+    match e {
+        DataFusionError::External(inner) => {
+            if let Some(s) = inner.downcast_ref::<SqlStateError>() {
+                return (s.code, s.message.clone());
+            }
+            if let Some(d) = inner.downcast_ref::<DataFusionError>() {
+                return datafusion_sqlstate(d);
+            }
+            if let Some(a) = inner.downcast_ref::<ArrowError>() {
+                return arrow_code(a);
+            }
+            ("XX000", inner.to_string())
+        }
+        DataFusionError::ArrowError(a, _) => arrow_code(a),
+        DataFusionError::Context(_, inner) => datafusion_sqlstate(inner),
+        DataFusionError::Diagnostic(_, inner) => datafusion_sqlstate(inner),
+        DataFusionError::Shared(inner) => datafusion_sqlstate(inner),
+        DataFusionError::Collection(errors) => errors
+            .first()
+            .map(datafusion_sqlstate)
+            .unwrap_or(("XX000", "unknown error".into())),
+        DataFusionError::SchemaError(s, _) => match s.as_ref() {
+            SchemaError::FieldNotFound { field, .. } => {
+                ("42703", format!("column \"{}\" does not exist", field.name))
+            }
+            SchemaError::AmbiguousReference { field } => (
+                "42702",
+                format!("column reference \"{}\" is ambiguous", field.name),
+            ),
+            SchemaError::DuplicateQualifiedField { .. }
+            | SchemaError::DuplicateUnqualifiedField { .. } => ("42712", strip(&s.to_string())),
+        },
+        DataFusionError::NotImplemented(m) => ("0A000", format!("{} is not supported", strip(m))),
+        DataFusionError::Plan(m) => {
+            let m = strip(m);
+            let code = if m.contains("does not exist") || m.contains("not found") {
+                if m.starts_with("relation") || m.starts_with("table") {
+                    "42P01"
+                } else {
+                    "42883"
+                }
+            } else if m.contains("Invalid function") || m.contains("No function matches") {
+                "42883"
+            } else if m.contains("coerc") || m.contains("Cannot infer") || m.contains("type") {
+                "42804"
+            } else if m.contains("must appear in the GROUP BY") || m.contains("GROUP BY") {
+                "42803"
+            } else {
+                "42000"
+            };
+            (code, m)
+        }
+        DataFusionError::Execution(m) => {
+            let m = strip(m);
+            if m.contains("Divide by zero") || m.contains("divide by zero") {
+                ("22012", "division by zero".into())
+            } else if let Some(i) = m
+                .find("Can't cast value")
+                .or_else(|| m.find("Cannot cast string"))
+            {
+                cast_error(&m[i..])
+            } else if m.to_lowercase().contains("cast") {
+                cast_error(&m)
+            } else {
+                ("XX000", m)
+            }
+        }
+        DataFusionError::ResourcesExhausted(m) => ("53200", strip(m)),
+        other => ("XX000", strip(&other.to_string())),
+    }
+}
+
+/// The Postgres name for an Arrow type named in an Arrow error message.
+fn pg_type_name(arrow: &str) -> &str {
+    match arrow.trim() {
+        "Int16" => "smallint",
+        "Int32" => "integer",
+        "Int64" => "bigint",
+        "Float32" => "real",
+        "Float64" => "double precision",
+        "Boolean" => "boolean",
+        "Date32" => "date",
+        t if t.starts_with("Decimal") => "numeric",
+        t if t.starts_with("Timestamp") => "timestamp",
+        t if t.starts_with("Time") => "time",
+        t if t.starts_with("Interval") => "interval",
+        other => other,
+    }
+}
+
+/// Turn Arrow cast messages into Postgres's.
+pub(crate) fn cast_error(m: &str) -> (&'static str, String) {
+    // "Can't cast value 40000 to type Int16"
+    if let Some(rest) = m.strip_prefix("Can't cast value ")
+        && let Some((_, ty)) = rest.split_once(" to type ")
+    {
+        return ("22003", format!("{} out of range", pg_type_name(ty)));
+    }
+    // "Cannot cast string 'abc' to value of Int32 type"
+    if let Some(rest) = m.strip_prefix("Cannot cast string '")
+        && let Some((value, tail)) = rest.split_once("' to value of ")
+    {
+        let ty = tail.trim_end_matches(" type");
+        return (
+            "22P02",
+            format!(
+                "invalid input syntax for type {}: \"{value}\"",
+                pg_type_name(ty)
+            ),
+        );
+    }
+    if m.contains("too large to store in a Decimal") || m.contains("Overflowing") {
+        return ("22003", "numeric field overflow".into());
+    }
+    if m.contains("Overflow") || m.contains("out of range") {
+        return ("22003", m.to_string());
+    }
+    ("22P02", m.to_string())
+}
+
+fn arrow_code(a: &ArrowError) -> (&'static str, String) {
+    match a {
+        ArrowError::DivideByZero => ("22012", "division by zero".into()),
+        ArrowError::ArithmeticOverflow(_) => ("22003", "value out of range".into()),
+        ArrowError::CastError(m) | ArrowError::ParseError(m) => cast_error(m),
+        ArrowError::InvalidArgumentError(m) if m.contains("too large to store") => {
+            ("22003", "numeric field overflow".into())
+        }
+        ArrowError::InvalidArgumentError(m) => ("22023", m.clone()),
+        other => ("XX000", other.to_string()),
+    }
+}
+
+/// Drop DataFusion's "Error during planning: " style prefixes.
+fn strip(m: &str) -> String {
+    let mut s = m.trim();
+    for prefix in [
+        "Error during planning: ",
+        "Execution error: ",
+        "This feature is not implemented: ",
+        "Arrow error: ",
+        "Schema error: ",
+        "Invalid argument error: ",
+        "Cast error: ",
+    ] {
+        if let Some(rest) = s.strip_prefix(prefix) {
+            s = rest;
+        }
+    }
+    s.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_cast_messages() {
+        assert_eq!(
+            cast_error("Can't cast value 40000 to type Int16"),
+            ("22003", "smallint out of range".into())
+        );
+        assert_eq!(
+            cast_error("Cannot cast string 'abc' to value of Int32 type"),
+            (
+                "22P02",
+                "invalid input syntax for type integer: \"abc\"".into()
+            )
+        );
+        assert_eq!(
+            cast_error("123.40 is too large to store in a Decimal128 of precision 4. Max is 99.99")
+                .0,
+            "22003"
+        );
+        assert_eq!(
+            datafusion_sqlstate(&DataFusionError::ArrowError(
+                Box::new(ArrowError::DivideByZero),
+                None
+            )),
+            ("22012", "division by zero".into())
+        );
+    }
+}

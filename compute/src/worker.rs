@@ -1,0 +1,68 @@
+//! The loop each timely worker runs: apply commands in order, then step
+//! the installed dataflows.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use freshet_repr::GlobalId;
+use freshet_storage::Storage;
+use timely::worker::Worker;
+
+use crate::controller::DataflowState;
+use crate::plan::DataflowDesc;
+use crate::render::{Context, Node, build_dataflow};
+
+/// What the controller asks every worker to do, in the same order.
+pub(crate) enum Command {
+    /// Build a dataflow.
+    Install {
+        desc: Arc<DataflowDesc>,
+        node: Arc<Node>,
+        state: Arc<DataflowState>,
+    },
+    /// Tear one down.
+    Drop(GlobalId),
+    /// Exit.
+    Shutdown,
+}
+
+/// Run commands and dataflows until shut down.
+pub(crate) fn run_worker(
+    worker: &mut Worker,
+    commands: mpsc::Receiver<Command>,
+    storage: Arc<Storage>,
+) {
+    let mut installed: BTreeMap<GlobalId, usize> = BTreeMap::new();
+    loop {
+        loop {
+            match commands.try_recv() {
+                Ok(Command::Install { desc, node, state }) => {
+                    let index = worker.next_dataflow_index();
+                    let id = desc.id;
+                    let ctx = Arc::new(Context {
+                        storage: Arc::clone(&storage),
+                        desc,
+                        state,
+                    });
+                    build_dataflow(worker, &node, ctx);
+                    installed.insert(id, index);
+                }
+                Ok(Command::Drop(id)) => {
+                    if let Some(index) = installed.remove(&id) {
+                        worker.drop_dataflow(index);
+                    }
+                }
+                Ok(Command::Shutdown) | Err(mpsc::TryRecvError::Disconnected) => {
+                    for (_, index) in std::mem::take(&mut installed) {
+                        worker.drop_dataflow(index);
+                    }
+                    return;
+                }
+                Err(mpsc::TryRecvError::Empty) => break,
+            }
+        }
+        worker.step_or_park(Some(Duration::from_millis(100)));
+    }
+}

@@ -1,0 +1,371 @@
+//! Lowering an optimized DataFusion plan to compute's dataflow IR.
+//!
+//! DataFusion does the hard parts of planning (name resolution, type
+//! coercion, decorrelating subqueries, pushing filters and projections);
+//! lowering maps the operators it leaves to the incrementally maintainable
+//! operators of [`RelPlan`], and refuses everything else at CREATE with
+//! SQLSTATE 0A000 naming the construct, so a view is never silently wrong.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::datatypes::{Schema, SchemaRef};
+use datafusion::catalog::default_table_source::source_as_provider;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, DFSchema, DFSchemaRef, NullEquality, ScalarValue};
+use datafusion::error::DataFusionError;
+use datafusion::execution::context::ExecutionProps;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan, Volatility, cast};
+use datafusion::physical_expr::create_physical_expr;
+use freshet_compute::{JoinKind, RelPlan};
+
+use crate::error::{PlanError, Result};
+use crate::provider::BoundTable;
+
+/// Refuse definitions whose value depends on when or where they run.
+///
+/// Checked on the analyzed plan *before* optimization, because the
+/// optimizer folds `now()` into the constant of the planning instant.
+pub fn check_deterministic(plan: &LogicalPlan) -> Result<()> {
+    let mut found: Option<String> = None;
+    plan.apply_with_subqueries(|node| {
+        for e in node.expressions() {
+            e.apply(|e| {
+                if let Expr::ScalarFunction(f) = e
+                    && f.func.signature().volatility != Volatility::Immutable
+                {
+                    found = Some(f.func.name().to_string());
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+            if found.is_some() {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    match found {
+        Some(name) => Err(PlanError::Unsupported(format!(
+            "function {name}() is not allowed in a materialized view: its value depends on when \
+             the view is computed, so it cannot be maintained incrementally"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Lower an optimized plan to a dataflow plan.
+pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
+    check_expressions(plan)?;
+    match plan {
+        LogicalPlan::TableScan(scan) => {
+            if scan.fetch.is_some() {
+                return Err(unsupported("LIMIT pushed into a scan"));
+            }
+            let provider = source_as_provider(&scan.source)?;
+            let any: &dyn std::any::Any = provider.as_ref();
+            if let Some(view) = any.downcast_ref::<datafusion::catalog::view::ViewTable>() {
+                return lower(view.logical_plan());
+            }
+            let bound = any
+                .downcast_ref::<BoundTable>()
+                .ok_or_else(|| unsupported(format!("reading {}", scan.table_name)))?;
+            let id = bound.collection().ok_or_else(|| {
+                unsupported(format!(
+                    "a materialized view over the built-in relation {}",
+                    scan.table_name
+                ))
+            })?;
+            let full = provider.schema();
+            let get = RelPlan::Get {
+                id,
+                schema: Arc::clone(&full),
+            };
+            if scan.projection.is_none() && scan.filters.is_empty() {
+                return Ok(get);
+            }
+            let qualified = Arc::new(DFSchema::try_from_qualified_schema(
+                scan.table_name.clone(),
+                &full,
+            )?);
+            let projection = match &scan.projection {
+                Some(indices) => indices
+                    .iter()
+                    .map(|i| Expr::Column(Column::from(qualified.qualified_field(*i))))
+                    .collect(),
+                None => identity(&qualified),
+            };
+            Ok(RelPlan::Mfp {
+                input: Box::new(get),
+                input_schema: qualified,
+                filter: conjunction(scan.filters.clone()),
+                projection,
+                schema: arrow_schema(&scan.projected_schema),
+            })
+        }
+        LogicalPlan::Projection(p) => Ok(RelPlan::Mfp {
+            input: Box::new(lower(&p.input)?),
+            input_schema: Arc::clone(p.input.schema()),
+            filter: None,
+            projection: p.expr.clone(),
+            schema: arrow_schema(&p.schema),
+        }),
+        LogicalPlan::Filter(f) => {
+            let input = lower(&f.input)?;
+            let schema = f.input.schema();
+            Ok(RelPlan::Mfp {
+                input: Box::new(input),
+                input_schema: Arc::clone(schema),
+                filter: Some(f.predicate.clone()),
+                projection: identity(schema),
+                schema: arrow_schema(schema),
+            })
+        }
+        LogicalPlan::Join(j) => {
+            let (kind, swap) = match j.join_type {
+                JoinType::Inner => (JoinKind::Inner, false),
+                JoinType::Left => (JoinKind::LeftOuter, false),
+                JoinType::Right => (JoinKind::RightOuter, false),
+                JoinType::Full => (JoinKind::FullOuter, false),
+                JoinType::LeftSemi => (JoinKind::LeftSemi, false),
+                JoinType::RightSemi => (JoinKind::LeftSemi, true),
+                JoinType::LeftAnti => (JoinKind::LeftAnti, false),
+                JoinType::RightAnti => (JoinKind::LeftAnti, true),
+                JoinType::LeftMark | JoinType::RightMark => {
+                    return Err(unsupported("EXISTS or IN combined with OR (a mark join)"));
+                }
+            };
+            if j.null_aware {
+                return Err(unsupported(
+                    "NOT IN (subquery) in a materialized view; use NOT EXISTS, which has the \
+                     same meaning when neither side is NULL",
+                ));
+            }
+            let (left, right) = if swap {
+                (&j.right, &j.left)
+            } else {
+                (&j.left, &j.right)
+            };
+            let (left_keys, right_keys): (Vec<Expr>, Vec<Expr>) =
+                j.on.iter()
+                    .map(|(l, r)| {
+                        if swap {
+                            (r.clone(), l.clone())
+                        } else {
+                            (l.clone(), r.clone())
+                        }
+                    })
+                    .unzip();
+            let pair_schema = Arc::new(left.schema().join(right.schema())?);
+            Ok(RelPlan::Join {
+                left: Box::new(lower(left)?),
+                right: Box::new(lower(right)?),
+                left_schema: Arc::clone(left.schema()),
+                right_schema: Arc::clone(right.schema()),
+                left_keys,
+                right_keys,
+                kind,
+                nulls_equal: j.null_equality == NullEquality::NullEqualsNull,
+                filter: j.filter.clone(),
+                pair_schema,
+                schema: arrow_schema(&j.schema),
+            })
+        }
+        LogicalPlan::Aggregate(a) => {
+            if a.group_expr
+                .iter()
+                .any(|e| matches!(e, Expr::GroupingSet(_)))
+            {
+                return Err(unsupported("GROUPING SETS, ROLLUP and CUBE"));
+            }
+            Ok(RelPlan::Reduce {
+                input: Box::new(lower(&a.input)?),
+                input_schema: Arc::clone(a.input.schema()),
+                group: a.group_expr.clone(),
+                aggregates: a.aggr_expr.clone(),
+                schema: arrow_schema(&a.schema),
+            })
+        }
+        LogicalPlan::Distinct(Distinct::All(input)) => Ok(RelPlan::Distinct {
+            input: Box::new(lower(input)?),
+        }),
+        LogicalPlan::Distinct(Distinct::On(_)) => Err(unsupported("DISTINCT ON")),
+        LogicalPlan::Union(u) => Ok(RelPlan::Union {
+            inputs: u
+                .inputs
+                .iter()
+                .map(|i| lower(i))
+                .collect::<Result<Vec<_>>>()?,
+            schema: arrow_schema(&u.schema),
+        }),
+        LogicalPlan::SubqueryAlias(a) => lower(&a.input),
+        // A view is an unordered multiset: ORDER BY without LIMIT is moot.
+        LogicalPlan::Sort(s) if s.fetch.is_none() => lower(&s.input),
+        LogicalPlan::Sort(_) | LogicalPlan::Limit(_) => {
+            Err(unsupported("ORDER BY ... LIMIT in a materialized view"))
+        }
+        LogicalPlan::Window(_) => Err(unsupported("window functions in a materialized view")),
+        LogicalPlan::Values(v) => {
+            let schema = arrow_schema(&v.schema);
+            let batch = evaluate_rows(&schema, &v.values)?;
+            Ok(RelPlan::Constant {
+                schema,
+                batches: vec![batch],
+            })
+        }
+        LogicalPlan::EmptyRelation(e) => {
+            let schema = arrow_schema(&e.schema);
+            // `SELECT` without FROM reads one row of no (or NULL) columns.
+            let rows = if e.produce_one_row {
+                vec![
+                    schema
+                        .fields()
+                        .iter()
+                        .map(|f| Ok(Expr::Literal(ScalarValue::try_from(f.data_type())?, None)))
+                        .collect::<Result<Vec<_>>>()?,
+                ]
+            } else {
+                vec![]
+            };
+            Ok(RelPlan::Constant {
+                batches: vec![evaluate_rows(&schema, &rows)?],
+                schema,
+            })
+        }
+        other => Err(unsupported(format!(
+            "the plan node {} in a materialized view",
+            other.display()
+        ))),
+    }
+}
+
+/// Refuse expressions no dataflow operator evaluates: subqueries the
+/// optimizer could not decorrelate.
+fn check_expressions(plan: &LogicalPlan) -> Result<()> {
+    for e in plan.expressions() {
+        let mut bad = None;
+        e.apply(|e| {
+            bad = match e {
+                Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_) => {
+                    Some("a subquery that cannot be decorrelated")
+                }
+                Expr::OuterReferenceColumn(..) => Some("a correlated reference"),
+                Expr::Placeholder(_) => Some("a parameter placeholder"),
+                _ => None,
+            };
+            Ok(if bad.is_some() {
+                TreeNodeRecursion::Stop
+            } else {
+                TreeNodeRecursion::Continue
+            })
+        })?;
+        if let Some(what) = bad {
+            return Err(unsupported(format!("{what} in a materialized view ({e})")));
+        }
+    }
+    Ok(())
+}
+
+/// Cast the plan's output to `target`'s column types where they differ,
+/// so the rows it emits are encoded as the view's shard stores them.
+pub fn cast_to(plan: RelPlan, input: &DFSchemaRef, target: &SchemaRef) -> Result<RelPlan> {
+    let current = plan.schema();
+    if current.fields().len() != target.fields().len() {
+        return Err(PlanError::Internal(format!(
+            "view plan has {} columns, its description {}",
+            current.fields().len(),
+            target.fields().len()
+        )));
+    }
+    let same = current
+        .fields()
+        .iter()
+        .zip(target.fields())
+        .all(|(a, b)| a.data_type() == b.data_type());
+    if same {
+        return Ok(plan);
+    }
+    let projection = identity(input)
+        .into_iter()
+        .zip(target.fields())
+        .zip(current.fields())
+        .map(|((e, want), have)| {
+            if want.data_type() == have.data_type() {
+                e
+            } else {
+                cast(e, want.data_type().clone())
+            }
+        })
+        .collect();
+    Ok(RelPlan::Mfp {
+        input: Box::new(plan),
+        input_schema: Arc::clone(input),
+        filter: None,
+        projection,
+        schema: Arc::clone(target),
+    })
+}
+
+fn identity(schema: &DFSchema) -> Vec<Expr> {
+    schema.columns().into_iter().map(Expr::Column).collect()
+}
+
+fn arrow_schema(schema: &DFSchema) -> SchemaRef {
+    Arc::new(schema.as_arrow().clone())
+}
+
+fn unsupported(what: impl std::fmt::Display) -> PlanError {
+    PlanError::Unsupported(format!("{what} is not supported"))
+}
+
+/// Evaluate rows of constant expressions into one batch of `schema`.
+fn evaluate_rows(schema: &SchemaRef, rows: &[Vec<Expr>]) -> Result<RecordBatch> {
+    let empty = DFSchema::empty();
+    let props = ExecutionProps::new();
+    let planning = PhysicalPlanningContext::default();
+    let arrow_err = |e: arrow::error::ArrowError| PlanError::from(DataFusionError::from(e));
+    let one_row = RecordBatch::try_new_with_options(
+        Arc::new(Schema::empty()),
+        vec![],
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )
+    .map_err(arrow_err)?;
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for (j, field) in schema.fields().iter().enumerate() {
+        let mut parts: Vec<ArrayRef> = Vec::with_capacity(rows.len());
+        for row in rows {
+            let e = row
+                .get(j)
+                .ok_or_else(|| PlanError::Internal("VALUES row shorter than its schema".into()))?;
+            let physical = create_physical_expr(e, &empty, &props, &planning)?;
+            let value = physical.evaluate(&one_row)?.into_array(1)?;
+            let value = if value.data_type() == field.data_type() {
+                value
+            } else {
+                arrow::compute::cast(&value, field.data_type()).map_err(arrow_err)?
+            };
+            parts.push(value);
+        }
+        let refs: Vec<&dyn arrow::array::Array> = parts.iter().map(|a| a.as_ref()).collect();
+        columns.push(if refs.is_empty() {
+            arrow::array::new_empty_array(field.data_type())
+        } else {
+            arrow::compute::concat(&refs).map_err(arrow_err)?
+        });
+    }
+    let nullable = Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+    ));
+    RecordBatch::try_new_with_options(
+        nullable,
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(rows.len())),
+    )
+    .map_err(arrow_err)
+}

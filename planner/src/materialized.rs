@@ -1,0 +1,188 @@
+//! Planning materialized views: `CREATE MATERIALIZED VIEW`, the dataflow
+//! plan of a stored view (at install and at boot), and `EXPLAIN`.
+//!
+//! A view's dataflow is always planned from its stored, id-resolved
+//! definition, so CREATE, boot and EXPLAIN agree on what runs.
+
+use datafusion::execution::SessionState;
+use datafusion::sql::sqlparser::ast::{self, CreateView, ObjectName};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use freshet_catalog::{CatalogState, ItemDef, ItemDetails, ItemKind};
+use freshet_compute::{ComputeController, ComputeError, RelPlan};
+use freshet_repr::{GlobalId, PgType, RelationDesc};
+
+use crate::ddl::named_columns;
+use crate::error::{PlanError, Result};
+use crate::lower::{cast_to, check_deterministic, lower};
+use crate::misc::text_rows;
+use crate::plan::{Plan, QueryPlan};
+use crate::query::{StatementContext, plan_query};
+use crate::resolve::{SessionInfo, humanize_ids, quote_if_needed};
+
+/// `CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name [(cols)] AS q`.
+///
+/// The query is lowered here, so a construct the dataflow cannot maintain
+/// fails before anything is committed.
+pub fn create_materialized_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
+    let def = define(cx, cv)?;
+    let existing = cx.catalog.item_by_name(def.0.schema_id, &def.0.name);
+    let replace = match existing {
+        Some(item) if cv.or_replace => {
+            if item.kind != ItemKind::MaterializedView {
+                return Err(PlanError::WrongObjectType {
+                    name: item.name.clone(),
+                    expected: "a materialized view",
+                });
+            }
+            Some(item.id)
+        }
+        _ => None,
+    };
+    let (def, plan) = def;
+    Ok(Plan::CreateMaterializedView {
+        def,
+        if_not_exists: cv.if_not_exists,
+        replace,
+        inputs: plan.inputs,
+    })
+}
+
+/// The catalog definition of a materialized view and its planned query.
+fn define(cx: &StatementContext, cv: &CreateView) -> Result<(ItemDef, QueryPlan)> {
+    if cv.temporary {
+        return Err(PlanError::unsupported("CREATE TEMPORARY MATERIALIZED VIEW"));
+    }
+    let resolver = cx.resolver();
+    let (schema, name) = resolver.create_target(&cv.name)?;
+    let mut query = (*cv.query).clone();
+    let refs = resolver.rewrite(&mut query)?;
+    let plan = plan_query(cx, &query)?;
+    let (names, desc) = named_columns(&plan.desc, &cv.columns, "CREATE MATERIALIZED VIEW")?;
+    let desc = nullable(desc);
+    lower_view(cx.state, &plan, &desc)?;
+    let create_sql = format!(
+        "CREATE MATERIALIZED VIEW {} ({}) AS {query}",
+        quote_if_needed(&name),
+        names
+            .iter()
+            .map(|n| quote_if_needed(n).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let def = ItemDef {
+        schema_id: schema.id,
+        name,
+        kind: ItemKind::MaterializedView,
+        create_sql,
+        desc: Some(desc),
+        references: refs.items.iter().copied().collect(),
+        details: ItemDetails::MaterializedView {
+            plan: None,
+            as_of: None,
+        },
+    };
+    Ok((def, plan))
+}
+
+/// Like PostgreSQL's, a materialized view's columns carry no NOT NULL
+/// constraints; this also keeps the stored shard's schema valid for every
+/// row the query can produce.
+fn nullable(mut desc: RelationDesc) -> RelationDesc {
+    for c in &mut desc.columns {
+        c.nullable = true;
+    }
+    desc
+}
+
+/// Lower a planned view query to the dataflow that maintains it, emitting
+/// rows of exactly the types its shard stores.
+fn lower_view(state: &SessionState, plan: &QueryPlan, desc: &RelationDesc) -> Result<RelPlan> {
+    check_deterministic(&plan.logical)?;
+    let optimized = state.optimize(&plan.logical)?;
+    let rel = lower(&optimized)?;
+    let rel = cast_to(rel, optimized.schema(), &desc.arrow_schema())?;
+    ComputeController::validate(&rel).map_err(|e| match e {
+        ComputeError::Render(df) => PlanError::DataFusion(df),
+        other => PlanError::Internal(other.to_string()),
+    })?;
+    Ok(rel)
+}
+
+/// The dataflow plan of the stored materialized view `id`, planned from its
+/// id-resolved definition (names are never re-resolved).
+pub fn dataflow_plan(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+) -> Result<RelPlan> {
+    let item = catalog.get_item(id)?;
+    let desc = item
+        .desc
+        .clone()
+        .ok_or_else(|| PlanError::Internal(format!("materialized view {id} has no columns")))?;
+    let database = catalog
+        .full_name(id)
+        .map(|(db, _, _)| db.to_string())
+        .unwrap_or_default();
+    let session = SessionInfo {
+        database,
+        search_path: vec![],
+        user: "freshet".into(),
+    };
+    let cx = StatementContext {
+        state,
+        catalog,
+        session: &session,
+        params: None,
+    };
+    let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &item.create_sql)
+        .map_err(|e| PlanError::Internal(format!("stored definition of {id} does not parse: {e}")))?
+        .pop();
+    let Some(ast::Statement::CreateView(cv)) = stmt else {
+        return Err(PlanError::Internal(format!(
+            "stored definition of {id} is not a view"
+        )));
+    };
+    let plan = plan_query(&cx, &cv.query)?;
+    lower_view(state, &plan, &desc)
+}
+
+/// `EXPLAIN MATERIALIZED VIEW name`: the dataflow that maintains it.
+pub fn explain_materialized_view(cx: &StatementContext, name: &ObjectName) -> Result<Plan> {
+    let item = cx.resolver().resolve_item(name)?;
+    if item.kind != ItemKind::MaterializedView {
+        return Err(PlanError::WrongObjectType {
+            name: item.name.clone(),
+            expected: "a materialized view",
+        });
+    }
+    let plan = dataflow_plan(cx.state, cx.catalog, item.id)?;
+    explain_rows(cx.catalog, &plan)
+}
+
+/// `EXPLAIN CREATE MATERIALIZED VIEW ...`: the dataflow it would install.
+pub fn explain_create(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
+    let (def, plan) = define(cx, cv)?;
+    let desc = def
+        .desc
+        .ok_or_else(|| PlanError::Internal("view without columns".into()))?;
+    let rel = lower_view(cx.state, &plan, &desc)?;
+    explain_rows(cx.catalog, &rel)
+}
+
+fn explain_rows(catalog: &CatalogState, plan: &RelPlan) -> Result<Plan> {
+    let mut text = humanize_ids(catalog, &plan.to_string());
+    for id in plan.inputs() {
+        if let Some((db, schema, item)) = catalog.full_name(id) {
+            text = text.replace(
+                &format!("Get {id}\n"),
+                &format!("Get {db}.{schema}.{item}\n"),
+            );
+        }
+    }
+    text_rows(
+        &[("Dataflow Plan", PgType::Text)],
+        text.lines().map(|l| vec![Some(l.to_string())]).collect(),
+    )
+}
