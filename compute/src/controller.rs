@@ -27,6 +27,8 @@ pub struct DataflowState {
     pub as_of: Timestamp,
     /// Output began at this time.
     pub start: Timestamp,
+    /// The collections it reads.
+    pub inputs: Vec<GlobalId>,
     /// The output shard's upper as the sink last wrote it.
     upper: AtomicU64,
     hydrated: AtomicBool,
@@ -244,6 +246,7 @@ impl ComputeController {
             id: desc.id,
             as_of: desc.as_of,
             start: desc.start,
+            inputs: desc.plan.inputs().into_iter().collect(),
             upper: AtomicU64::new(desc.start),
             hydrated: AtomicBool::new(false),
             installed_at: Instant::now(),

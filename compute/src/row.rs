@@ -75,14 +75,19 @@ impl RowCodec {
 
     /// Encode every row of a batch.
     pub fn encode(&self, batch: &RecordBatch) -> Result<Vec<Row>, ArrowError> {
-        self.encode_columns(batch.columns())
+        self.encode_columns(batch.columns(), batch.num_rows())
     }
 
-    /// Encode rows from columns of this codec's types.
+    /// Encode `num_rows` rows from columns of this codec's types (the
+    /// count matters for relations without columns).
     pub fn encode_columns(
         &self,
         columns: &[arrow::array::ArrayRef],
+        num_rows: usize,
     ) -> Result<Vec<Row>, ArrowError> {
+        if columns.is_empty() {
+            return Ok(vec![Row::default(); num_rows]);
+        }
         let rows = self.converter.convert_columns(columns)?;
         Ok((0..rows.num_rows())
             .map(|i| Row(rows.row(i).as_ref().to_vec()))
@@ -97,7 +102,7 @@ impl RowCodec {
             .iter()
             .map(|f| arrow::array::new_null_array(f.data_type(), 1))
             .collect();
-        let mut rows = self.encode_columns(&columns)?;
+        let mut rows = self.encode_columns(&columns, 1)?;
         rows.pop()
             .ok_or_else(|| ArrowError::ComputeError("no row encoded".into()))
     }

@@ -52,5 +52,12 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
             .register_udf(f)
             .expect("registering built-in functions cannot fail");
     }
+    // Postgres spells the sample variance `variance` too.
+    if let Some(var) = state.aggregate_functions().get("var_samp").cloned() {
+        let aliased = var.as_ref().clone().with_aliases(["variance"]);
+        state
+            .register_udaf(Arc::new(aliased))
+            .expect("registering built-in functions cannot fail");
+    }
     state
 }

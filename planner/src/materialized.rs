@@ -4,7 +4,9 @@
 //! A view's dataflow is always planned from its stored, id-resolved
 //! definition, so CREATE, boot and EXPLAIN agree on what runs.
 
+use arrow::datatypes::DataType;
 use datafusion::execution::SessionState;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::{self, CreateView, ObjectName};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -59,8 +61,9 @@ fn define(cx: &StatementContext, cv: &CreateView) -> Result<(ItemDef, QueryPlan)
     let refs = resolver.rewrite(&mut query)?;
     let plan = plan_query(cx, &query)?;
     let (names, desc) = named_columns(&plan.desc, &cv.columns, "CREATE MATERIALIZED VIEW")?;
-    let desc = nullable(desc);
-    lower_view(cx.state, &plan, &desc)?;
+    let optimized = optimize(cx.state, &plan)?;
+    let desc = stored_types(nullable(desc), &optimized);
+    lower_optimized(&optimized, &desc)?;
     let create_sql = format!(
         "CREATE MATERIALIZED VIEW {} ({}) AS {query}",
         quote_if_needed(&name),
@@ -95,12 +98,38 @@ fn nullable(mut desc: RelationDesc) -> RelationDesc {
     desc
 }
 
+/// Numeric results keep the scale the query computes them at (an
+/// unconstrained `numeric` is stored at a fixed scale and would lose how
+/// `sum(numeric(10,2))` prints).
+fn stored_types(mut desc: RelationDesc, optimized: &LogicalPlan) -> RelationDesc {
+    for (c, f) in desc.columns.iter_mut().zip(optimized.schema().fields()) {
+        if let (PgType::Numeric { typmod: None }, DataType::Decimal128(p, s)) =
+            (&c.ty, f.data_type())
+            && c.ty.arrow_type() != *f.data_type()
+        {
+            c.ty = PgType::Numeric {
+                typmod: Some((*p, *s)),
+            };
+        }
+    }
+    desc
+}
+
+/// Check a planned view query and optimize it (DataFusion decorrelates
+/// subqueries and pushes projections and filters down here).
+fn optimize(state: &SessionState, plan: &QueryPlan) -> Result<LogicalPlan> {
+    check_deterministic(&plan.logical)?;
+    Ok(state.optimize(&plan.logical)?)
+}
+
 /// Lower a planned view query to the dataflow that maintains it, emitting
 /// rows of exactly the types its shard stores.
 fn lower_view(state: &SessionState, plan: &QueryPlan, desc: &RelationDesc) -> Result<RelPlan> {
-    check_deterministic(&plan.logical)?;
-    let optimized = state.optimize(&plan.logical)?;
-    let rel = lower(&optimized)?;
+    lower_optimized(&optimize(state, plan)?, desc)
+}
+
+fn lower_optimized(optimized: &LogicalPlan, desc: &RelationDesc) -> Result<RelPlan> {
+    let rel = lower(optimized)?;
     let rel = cast_to(rel, optimized.schema(), &desc.arrow_schema())?;
     ComputeController::validate(&rel).map_err(|e| match e {
         ComputeError::Render(df) => PlanError::DataFusion(df),

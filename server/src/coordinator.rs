@@ -631,11 +631,30 @@ impl Coordinator {
                 )
                 .await;
             }
-            if let Some(e) = state.error() {
+            if let Some(e) = self.dataflow_error(*id) {
                 return Err(AdapterError::Dataflow(e));
             }
         }
         Ok(())
+    }
+
+    /// An error held by the dataflow of `id` or of a view it reads: a view
+    /// over a failing view is failing too.
+    fn dataflow_error(&self, id: GlobalId) -> Option<freshet_compute::DataflowError> {
+        let mut stack = vec![id];
+        let mut seen = BTreeSet::new();
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            if let Some(state) = self.compute.dataflow(id) {
+                if let Some(e) = state.error() {
+                    return Some(e);
+                }
+                stack.extend(state.inputs.iter().copied());
+            }
+        }
+        None
     }
 
     /// Pick a read time for `inputs` and hold them there.

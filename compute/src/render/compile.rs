@@ -20,6 +20,7 @@ use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 use freshet_repr::GlobalId;
 
 use crate::error::Result;
+use super::accumulable::{AccumAgg, Accumulable};
 use crate::plan::{JoinKind, RelPlan};
 use crate::row::{Row, RowCodec};
 
@@ -64,7 +65,7 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
             let codec = codec(schema)?;
             let mut rows = Vec::new();
             for b in batches {
-                rows.extend(codec.encode_columns(b.columns())?);
+                rows.extend(codec.encode_columns(b.columns(), b.num_rows())?);
             }
             Node::Constant { rows }
         }
@@ -171,8 +172,14 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
             let n_group = group.len();
             let agg_fields: Vec<_> = schema.fields().iter().skip(n_group).cloned().collect();
             let agg_codec = codec(&Schema::new(agg_fields))?;
+            let accumulable = Accumulable::new(
+                aggs.iter()
+                    .map(|a| AccumAgg::new(&a.agg, &a.filter, &a.args, input_codec.schema()))
+                    .collect(),
+            );
             Node::Reduce {
                 spec: Arc::new(ReduceSpec {
+                    accumulable,
                     key: KeyEval::new(Arc::clone(&input_codec), group, input_schema, true)?,
                     input: input_codec,
                     aggs,
@@ -209,7 +216,7 @@ fn evaluate(e: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> DfResult<ArrayRef
 }
 
 /// A predicate's verdict per row: true keeps it; false and NULL drop it.
-fn predicate(e: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> DfResult<BooleanArray> {
+pub(crate) fn predicate(e: &Arc<dyn PhysicalExpr>, batch: &RecordBatch) -> DfResult<BooleanArray> {
     let a = evaluate(e, batch)?;
     let b = a
         .as_any()
@@ -264,7 +271,10 @@ impl MfpEval {
             .iter()
             .map(|e| evaluate(e, &kept))
             .collect::<DfResult<Vec<_>>>()?;
-        let mut rows = self.output.encode_columns(&columns)?.into_iter();
+        let mut rows = self
+            .output
+            .encode_columns(&columns, kept.num_rows())?
+            .into_iter();
         let n = batch.num_rows();
         Ok(match mask {
             None => rows.map(Some).collect(),
@@ -323,7 +333,7 @@ impl KeyEval {
         let keys = if columns.is_empty() {
             vec![Row::default(); batch.num_rows()]
         } else {
-            self.key.encode_columns(&columns)?
+            self.key.encode_columns(&columns, batch.num_rows())?
         };
         Ok(keys
             .into_iter()
@@ -389,6 +399,8 @@ pub(crate) struct ReduceSpec {
     pub input: Arc<RowCodec>,
     pub key: KeyEval,
     aggs: Vec<AggEval>,
+    /// Set when every aggregate is accumulable (O(1) per change).
+    pub accumulable: Option<Accumulable>,
     output: Arc<RowCodec>,
     /// No GROUP BY: one output row even for empty input.
     pub global: bool,
@@ -399,12 +411,20 @@ impl ReduceSpec {
     /// multiplicity), as a row.
     pub fn aggregate(&self, rows: &[&Row]) -> DfResult<Row> {
         let batch = self.input.decode(rows.iter().copied())?;
-        let columns = self
+        let values = self
             .aggs
             .iter()
+            .map(|a| a.evaluate(&batch))
+            .collect::<DfResult<Vec<_>>>()?;
+        self.encode_aggregates(values)
+    }
+
+    /// Aggregate values as a row of the output's aggregate columns.
+    pub fn encode_aggregates(&self, values: Vec<ScalarValue>) -> DfResult<Row> {
+        let columns = values
+            .into_iter()
             .zip(self.output.schema().fields())
-            .map(|(a, f)| {
-                let v = a.evaluate(&batch)?;
+            .map(|(v, f)| {
                 let v = if v.data_type() == *f.data_type() {
                     v
                 } else {
@@ -414,7 +434,7 @@ impl ReduceSpec {
             })
             .collect::<DfResult<Vec<_>>>()?;
         self.output
-            .encode_columns(&columns)?
+            .encode_columns(&columns, 1)?
             .pop()
             .ok_or_else(|| DataFusionError::Internal("no aggregate row".into()))
     }

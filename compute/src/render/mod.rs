@@ -6,6 +6,7 @@
 //! without stopping the dataflow, and retracting the row retracts the
 //! error.
 
+mod accumulable;
 mod compile;
 mod join;
 mod reduce;

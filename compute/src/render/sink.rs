@@ -85,7 +85,7 @@ impl Writer {
         {
             let start = ctx.desc.start;
             for b in ctx.storage.snapshot(id, u - 1)? {
-                for row in codec.encode_columns(b.columns())? {
+                for row in codec.encode_columns(b.columns(), b.num_rows())? {
                     pending.push((Ok(row), start, -1));
                 }
             }

@@ -48,7 +48,7 @@ pub(crate) fn render_get<'s>(
                         let mut rows = 0usize;
                         let mut session = output.session(c);
                         for b in &batches {
-                            let encoded = codec.encode_columns(b.columns())?;
+                            let encoded = codec.encode_columns(b.columns(), b.num_rows())?;
                             rows += encoded.len();
                             session.give_iterator(encoded.into_iter().map(|r| (r, start, 1)));
                         }
@@ -130,7 +130,7 @@ fn give_updates(
         .ok_or_else(|| {
             freshet_storage::StorageError::InvalidUsage("listen batch without diffs".into())
         })?;
-    let rows = codec.encode_columns(&batch.columns()[..n - 2])?;
+    let rows = codec.encode_columns(&batch.columns()[..n - 2], batch.num_rows())?;
     let mut session = output.session(cap);
     for (i, row) in rows.into_iter().enumerate() {
         session.give((row, times.value(i).max(start), diffs.value(i)));
