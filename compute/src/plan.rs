@@ -13,7 +13,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::DFSchemaRef;
-use datafusion::logical_expr::Expr;
+use datafusion::logical_expr::{Expr, SortExpr};
 use freshet_repr::{GlobalId, Timestamp};
 
 /// Join flavours the renderer maintains.
@@ -109,6 +109,34 @@ pub enum RelPlan {
         /// Input.
         input: Box<RelPlan>,
     },
+    /// Window functions: the input's columns plus one column per window
+    /// expression, all sharing one PARTITION BY. A change recomputes the
+    /// partitions it touches.
+    Window {
+        /// Input.
+        input: Box<RelPlan>,
+        /// The input schema as the expressions name it.
+        input_schema: DFSchemaRef,
+        /// `fn(...) OVER (PARTITION BY .. ORDER BY .. frame)` expressions.
+        window_exprs: Vec<Expr>,
+        /// Output schema.
+        schema: SchemaRef,
+    },
+    /// `ORDER BY .. OFFSET .. LIMIT ..`: the rows at those positions of
+    /// the input in that order, maintained hierarchically (a change costs
+    /// O(limit) per level of a small tree of buckets, not O(input)).
+    TopK {
+        /// Input.
+        input: Box<RelPlan>,
+        /// The input schema as the sort expressions name it.
+        input_schema: DFSchemaRef,
+        /// Sort order (empty: any order).
+        order: Vec<SortExpr>,
+        /// Rows skipped.
+        offset: usize,
+        /// Rows kept after the offset (`None`: all).
+        limit: Option<usize>,
+    },
     /// The multiset union of the inputs.
     Union {
         /// Inputs (same schema).
@@ -127,8 +155,9 @@ impl RelPlan {
             | RelPlan::Mfp { schema, .. }
             | RelPlan::Join { schema, .. }
             | RelPlan::Reduce { schema, .. }
+            | RelPlan::Window { schema, .. }
             | RelPlan::Union { schema, .. } => Arc::clone(schema),
-            RelPlan::Distinct { input } => input.schema(),
+            RelPlan::Distinct { input } | RelPlan::TopK { input, .. } => input.schema(),
         }
     }
 
@@ -149,6 +178,8 @@ impl RelPlan {
             RelPlan::Get { .. } | RelPlan::Constant { .. } => {}
             RelPlan::Mfp { input, .. }
             | RelPlan::Reduce { input, .. }
+            | RelPlan::Window { input, .. }
+            | RelPlan::TopK { input, .. }
             | RelPlan::Distinct { input } => input.visit(f),
             RelPlan::Join { left, right, .. } => {
                 left.visit(f);
@@ -228,6 +259,36 @@ impl RelPlan {
             }
             RelPlan::Distinct { input } => {
                 writeln!(f, "{pad}Distinct")?;
+                input.fmt_indent(f, depth + 1)
+            }
+            RelPlan::Window {
+                input,
+                window_exprs,
+                ..
+            } => {
+                writeln!(
+                    f,
+                    "{pad}Window [{}] (recomputes changed partitions)",
+                    list(window_exprs)
+                )?;
+                input.fmt_indent(f, depth + 1)
+            }
+            RelPlan::TopK {
+                input,
+                order,
+                offset,
+                limit,
+                ..
+            } => {
+                let order: Vec<String> = order.iter().map(|s| s.to_string()).collect();
+                write!(f, "{pad}TopK order=[{}]", order.join(", "))?;
+                if *offset > 0 {
+                    write!(f, " offset={offset}")?;
+                }
+                match limit {
+                    Some(l) => writeln!(f, " limit={l} (hierarchical)")?,
+                    None => writeln!(f)?,
+                }
                 input.fmt_indent(f, depth + 1)
             }
             RelPlan::Union { inputs, .. } => {

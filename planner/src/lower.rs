@@ -17,7 +17,9 @@ use datafusion::error::DataFusionError;
 use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::utils::conjunction;
-use datafusion::logical_expr::{Distinct, Expr, JoinType, LogicalPlan, Volatility, cast};
+use datafusion::logical_expr::{
+    Distinct, Expr, FetchType, JoinType, LogicalPlan, SkipType, Volatility, cast,
+};
 use datafusion::physical_expr::create_physical_expr;
 use freshet_compute::{JoinKind, RelPlan};
 
@@ -203,10 +205,42 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
         LogicalPlan::SubqueryAlias(a) => lower(&a.input),
         // A view is an unordered multiset: ORDER BY without LIMIT is moot.
         LogicalPlan::Sort(s) if s.fetch.is_none() => lower(&s.input),
-        LogicalPlan::Sort(_) | LogicalPlan::Limit(_) => {
-            Err(unsupported("ORDER BY ... LIMIT in a materialized view"))
+        LogicalPlan::Sort(s) => Ok(RelPlan::TopK {
+            input: Box::new(lower(&s.input)?),
+            input_schema: Arc::clone(s.input.schema()),
+            order: s.expr.clone(),
+            offset: 0,
+            limit: s.fetch,
+        }),
+        LogicalPlan::Limit(l) => {
+            let offset = match l.get_skip_type()? {
+                SkipType::Literal(n) => n,
+                SkipType::UnsupportedExpr => return Err(unsupported("a non-constant OFFSET")),
+            };
+            let limit = match l.get_fetch_type()? {
+                FetchType::Literal(n) => n,
+                FetchType::UnsupportedExpr => return Err(unsupported("a non-constant LIMIT")),
+            };
+            // The optimizer leaves a bounded Sort under the Limit; its order
+            // is the one the limit applies to.
+            let (input, order) = match l.input.as_ref() {
+                LogicalPlan::Sort(s) => (&s.input, s.expr.clone()),
+                _ => (&l.input, vec![]),
+            };
+            Ok(RelPlan::TopK {
+                input: Box::new(lower(input)?),
+                input_schema: Arc::clone(input.schema()),
+                order,
+                offset,
+                limit,
+            })
         }
-        LogicalPlan::Window(_) => Err(unsupported("window functions in a materialized view")),
+        LogicalPlan::Window(w) => Ok(RelPlan::Window {
+            input: Box::new(lower(&w.input)?),
+            input_schema: Arc::clone(w.input.schema()),
+            window_exprs: w.window_expr.clone(),
+            schema: arrow_schema(&w.schema),
+        }),
         LogicalPlan::Values(v) => {
             let schema = arrow_schema(&v.schema);
             let batch = evaluate_rows(&schema, &v.values)?;

@@ -20,15 +20,14 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Float64Array, RecordBatch,
-    UInt64Array,
+    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, Float64Array, RecordBatch, UInt64Array,
 };
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Decimal128Type, DecimalType};
 use datafusion::common::{Result as DfResult, ScalarValue};
 use datafusion::error::DataFusionError;
-use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use differential_dataflow::difference::{IsZero, Multiply, Semigroup};
 use serde::{Deserialize, Serialize};
 
@@ -297,10 +296,9 @@ impl AccumAgg {
                 }
             }
             Kind::BoolAnd | Kind::BoolOr => {
-                let bools = arg
-                    .as_any()
-                    .downcast_ref::<BooleanArray>()
-                    .ok_or_else(|| DataFusionError::Internal("bool aggregate of non-bool".into()))?;
+                let bools = arg.as_any().downcast_ref::<BooleanArray>().ok_or_else(|| {
+                    DataFusionError::Internal("bool aggregate of non-bool".into())
+                })?;
                 for (i, slots) in out.iter_mut().enumerate() {
                     slots.push(one(i));
                     slots.push(Slot::Int(i128::from(included(i) && bools.value(i))));
@@ -339,7 +337,8 @@ impl AccumAgg {
                     .ok_or_else(|| DataFusionError::Internal("avg state".into()))?;
                 let sum: ArrayRef = match sum_type {
                     DataType::Decimal128(p, s) => Arc::new(
-                        Decimal128Array::from(vec![slots[1].int()]).with_precision_and_scale(p, s)?,
+                        Decimal128Array::from(vec![slots[1].int()])
+                            .with_precision_and_scale(p, s)?,
                     ),
                     DataType::Float64 => Arc::new(Float64Array::from(vec![slots[1].float()])),
                     other => {
@@ -390,7 +389,9 @@ fn numeric_values(arg: &ArrayRef, num: Numeric) -> DfResult<Vec<Slot>> {
         }
         Numeric::Decimal => {
             let scale = match arg.data_type() {
-                DataType::Decimal32(_, s) | DataType::Decimal64(_, s) | DataType::Decimal128(_, s) => *s,
+                DataType::Decimal32(_, s)
+                | DataType::Decimal64(_, s)
+                | DataType::Decimal128(_, s) => *s,
                 _ => 0,
             };
             let d = cast(arg, &DataType::Decimal128(38, scale))?;

@@ -19,8 +19,9 @@ use datafusion::physical_expr::aggregate::{AggregateFunctionExpr, LoweredAggrega
 use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 use freshet_repr::GlobalId;
 
-use crate::error::Result;
 use super::accumulable::{AccumAgg, Accumulable};
+use super::ordered::{TopKSpec, WindowSpec};
+use crate::error::Result;
 use crate::plan::{JoinKind, RelPlan};
 use crate::row::{Row, RowCodec};
 
@@ -48,6 +49,14 @@ pub(crate) enum Node {
     },
     Distinct {
         input: Box<Node>,
+    },
+    Window {
+        input: Box<Node>,
+        spec: Arc<WindowSpec>,
+    },
+    TopK {
+        input: Box<Node>,
+        spec: Arc<TopKSpec>,
     },
     Union {
         inputs: Vec<Node>,
@@ -192,6 +201,36 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
         RelPlan::Distinct { input } => Node::Distinct {
             input: Box::new(compile(input)?),
         },
+        RelPlan::Window {
+            input,
+            input_schema,
+            window_exprs,
+            schema,
+        } => Node::Window {
+            spec: Arc::new(WindowSpec::new(
+                codec(&input.schema())?,
+                input_schema,
+                window_exprs,
+                codec(schema)?,
+            )?),
+            input: Box::new(compile(input)?),
+        },
+        RelPlan::TopK {
+            input,
+            input_schema,
+            order,
+            offset,
+            limit,
+        } => Node::TopK {
+            spec: Arc::new(TopKSpec::new(
+                codec(&input.schema())?,
+                input_schema,
+                order,
+                *offset,
+                *limit,
+            )?),
+            input: Box::new(compile(input)?),
+        },
         RelPlan::Union { inputs, .. } => Node::Union {
             inputs: inputs.iter().map(compile).collect::<Result<_>>()?,
         },
@@ -294,7 +333,7 @@ pub(crate) struct KeyEval {
 }
 
 impl KeyEval {
-    fn new(
+    pub(crate) fn new(
         input: Arc<RowCodec>,
         exprs: &[Expr],
         schema: &DFSchemaRef,

@@ -9,6 +9,7 @@
 mod accumulable;
 mod compile;
 mod join;
+mod ordered;
 mod reduce;
 mod sink;
 mod source;
@@ -103,6 +104,12 @@ fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Render
                     .threshold_named("Distinct", |_, r| Diff::from(*r > 0)),
                 err: input.err,
             }
+        }
+        Node::Window { input, spec } => {
+            ordered::render_window(render(scope, input, ctx), Arc::clone(spec))
+        }
+        Node::TopK { input, spec } => {
+            ordered::render_topk(render(scope, input, ctx), Arc::clone(spec))
         }
         Node::Union { inputs } => {
             let mut parts = inputs.iter().map(|i| render(scope, i, ctx));

@@ -178,12 +178,13 @@ fn render_accumulable<'s>(
     } else {
         reduced
     };
-    let (ok, err) = reduced
-        .inner
-        .ok_err::<Vec<_>, _, Vec<_>, _, _>(|(result, t, r)| match result {
-            Ok(row) => Ok((row, t, r)),
-            Err(e) => Err((e, t, r)),
-        });
+    let (ok, err) =
+        reduced
+            .inner
+            .ok_err::<Vec<_>, _, Vec<_>, _, _>(|(result, t, r)| match result {
+                Ok(row) => Ok((row, t, r)),
+                Err(e) => Err((e, t, r)),
+            });
     Rendered {
         ok: ok.as_collection(),
         err: errs.concat(err.as_collection()),

@@ -1,0 +1,268 @@
+//! Order-dependent operators: window functions and top-k.
+//!
+//! Both are reductions whose logic sorts a group of rows. Window functions
+//! recompute each partition a change touches with DataFusion's own window
+//! expressions (O(partition) per change). Top-k is hierarchical: rows are
+//! first reduced to their top `offset + limit` within many small hash
+//! buckets, then within fewer larger buckets, then overall, so a change
+//! re-sorts one small bucket and O(limit × fan-in) rows per level above it
+//! instead of the whole input.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, UInt32Array};
+use arrow::compute::{SortColumn, lexsort_to_indices, take, take_record_batch};
+use datafusion::common::{DFSchemaRef, Result as DfResult};
+use datafusion::error::DataFusionError;
+use datafusion::execution::context::ExecutionProps;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::{Expr, SortExpr};
+use datafusion::physical_expr::window::WindowExpr;
+use datafusion::physical_expr::{PhysicalSortExpr, create_physical_sort_exprs};
+use datafusion::physical_planner::create_window_expr;
+use differential_dataflow::AsCollection;
+use differential_dataflow::hashable::Hashable;
+use timely::dataflow::operators::core::OkErr;
+
+use super::compile::KeyEval;
+use super::{Coll, Diff, Rendered, eval_op};
+use crate::error::{DataflowError, Result};
+use crate::row::{Row, RowCodec};
+
+/// Window expressions sharing one PARTITION BY.
+pub(crate) struct WindowSpec {
+    pub input: Arc<RowCodec>,
+    key: KeyEval,
+    exprs: Vec<Arc<dyn WindowExpr>>,
+    output: Arc<RowCodec>,
+}
+
+impl WindowSpec {
+    pub fn new(
+        input: Arc<RowCodec>,
+        input_schema: &DFSchemaRef,
+        window_exprs: &[Expr],
+        output: Arc<RowCodec>,
+    ) -> Result<Self> {
+        let props = ExecutionProps::new();
+        let planning = PhysicalPlanningContext::default();
+        let mut partition: Option<Vec<Expr>> = None;
+        let mut exprs = Vec::with_capacity(window_exprs.len());
+        for e in window_exprs {
+            let Expr::WindowFunction(w) = e.clone().unalias_nested().data else {
+                return Err(DataFusionError::Plan(format!("not a window function: {e}")).into());
+            };
+            match &partition {
+                None => partition = Some(w.params.partition_by.clone()),
+                Some(p) if *p == w.params.partition_by => {}
+                Some(_) => {
+                    return Err(DataFusionError::NotImplemented(
+                        "window functions with different PARTITION BY in one operator".into(),
+                    )
+                    .into());
+                }
+            }
+            exprs.push(create_window_expr(e, input_schema, &props, &planning)?);
+        }
+        let partition = partition.unwrap_or_default();
+        Ok(WindowSpec {
+            key: KeyEval::new(Arc::clone(&input), &partition, input_schema, true)?,
+            input,
+            exprs,
+            output,
+        })
+    }
+
+    /// The output rows of one partition.
+    fn evaluate(&self, rows: &[&Row]) -> DfResult<Vec<Row>> {
+        let batch = self.input.decode(rows.iter().copied())?;
+        let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+        for w in &self.exprs {
+            let order = w.order_by_columns(&batch)?;
+            let value = if order.is_empty() {
+                w.evaluate(&batch)?
+            } else {
+                // Evaluate in the window's order, then put the values back
+                // beside the rows they belong to.
+                let idx = lexsort_to_indices(&order, None)?;
+                let sorted = take_record_batch(&batch, &idx)?;
+                let values = w.evaluate(&sorted)?;
+                let mut inverse = vec![0u32; idx.len()];
+                for (pos, i) in idx.values().iter().enumerate() {
+                    inverse[*i as usize] = pos as u32;
+                }
+                take(&values, &UInt32Array::from(inverse), None)?
+            };
+            columns.push(value);
+        }
+        let columns = columns
+            .into_iter()
+            .zip(self.output.schema().fields())
+            .map(|(c, f)| {
+                if c.data_type() == f.data_type() {
+                    Ok(c)
+                } else {
+                    arrow::compute::cast(&c, f.data_type())
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.output.encode_columns(&columns, batch.num_rows())?)
+    }
+}
+
+/// `ORDER BY .. OFFSET .. LIMIT ..`.
+pub(crate) struct TopKSpec {
+    pub input: Arc<RowCodec>,
+    order: Vec<PhysicalSortExpr>,
+    offset: usize,
+    limit: Option<usize>,
+}
+
+impl TopKSpec {
+    pub fn new(
+        input: Arc<RowCodec>,
+        input_schema: &DFSchemaRef,
+        order: &[SortExpr],
+        offset: usize,
+        limit: Option<usize>,
+    ) -> Result<Self> {
+        let order = create_physical_sort_exprs(
+            order,
+            input_schema,
+            &ExecutionProps::new(),
+            &PhysicalPlanningContext::default(),
+        )?;
+        Ok(TopKSpec {
+            input,
+            order,
+            offset,
+            limit,
+        })
+    }
+
+    /// Rows `skip..skip + keep` of `rows` in the sort order (ties broken by
+    /// the rows' encodings, so the choice is deterministic).
+    fn select(&self, rows: &[&Row], skip: usize, keep: Option<usize>) -> DfResult<Vec<Row>> {
+        let end = keep.map_or(rows.len(), |k| (skip + k).min(rows.len()));
+        if skip >= end {
+            return Ok(vec![]);
+        }
+        if self.order.is_empty() {
+            return Ok(rows[skip..end].iter().map(|r| (*r).clone()).collect());
+        }
+        let batch = self.input.decode(rows.iter().copied())?;
+        let columns: Vec<SortColumn> = self
+            .order
+            .iter()
+            .map(|s| s.evaluate_to_sort_column(&batch))
+            .collect::<DfResult<_>>()?;
+        // Rows arrive sorted by encoding, and the sort is stable.
+        let idx = lexsort_to_indices(&columns, Some(end))?;
+        Ok(idx.values()[skip..end]
+            .iter()
+            .map(|i| rows[*i as usize].clone())
+            .collect())
+    }
+}
+
+/// Rows grouped by `key`, each group replaced by `logic`'s rows.
+fn reduce_groups<'s, K>(
+    keyed: Coll<'s, (K, Row)>,
+    name: &str,
+    mut logic: impl FnMut(&[&Row]) -> DfResult<Vec<Row>> + 'static,
+) -> (Coll<'s, Row>, Coll<'s, DataflowError>)
+where
+    K: differential_dataflow::ExchangeData + Hashable,
+{
+    let reduced = keyed.reduce_named::<_, Result<Row, DataflowError>, Diff>(
+        name,
+        move |_key, values: &[(&Row, Diff)], output| {
+            let mut rows: Vec<&Row> = Vec::new();
+            for (row, diff) in values {
+                if *diff < 0 {
+                    let e =
+                        DataflowError::internal(format!("negative multiplicity {diff} in a group"));
+                    output.push((Err(e), 1));
+                    return;
+                }
+                for _ in 0..*diff {
+                    rows.push(*row);
+                }
+            }
+            match logic(&rows) {
+                Ok(out) => {
+                    let mut counts: BTreeMap<Row, Diff> = BTreeMap::new();
+                    for r in out {
+                        *counts.entry(r).or_default() += 1;
+                    }
+                    output.extend(counts.into_iter().map(|(r, n)| (Ok(r), n)));
+                }
+                Err(e) => output.push((Err(DataflowError::from_datafusion(&e)), 1)),
+            }
+        },
+    );
+    let (ok, err) = reduced
+        .inner
+        .ok_err::<Vec<_>, _, Vec<_>, _, _>(|((_key, result), t, r)| match result {
+            Ok(row) => Ok((row, t, r)),
+            Err(e) => Err((e, t, r)),
+        });
+    (ok.as_collection(), err.as_collection())
+}
+
+/// Render window functions over `input`.
+pub(crate) fn render_window<'s>(input: Rendered<'s>, spec: Arc<WindowSpec>) -> Rendered<'s> {
+    let key_spec = Arc::clone(&spec);
+    let (keyed, key_errs) = eval_op(
+        input.ok,
+        "WindowPartition",
+        Arc::clone(&spec.input),
+        move |batch, rows: &[Row]| {
+            Ok(key_spec
+                .key
+                .keys(batch)?
+                .into_iter()
+                .zip(rows)
+                .map(|(k, r)| k.map(|k| (k, r.clone())))
+                .collect())
+        },
+    );
+    let (ok, err) = reduce_groups(keyed, "Window", move |rows| spec.evaluate(rows));
+    Rendered {
+        ok,
+        err: input.err.concat(key_errs).concat(err),
+    }
+}
+
+/// Bucket counts of the levels of a hierarchical top-k, largest first.
+const TOPK_LEVELS: [u64; 2] = [1 << 12, 1 << 6];
+
+/// Render `ORDER BY .. OFFSET .. LIMIT ..` over `input`.
+pub(crate) fn render_topk<'s>(input: Rendered<'s>, spec: Arc<TopKSpec>) -> Rendered<'s> {
+    let mut rows = input.ok;
+    let mut err = input.err;
+    // Lower levels keep every row that can be among the first
+    // `offset + limit` overall; without a limit nothing can be dropped early.
+    if let Some(limit) = spec.limit {
+        let keep = spec.offset + limit;
+        for buckets in TOPK_LEVELS {
+            let level_spec = Arc::clone(&spec);
+            let keyed = rows.map(move |r: Row| (r.hashed() % buckets, r));
+            let (ok, e) = reduce_groups(keyed, "TopKBucket", move |rows| {
+                level_spec.select(rows, 0, Some(keep))
+            });
+            rows = ok;
+            err = err.concat(e);
+        }
+    }
+    let final_spec = Arc::clone(&spec);
+    let keyed = rows.map(|r: Row| ((), r));
+    let (ok, e) = reduce_groups(keyed, "TopK", move |rows| {
+        final_spec.select(rows, final_spec.offset, final_spec.limit)
+    });
+    Rendered {
+        ok,
+        err: err.concat(e),
+    }
+}
