@@ -10,6 +10,7 @@ pub mod error;
 pub mod functions;
 pub mod lower;
 pub mod materialized;
+pub mod scalar_subquery;
 pub mod parse;
 pub mod pgsql;
 pub mod pgtext;

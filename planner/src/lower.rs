@@ -24,6 +24,7 @@ use datafusion::physical_expr::create_physical_expr;
 use freshet_compute::{JoinKind, RelPlan};
 
 use crate::error::{PlanError, Result};
+use crate::scalar_subquery;
 use crate::provider::BoundTable;
 
 /// Refuse definitions whose value depends on when or where they run.
@@ -60,6 +61,11 @@ pub fn check_deterministic(plan: &LogicalPlan) -> Result<()> {
 
 /// Lower an optimized plan to a dataflow plan.
 pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
+    if matches!(plan, LogicalPlan::Projection(_) | LogicalPlan::Filter(_))
+        && scalar_subquery::has_scalar_subquery(&plan.expressions())
+    {
+        return lower(&scalar_subquery::rewrite(plan)?);
+    }
     check_expressions(plan)?;
     match plan {
         LogicalPlan::TableScan(scan) => {
