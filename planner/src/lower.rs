@@ -24,8 +24,8 @@ use datafusion::physical_expr::create_physical_expr;
 use freshet_compute::{JoinKind, RelPlan};
 
 use crate::error::{PlanError, Result};
-use crate::scalar_subquery;
 use crate::provider::BoundTable;
+use crate::scalar_subquery;
 
 /// Refuse definitions whose value depends on when or where they run.
 ///

@@ -235,8 +235,11 @@ impl<'a> PlanningContext<'a> {
 
     /// Plan a statement with Postgres literal typing applied to a copy of it.
     pub fn plan_sql_statement(&self, stmt: ast::Statement) -> crate::Result<LogicalPlan> {
-        crate::pgsql::check_supported(&stmt)?;
         let mut stmt = stmt;
+        if let ast::Statement::Query(q) = &mut stmt {
+            crate::set_all::rewrite(self, q)?;
+        }
+        crate::pgsql::check_supported(&stmt)?;
         crate::pgsql::rewrite_quantified(&mut stmt)?;
         crate::pgsql::type_integer_literals(&mut stmt);
         match self.sql_to_rel().sql_statement_to_plan(stmt.clone()) {

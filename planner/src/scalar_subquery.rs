@@ -76,7 +76,9 @@ pub fn rewrite(plan: &LogicalPlan) -> Result<LogicalPlan> {
                 .into_iter()
                 .map(Expr::Column)
                 .collect();
-            Ok(LogicalPlanBuilder::from(filtered).project(columns)?.build()?)
+            Ok(LogicalPlanBuilder::from(filtered)
+                .project(columns)?
+                .build()?)
         }
         other => Err(PlanError::Internal(format!(
             "no scalar subqueries to rewrite in {}",
@@ -129,10 +131,7 @@ fn single_row(subquery: LogicalPlan, alias: &str) -> DfResult<LogicalPlan> {
     LogicalPlanBuilder::from(subquery)
         .aggregate(
             Vec::<Expr>::new(),
-            vec![
-                count(lit(1)).alias("__rows"),
-                min(column).alias("__value"),
-            ],
+            vec![count(lit(1)).alias("__rows"), min(column).alias("__value")],
         )?
         .project(vec![
             check
