@@ -191,9 +191,19 @@ pub fn alias_unnamed_items<V: VisitMut>(node: &mut V) {
     impl VisitorMut for Aliaser {
         type Break = ();
         fn pre_visit_select(&mut self, select: &mut Select) -> ControlFlow<()> {
+            // Column references keep their names unless one repeats
+            // (`SELECT b.k, b.k`), which DataFusion refuses.
+            let mut seen = HashSet::new();
             for item in &mut select.projection {
+                let repeated = match item {
+                    SelectItem::UnnamedExpr(Expr::Identifier(i)) => !seen.insert(i.value.clone()),
+                    SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+                        parts.last().is_some_and(|i| !seen.insert(i.value.clone()))
+                    }
+                    _ => false,
+                };
                 if let SelectItem::UnnamedExpr(e) = item
-                    && !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_))
+                    && (repeated || !matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)))
                 {
                     self.0 += 1;
                     *item = SelectItem::ExprWithAlias {

@@ -103,6 +103,19 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
         ],
     },
     SystemRelation {
+        schema: "freshet_internal",
+        name: "dataflows",
+        columns: &[
+            ("object_id", Text),
+            ("object_name", Text),
+            ("as_of", Numeric),
+            ("upper", Numeric),
+            ("hydrated", Bool),
+            ("errors", Int8),
+            ("workers", Int8),
+        ],
+    },
+    SystemRelation {
         schema: "pg_catalog",
         name: "pg_namespace",
         columns: &[("oid", Oid), ("nspname", Text), ("nspowner", Oid)],

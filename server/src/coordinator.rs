@@ -721,6 +721,7 @@ impl Coordinator {
     fn reader(&self, session: &Session) -> Arc<QueryReader> {
         Arc::new(QueryReader {
             storage: Arc::clone(&self.storage),
+            compute: Arc::clone(&self.compute),
             catalog: self.catalog_state(),
             database: session.database.clone(),
         })

@@ -18,6 +18,8 @@ use crate::values::parse_text_array;
 pub struct QueryReader {
     /// Storage.
     pub storage: Arc<Storage>,
+    /// Compute (for `freshet_internal.dataflows`).
+    pub compute: Arc<freshet_compute::ComputeController>,
     /// The catalog version planned against.
     pub catalog: Arc<CatalogState>,
     /// The session's database.
@@ -77,6 +79,22 @@ impl QueryReader {
                         self.name_of(h.id),
                         Some(h.time.to_string()),
                         Some(h.count.to_string()),
+                    ]
+                })
+                .collect(),
+            "freshet_internal.dataflows" => self
+                .compute
+                .dataflows()
+                .into_iter()
+                .map(|d| {
+                    vec![
+                        Some(d.id.to_string()),
+                        self.name_of(d.id),
+                        Some(d.as_of.to_string()),
+                        Some(d.upper().to_string()),
+                        s(if d.hydrated() { "t" } else { "f" }),
+                        Some(d.error_count().to_string()),
+                        Some(self.compute.workers().to_string()),
                     ]
                 })
                 .collect(),
