@@ -20,6 +20,7 @@ use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
 use freshet_repr::GlobalId;
 
 use super::accumulable::{AccumAgg, Accumulable};
+use super::hierarchical::MinMax;
 use super::ordered::{TopKSpec, WindowSpec};
 use crate::error::Result;
 use crate::plan::{JoinKind, RelPlan};
@@ -186,9 +187,18 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
                     .map(|a| AccumAgg::new(&a.agg, &a.filter, &a.args, input_codec.schema()))
                     .collect(),
             );
+            let min_max = MinMax::new(
+                &aggs
+                    .iter()
+                    .map(|a| (&a.agg, &a.filter, a.args.as_slice()))
+                    .collect::<Vec<_>>(),
+                input_codec.schema(),
+            )
+            .transpose()?;
             Node::Reduce {
                 spec: Arc::new(ReduceSpec {
                     accumulable,
+                    min_max,
                     key: KeyEval::new(Arc::clone(&input_codec), group, input_schema, true)?,
                     input: input_codec,
                     aggs,
@@ -440,6 +450,8 @@ pub(crate) struct ReduceSpec {
     aggs: Vec<AggEval>,
     /// Set when every aggregate is accumulable (O(1) per change).
     pub accumulable: Option<Accumulable>,
+    /// Set when every aggregate is min/max (hierarchical, O(log group)).
+    pub min_max: Option<MinMax>,
     output: Arc<RowCodec>,
     /// No GROUP BY: one output row even for empty input.
     pub global: bool,

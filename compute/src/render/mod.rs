@@ -8,6 +8,7 @@
 
 mod accumulable;
 mod compile;
+mod hierarchical;
 mod join;
 mod ordered;
 mod reduce;

@@ -29,6 +29,9 @@ pub(crate) fn render_reduce<'s>(
     if spec.accumulable.is_some() {
         return render_accumulable(scope, input, spec, start);
     }
+    if spec.min_max.is_some() {
+        return super::hierarchical::render_min_max(scope, input, spec, start);
+    }
     let key_spec = Arc::clone(&spec);
     let (keyed, key_errs) = eval_op(
         input.ok,

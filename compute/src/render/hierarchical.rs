@@ -1,0 +1,252 @@
+//! Hierarchical `min` and `max`.
+//!
+//! A minimum cannot ride in a difference (retracting the minimum needs the
+//! runner-up), but it can be computed in stages: each group's rows are
+//! first reduced to one partial row per hash bucket (4096 buckets, then
+//! 64), and the group's result is the min/max of its partial rows. A change
+//! re-reduces one small bucket and O(fan-in) partial rows per level above
+//! it, instead of the whole group. Each stage uses DataFusion's own min/max
+//! accumulators, so ordering (NULLs skipped, NaN, strings by bytes) is
+//! exactly that of ad hoc queries.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{Field, Schema};
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
+use differential_dataflow::AsCollection;
+use differential_dataflow::hashable::Hashable;
+use timely::dataflow::Scope;
+use timely::dataflow::operators::core::OkErr;
+
+use super::compile::{ReduceSpec, predicate};
+use super::source::render_constant;
+use super::{Coll, Diff, Rendered, Time, eval_op};
+use crate::error::{DataflowError, Result};
+use crate::row::{Row, RowCodec};
+
+/// Bucket counts of the levels below the final reduction, largest first.
+const LEVELS: [u64; 2] = [1 << 12, 1 << 6];
+
+/// The min/max aggregates of a reduction, when every aggregate is one.
+pub(crate) struct MinMax {
+    aggs: Vec<(
+        Arc<AggregateFunctionExpr>,
+        Option<Arc<dyn PhysicalExpr>>,
+        Arc<dyn PhysicalExpr>,
+    )>,
+    /// Rows of the aggregates' argument values (NULL where FILTER rejects).
+    values: Arc<RowCodec>,
+}
+
+impl MinMax {
+    /// The hierarchical form of these aggregates, if all are plain min/max.
+    pub fn new(
+        aggs: &[(
+            &Arc<AggregateFunctionExpr>,
+            &Option<Arc<dyn PhysicalExpr>>,
+            &[Arc<dyn PhysicalExpr>],
+        )],
+        input: &Schema,
+    ) -> Option<Result<MinMax>> {
+        let mut out = Vec::with_capacity(aggs.len());
+        let mut fields = Vec::with_capacity(aggs.len());
+        for (agg, filter, args) in aggs {
+            let name = agg.fun().name();
+            if !(name == "min" || name == "max") || agg.is_distinct() || args.len() != 1 {
+                return None;
+            }
+            let ty = args[0].data_type(input).ok()?;
+            fields.push(Field::new(format!("v{}", fields.len()), ty, true));
+            out.push((Arc::clone(agg), (*filter).clone(), Arc::clone(&args[0])));
+        }
+        if out.is_empty() {
+            return None;
+        }
+        Some(
+            RowCodec::new(Arc::new(Schema::new(fields)))
+                .map(|values| MinMax {
+                    aggs: out,
+                    values: Arc::new(values),
+                })
+                .map_err(Into::into),
+        )
+    }
+
+    /// Each input row's argument values, as a row.
+    fn arguments(&self, batch: &arrow::array::RecordBatch) -> DfResult<Vec<Row>> {
+        let n = batch.num_rows();
+        let columns = self
+            .aggs
+            .iter()
+            .map(|(_, filter, arg)| {
+                let values = arg.evaluate(batch)?.into_array(n)?;
+                Ok(match filter {
+                    Some(f) => arrow::compute::nullif(
+                        &values,
+                        &arrow::compute::not(&predicate(f, batch)?)?,
+                    )?,
+                    None => values,
+                })
+            })
+            .collect::<DfResult<Vec<_>>>()?;
+        Ok(self.values.encode_columns(&columns, n)?)
+    }
+
+    /// The min/max of each column over `rows` of argument values.
+    fn combine(&self, rows: &[&Row]) -> DfResult<Vec<ScalarValue>> {
+        let batch = self.values.decode(rows.iter().copied())?;
+        self.aggs
+            .iter()
+            .enumerate()
+            .map(|(i, (agg, _, _))| {
+                let mut acc = agg.create_accumulator()?;
+                if batch.num_rows() > 0 {
+                    acc.update_batch(&[Arc::clone(batch.column(i))])?;
+                }
+                acc.evaluate()
+            })
+            .collect()
+    }
+
+    /// Partial values as a row of argument values.
+    fn partial(&self, values: Vec<ScalarValue>) -> DfResult<Row> {
+        let columns = values
+            .into_iter()
+            .zip(self.values.schema().fields())
+            .map(|(v, f)| {
+                let v = if v.data_type() == *f.data_type() {
+                    v
+                } else {
+                    v.cast_to(f.data_type())?
+                };
+                v.to_array()
+            })
+            .collect::<DfResult<Vec<_>>>()?;
+        self.values
+            .encode_columns(&columns, 1)?
+            .pop()
+            .ok_or_else(|| datafusion::error::DataFusionError::Internal("no partial row".into()))
+    }
+}
+
+/// Render a reduction whose aggregates are all min/max.
+pub(crate) fn render_min_max<'s>(
+    scope: Scope<'s, Time>,
+    input: Rendered<'s>,
+    spec: Arc<ReduceSpec>,
+    start: Time,
+) -> Rendered<'s> {
+    let arg_spec = Arc::clone(&spec);
+    let (mut keyed, key_errs): (Coll<'s, (Row, Row)>, _) = eval_op(
+        input.ok,
+        "MinMaxArguments",
+        Arc::clone(&spec.input),
+        move |batch, _rows: &[Row]| {
+            let Some(mm) = &arg_spec.min_max else {
+                return Ok(vec![]);
+            };
+            let keys = arg_spec.key.keys(batch)?;
+            let values = mm.arguments(batch)?;
+            Ok(keys
+                .into_iter()
+                .zip(values)
+                .map(|(k, v)| k.map(|k| (k, v)))
+                .collect())
+        },
+    );
+    let mut errs = input.err.concat(key_errs);
+    for buckets in LEVELS {
+        let level_spec = Arc::clone(&spec);
+        let reduced = keyed
+            .map(move |(k, v): (Row, Row)| ((k, v.hashed() % buckets), v))
+            .reduce_named::<_, Result<Row, DataflowError>, Diff>(
+                "MinMaxBucket",
+                move |_key, values: &[(&Row, Diff)], output| {
+                    let Some(mm) = &level_spec.min_max else {
+                        return;
+                    };
+                    let rows: Vec<&Row> = values
+                        .iter()
+                        .filter(|(_, d)| *d > 0)
+                        .map(|(r, _)| *r)
+                        .collect();
+                    let result = mm
+                        .combine(&rows)
+                        .and_then(|v| mm.partial(v))
+                        .map_err(|e| DataflowError::from_datafusion(&e));
+                    output.push((result, 1));
+                },
+            );
+        let (ok, err) =
+            reduced
+                .inner
+                .ok_err::<Vec<_>, _, Vec<_>, _, _>(|(((k, _bucket), result), t, r)| match result {
+                    Ok(row) => Ok(((k, row), t, r)),
+                    Err(e) => Err((e, t, r)),
+                });
+        keyed = ok.as_collection();
+        errs = errs.concat(err.as_collection());
+    }
+    let final_spec = Arc::clone(&spec);
+    let reduced = keyed
+        .reduce_named::<_, Result<Row, DataflowError>, Diff>(
+            "MinMax",
+            move |key: &Row, values: &[(&Row, Diff)], output| {
+                let Some(mm) = &final_spec.min_max else {
+                    return;
+                };
+                let rows: Vec<&Row> = values
+                    .iter()
+                    .filter(|(_, d)| *d > 0)
+                    .map(|(r, _)| *r)
+                    .collect();
+                let result = mm
+                    .combine(&rows)
+                    .and_then(|v| final_spec.encode_aggregates(v))
+                    .map(|aggs| key.concat(&aggs))
+                    .map_err(|e| DataflowError::from_datafusion(&e));
+                output.push((result, 1));
+            },
+        )
+        .map(|(_key, result)| result);
+    // A global aggregate over no rows has one row of NULLs.
+    let reduced = if spec.global {
+        let empty = spec
+            .min_max
+            .as_ref()
+            .map(|mm| mm.combine(&[]).and_then(|v| spec.encode_aggregates(v)));
+        match empty {
+            Some(Ok(row)) => {
+                let marker = row.clone();
+                let present = reduced.clone().map(move |_| Ok(marker.clone())).negate();
+                reduced
+                    .concat(render_constant(scope, start, vec![Ok(row)]))
+                    .concat(present)
+            }
+            Some(Err(e)) => {
+                errs = errs.concat(render_constant(
+                    scope,
+                    start,
+                    vec![DataflowError::from_datafusion(&e)],
+                ));
+                reduced
+            }
+            None => reduced,
+        }
+    } else {
+        reduced
+    };
+    let (ok, err) =
+        reduced
+            .inner
+            .ok_err::<Vec<_>, _, Vec<_>, _, _>(|(result, t, r)| match result {
+                Ok(row) => Ok((row, t, r)),
+                Err(e) => Err((e, t, r)),
+            });
+    Rendered {
+        ok: ok.as_collection(),
+        err: errs.concat(err.as_collection()),
+    }
+}
