@@ -40,25 +40,13 @@ pub(crate) fn render_get<'s>(
                 let _ = activator.activate();
             });
             let mut listen = None;
+            let mut snapshotted = false;
             move |output| {
                 let Some(c) = cap.as_mut() else { return };
                 if listen.is_none() {
-                    let began = Instant::now();
-                    let result = ctx.storage.snapshot(id, as_of).and_then(|batches| {
-                        let mut rows = 0usize;
-                        let mut session = output.session(c);
-                        for b in &batches {
-                            let encoded = codec.encode_columns(b.columns(), b.num_rows())?;
-                            rows += encoded.len();
-                            session.give_iterator(encoded.into_iter().map(|r| (r, start, 1)));
-                        }
-                        Ok(rows)
-                    });
-                    match result.and_then(|rows| {
-                        tracing::info!(dataflow = %ctx.desc.id, input = %id, rows, as_of,
-                            elapsed_ms = began.elapsed().as_millis() as u64, "input snapshot loaded");
-                        ctx.storage.listen(id, as_of, Some(Arc::clone(&notify)))
-                    }) {
+                    // Listen first: an input view may not have reached
+                    // `as_of` yet, and its progress says when it has.
+                    match ctx.storage.listen(id, as_of, Some(Arc::clone(&notify))) {
                         Ok(l) => listen = Some(l),
                         Err(e) => {
                             ctx.state.fail(format!("reading {id}: {e}"));
@@ -71,19 +59,55 @@ pub(crate) fn render_get<'s>(
                 loop {
                     match l.try_next() {
                         Ok(ListenEvent::Updates(batch)) => {
-                            if let Err(e) = give_updates(&codec, &batch, start, c, output) {
+                            if let Err(e) = give_updates(&codec, &batch, as_of, start, c, output) {
                                 ctx.state.fail(format!("reading {id}: {e}"));
                                 cap = None;
                                 return;
                             }
                         }
-                        Ok(ListenEvent::Progress(frontier)) => match frontier.as_option() {
-                            Some(t) => c.downgrade(&(*t).max(start)),
-                            None => {
-                                cap = None;
-                                return;
+                        Ok(ListenEvent::Progress(frontier)) => {
+                            let complete = frontier.as_option().is_none_or(|t| *t > as_of);
+                            if !snapshotted && complete {
+                                // The input is complete at `as_of`: read it.
+                                let began = Instant::now();
+                                let result = ctx.storage.snapshot(id, as_of).and_then(|batches| {
+                                    let mut rows = 0usize;
+                                    let mut session = output.session(&*c);
+                                    for b in &batches {
+                                        let encoded =
+                                            codec.encode_columns(b.columns(), b.num_rows())?;
+                                        rows += encoded.len();
+                                        session.give_iterator(
+                                            encoded.into_iter().map(|r| (r, start, 1)),
+                                        );
+                                    }
+                                    Ok(rows)
+                                });
+                                match result {
+                                    Ok(rows) => {
+                                        tracing::info!(dataflow = %ctx.desc.id, input = %id,
+                                        rows, as_of, elapsed_ms = began.elapsed().as_millis() as u64,
+                                        "input snapshot loaded")
+                                    }
+                                    Err(e) => {
+                                        ctx.state.fail(format!("reading {id}: {e}"));
+                                        cap = None;
+                                        return;
+                                    }
+                                }
+                                snapshotted = true;
                             }
-                        },
+                            if !snapshotted {
+                                continue;
+                            }
+                            match frontier.as_option() {
+                                Some(t) => c.downgrade(&(*t).max(start)),
+                                None => {
+                                    cap = None;
+                                    return;
+                                }
+                            }
+                        }
                         Err(false) => return,
                         Err(true) => {
                             cap = None;
@@ -103,10 +127,13 @@ pub(crate) fn render_get<'s>(
     }
 }
 
-/// Send a listen batch (data columns, time, diff) as updates.
+/// Send a listen batch (data columns, time, diff) as updates. Updates at
+/// or before `as_of` are the snapshot's (a listen opened before its
+/// collection reached `as_of` also hears the appends that got it there).
 fn give_updates(
     codec: &RowCodec,
     batch: &arrow::array::RecordBatch,
+    as_of: Time,
     start: Time,
     cap: &timely::dataflow::operators::Capability<Time>,
     output: &mut timely::dataflow::operators::generic::OutputBuilderSession<
@@ -133,7 +160,10 @@ fn give_updates(
     let rows = codec.encode_columns(&batch.columns()[..n - 2], batch.num_rows())?;
     let mut session = output.session(cap);
     for (i, row) in rows.into_iter().enumerate() {
-        session.give((row, times.value(i).max(start), diffs.value(i)));
+        let time = times.value(i);
+        if time > as_of {
+            session.give((row, time.max(start), diffs.value(i)));
+        }
     }
     Ok(())
 }
