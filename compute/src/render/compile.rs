@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow::compute::filter_record_batch;
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::datatypes::{Field, FieldRef, Schema, SchemaRef};
 use datafusion::common::{DFSchemaRef, Result as DfResult, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::ExecutionProps;
@@ -181,7 +181,7 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
                 .collect::<Result<Vec<_>>>()?;
             let n_group = group.len();
             let agg_fields: Vec<_> = schema.fields().iter().skip(n_group).cloned().collect();
-            let agg_codec = codec(&Schema::new(agg_fields))?;
+            let agg_codec = codec(&Schema::new(agg_fields.clone()))?;
             let accumulable = Accumulable::new(
                 aggs.iter()
                     .map(|a| AccumAgg::new(&a.agg, &a.filter, &a.args, input_codec.schema()))
@@ -195,10 +195,16 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
                 input_codec.schema(),
             )
             .transpose()?;
+            let collation = if accumulable.is_none() && min_max.is_none() {
+                Collation::new(&aggs, input_codec.schema(), &agg_fields)?
+            } else {
+                None
+            };
             Node::Reduce {
                 spec: Arc::new(ReduceSpec {
                     accumulable,
                     min_max,
+                    collation,
                     key: KeyEval::new(Arc::clone(&input_codec), group, input_schema, true)?,
                     input: input_codec,
                     aggs,
@@ -452,6 +458,8 @@ pub(crate) struct ReduceSpec {
     pub accumulable: Option<Accumulable>,
     /// Set when every aggregate is min/max (hierarchical, O(log group)).
     pub min_max: Option<MinMax>,
+    /// Set when the aggregates mix those two classes (and nothing else).
+    pub collation: Option<Collation>,
     output: Arc<RowCodec>,
     /// No GROUP BY: one output row even for empty input.
     pub global: bool,
@@ -488,6 +496,72 @@ impl ReduceSpec {
             .encode_columns(&columns, 1)?
             .pop()
             .ok_or_else(|| DataFusionError::Internal("no aggregate row".into()))
+    }
+}
+
+/// A reduction whose aggregates mix accumulable and min/max ones: each
+/// class is reduced separately to partial rows of its own aggregates,
+/// which are joined on the key and put back in the query's order.
+pub(crate) struct Collation {
+    pub accum: Accumulable,
+    pub accum_codec: Arc<RowCodec>,
+    accum_at: Vec<usize>,
+    pub min_max: MinMax,
+    pub min_max_codec: Arc<RowCodec>,
+    min_max_at: Vec<usize>,
+}
+
+impl Collation {
+    fn new(aggs: &[AggEval], input: &Schema, fields: &[FieldRef]) -> Result<Option<Collation>> {
+        let mut accum = Vec::new();
+        let mut accum_at = Vec::new();
+        let mut min_max = Vec::new();
+        let mut min_max_at = Vec::new();
+        for (i, a) in aggs.iter().enumerate() {
+            if let Some(acc) = AccumAgg::new(&a.agg, &a.filter, &a.args, input) {
+                accum.push(Some(acc));
+                accum_at.push(i);
+            } else if MinMax::new(&[(&a.agg, &a.filter, a.args.as_slice())], input).is_some() {
+                min_max.push((&a.agg, &a.filter, a.args.as_slice()));
+                min_max_at.push(i);
+            } else {
+                return Ok(None);
+            }
+        }
+        let (Some(accum), Some(min_max)) = (Accumulable::new(accum), MinMax::new(&min_max, input))
+        else {
+            return Ok(None);
+        };
+        let pick = |at: &[usize]| -> Result<Arc<RowCodec>> {
+            codec(&Schema::new(
+                at.iter()
+                    .map(|i| Arc::clone(&fields[*i]))
+                    .collect::<Vec<_>>(),
+            ))
+        };
+        Ok(Some(Collation {
+            accum,
+            accum_codec: pick(&accum_at)?,
+            accum_at,
+            min_max: min_max?,
+            min_max_codec: pick(&min_max_at)?,
+            min_max_at,
+        }))
+    }
+
+    /// The aggregate values in the query's order from the two partial rows.
+    pub fn assemble(&self, accum: &Row, min_max: &Row) -> DfResult<Vec<ScalarValue>> {
+        let mut out = vec![ScalarValue::Null; self.accum_at.len() + self.min_max_at.len()];
+        for (codec, at, row) in [
+            (&self.accum_codec, &self.accum_at, accum),
+            (&self.min_max_codec, &self.min_max_at, min_max),
+        ] {
+            let batch = codec.decode(std::iter::once(row))?;
+            for (j, i) in at.iter().enumerate() {
+                out[*i] = ScalarValue::try_from_array(batch.column(j), 0)?;
+            }
+        }
+        Ok(out)
     }
 }
 

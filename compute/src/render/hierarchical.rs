@@ -9,6 +9,7 @@
 //! accumulators, so ordering (NULLs skipped, NaN, strings by bytes) is
 //! exactly that of ad hoc queries.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use arrow::datatypes::{Field, Schema};
@@ -21,8 +22,8 @@ use timely::dataflow::Scope;
 use timely::dataflow::operators::core::OkErr;
 
 use super::compile::{ReduceSpec, predicate};
-use super::source::render_constant;
-use super::{Coll, Diff, Rendered, Time, eval_op};
+use super::reduce::{Finish, Output, split_output};
+use super::{Coll, Diff, Time, eval_op};
 use crate::error::{DataflowError, Result};
 use crate::row::{Row, RowCodec};
 
@@ -131,20 +132,25 @@ impl MinMax {
     }
 }
 
-/// Render a reduction whose aggregates are all min/max.
-pub(crate) fn render_min_max<'s>(
+/// A reduction whose aggregates (those of `class(spec)`) are all min/max.
+pub(crate) fn min_max<'s, O>(
     scope: Scope<'s, Time>,
-    input: Rendered<'s>,
+    input: Coll<'s, Row>,
     spec: Arc<ReduceSpec>,
+    class: fn(&ReduceSpec) -> Option<&MinMax>,
     start: Time,
-) -> Rendered<'s> {
+    finish: Finish<O>,
+) -> Output<'s, O>
+where
+    O: differential_dataflow::Data,
+{
     let arg_spec = Arc::clone(&spec);
     let (mut keyed, key_errs): (Coll<'s, (Row, Row)>, _) = eval_op(
-        input.ok,
+        input,
         "MinMaxArguments",
         Arc::clone(&spec.input),
         move |batch, _rows: &[Row]| {
-            let Some(mm) = &arg_spec.min_max else {
+            let Some(mm) = class(&arg_spec) else {
                 return Ok(vec![]);
             };
             let keys = arg_spec.key.keys(batch)?;
@@ -156,7 +162,7 @@ pub(crate) fn render_min_max<'s>(
                 .collect())
         },
     );
-    let mut errs = input.err.concat(key_errs);
+    let mut errs = key_errs;
     for buckets in LEVELS {
         let level_spec = Arc::clone(&spec);
         let reduced = keyed
@@ -164,7 +170,7 @@ pub(crate) fn render_min_max<'s>(
             .reduce_named::<_, Result<Row, DataflowError>, Diff>(
                 "MinMaxBucket",
                 move |_key, values: &[(&Row, Diff)], output| {
-                    let Some(mm) = &level_spec.min_max else {
+                    let Some(mm) = class(&level_spec) else {
                         return;
                     };
                     let rows: Vec<&Row> = values
@@ -190,11 +196,12 @@ pub(crate) fn render_min_max<'s>(
         errs = errs.concat(err.as_collection());
     }
     let final_spec = Arc::clone(&spec);
+    let group_finish = Rc::clone(&finish);
     let reduced = keyed
-        .reduce_named::<_, Result<Row, DataflowError>, Diff>(
+        .reduce_named::<_, Result<O, DataflowError>, Diff>(
             "MinMax",
             move |key: &Row, values: &[(&Row, Diff)], output| {
-                let Some(mm) = &final_spec.min_max else {
+                let Some(mm) = class(&final_spec) else {
                     return;
                 };
                 let rows: Vec<&Row> = values
@@ -204,49 +211,19 @@ pub(crate) fn render_min_max<'s>(
                     .collect();
                 let result = mm
                     .combine(&rows)
-                    .and_then(|v| final_spec.encode_aggregates(v))
-                    .map(|aggs| key.concat(&aggs))
+                    .and_then(|v| group_finish(key, v))
                     .map_err(|e| DataflowError::from_datafusion(&e));
                 output.push((result, 1));
             },
         )
         .map(|(_key, result)| result);
     // A global aggregate over no rows has one row of NULLs.
-    let reduced = if spec.global {
-        let empty = spec
-            .min_max
-            .as_ref()
-            .map(|mm| mm.combine(&[]).and_then(|v| spec.encode_aggregates(v)));
-        match empty {
-            Some(Ok(row)) => {
-                let marker = row.clone();
-                let present = reduced.clone().map(move |_| Ok(marker.clone())).negate();
-                reduced
-                    .concat(render_constant(scope, start, vec![Ok(row)]))
-                    .concat(present)
-            }
-            Some(Err(e)) => {
-                errs = errs.concat(render_constant(
-                    scope,
-                    start,
-                    vec![DataflowError::from_datafusion(&e)],
-                ));
-                reduced
-            }
-            None => reduced,
-        }
-    } else {
-        reduced
-    };
-    let (ok, err) =
-        reduced
-            .inner
-            .ok_err::<Vec<_>, _, Vec<_>, _, _>(|(result, t, r)| match result {
-                Ok(row) => Ok((row, t, r)),
-                Err(e) => Err((e, t, r)),
-            });
-    Rendered {
-        ok: ok.as_collection(),
-        err: errs.concat(err.as_collection()),
-    }
+    let empty = spec.global.then(|| match class(&spec) {
+        Some(mm) => mm.combine(&[]).and_then(|v| finish(&Row::default(), v)),
+        None => Err(datafusion::error::DataFusionError::Internal(
+            "not min/max".into(),
+        )),
+    });
+    let (ok, err) = split_output(scope, start, reduced, empty);
+    (ok, errs.concat(err))
 }

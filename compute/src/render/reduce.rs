@@ -6,18 +6,21 @@
 //! from the group's rows with DataFusion's own accumulators, which costs
 //! O(group) per change but computes any aggregate exactly as ad hoc.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::error::DataFusionError;
 use differential_dataflow::AsCollection;
 use timely::dataflow::Scope;
 use timely::dataflow::operators::core::OkErr;
 
-use super::accumulable::Accum;
-use super::compile::ReduceSpec;
+use super::accumulable::{Accum, Accumulable};
+use super::compile::{Collation, ReduceSpec};
 use super::source::render_constant;
-use super::{Diff, Rendered, Time, eval_op};
+use super::{Coll, Diff, Rendered, Time, eval_op};
 use crate::error::DataflowError;
-use crate::row::Row;
+use crate::row::{Row, RowCodec};
 
 /// Render a reduction of `input`.
 pub(crate) fn render_reduce<'s>(
@@ -27,10 +30,37 @@ pub(crate) fn render_reduce<'s>(
     start: Time,
 ) -> Rendered<'s> {
     if spec.accumulable.is_some() {
-        return render_accumulable(scope, input, spec, start);
+        let finish = finish_rows(&spec);
+        let (ok, err) = accumulate(
+            scope,
+            input.ok,
+            spec,
+            |s| s.accumulable.as_ref(),
+            start,
+            finish,
+        );
+        return Rendered {
+            ok,
+            err: input.err.concat(err),
+        };
     }
     if spec.min_max.is_some() {
-        return super::hierarchical::render_min_max(scope, input, spec, start);
+        let finish = finish_rows(&spec);
+        let (ok, err) = super::hierarchical::min_max(
+            scope,
+            input.ok,
+            spec,
+            |s| s.min_max.as_ref(),
+            start,
+            finish,
+        );
+        return Rendered {
+            ok,
+            err: input.err.concat(err),
+        };
+    }
+    if spec.collation.is_some() {
+        return render_collated(scope, input, spec, start);
     }
     let key_spec = Arc::clone(&spec);
     let (keyed, key_errs) = eval_op(
@@ -89,21 +119,76 @@ pub(crate) fn render_reduce<'s>(
     }
 }
 
-/// A reduction whose aggregates are all accumulable: each row contributes
-/// its share of the aggregate state as the diff of one `(key, ())` update.
-fn render_accumulable<'s>(
+/// How a reduction's output is formed from a group's key and aggregate
+/// values: final rows, or (for collated reductions) partial rows by key.
+pub(crate) type Finish<O> = Rc<dyn Fn(&Row, Vec<ScalarValue>) -> DfResult<O>>;
+
+/// The rows a reduction class produces, and the errors it raised.
+pub(crate) type Output<'s, O> = (Coll<'s, O>, Coll<'s, DataflowError>);
+
+/// Final rows: the key followed by the aggregate values.
+fn finish_rows(spec: &Arc<ReduceSpec>) -> Finish<Row> {
+    let spec = Arc::clone(spec);
+    Rc::new(move |key: &Row, values| spec.encode_aggregates(values).map(|a| key.concat(&a)))
+}
+
+/// Split results into rows and errors; a global aggregate gets the
+/// empty-input row (`empty`) exactly while the reduction has no group.
+pub(crate) fn split_output<'s, O>(
     scope: Scope<'s, Time>,
-    input: Rendered<'s>,
-    spec: Arc<ReduceSpec>,
     start: Time,
-) -> Rendered<'s> {
+    reduced: Coll<'s, Result<O, DataflowError>>,
+    empty: Option<DfResult<O>>,
+) -> Output<'s, O>
+where
+    O: differential_dataflow::Data,
+{
+    let mut errs = render_constant(scope, start, Vec::new());
+    let reduced = match empty {
+        Some(Ok(row)) => {
+            let marker = row.clone();
+            let present = reduced.clone().map(move |_| Ok(marker.clone())).negate();
+            reduced
+                .concat(render_constant(scope, start, vec![Ok(row)]))
+                .concat(present)
+        }
+        Some(Err(e)) => {
+            errs = render_constant(scope, start, vec![DataflowError::from_datafusion(&e)]);
+            reduced
+        }
+        None => reduced,
+    };
+    let (ok, err) =
+        reduced
+            .inner
+            .ok_err::<Vec<_>, _, Vec<_>, _, _>(|(result, t, r)| match result {
+                Ok(row) => Ok((row, t, r)),
+                Err(e) => Err((e, t, r)),
+            });
+    (ok.as_collection(), errs.concat(err.as_collection()))
+}
+
+/// A reduction whose aggregates (those of `class(spec)`) are all
+/// accumulable: each row contributes its share of the aggregate state as
+/// the diff of one `(key, ())` update.
+pub(crate) fn accumulate<'s, O>(
+    scope: Scope<'s, Time>,
+    input: Coll<'s, Row>,
+    spec: Arc<ReduceSpec>,
+    class: fn(&ReduceSpec) -> Option<&Accumulable>,
+    start: Time,
+    finish: Finish<O>,
+) -> Output<'s, O>
+where
+    O: differential_dataflow::Data,
+{
     let contrib_spec = Arc::clone(&spec);
     let (keyed, key_errs) = eval_op(
-        input.ok,
+        input,
         "AggregateContributions",
         Arc::clone(&spec.input),
         move |batch, _rows: &[Row]| {
-            let Some(acc) = &contrib_spec.accumulable else {
+            let Some(acc) = class(&contrib_spec) else {
                 return Ok(vec![]);
             };
             let keys = contrib_spec.key.keys(batch)?;
@@ -117,79 +202,113 @@ fn render_accumulable<'s>(
     );
     let exploded = keyed.explode(|(key, accum): (Row, Accum)| Some(((key, ()), accum)));
     let finish_spec = Arc::clone(&spec);
-    let reduced = exploded.reduce_named::<_, Result<Row, DataflowError>, Diff>(
-        "AccumulableReduce",
-        move |key: &Row, values: &[(&(), Accum)], output| {
-            let Some(acc) = &finish_spec.accumulable else {
-                return;
+    let group_finish = Rc::clone(&finish);
+    let reduced = exploded
+        .reduce_named::<_, Result<O, DataflowError>, Diff>(
+            "AccumulableReduce",
+            move |key: &Row, values: &[(&(), Accum)], output| {
+                let Some(acc) = class(&finish_spec) else {
+                    return;
+                };
+                let accum = &values[0].1;
+                if accum.rows < 0 {
+                    let e = DataflowError::internal(format!(
+                        "negative row count {} in a group",
+                        accum.rows
+                    ));
+                    output.push((Err(e), 1));
+                    return;
+                }
+                if accum.rows == 0 {
+                    // An emptied group (float sums may leave rounding dust).
+                    return;
+                }
+                let result = acc
+                    .finish(accum)
+                    .and_then(|values| group_finish(key, values))
+                    .map_err(|e| DataflowError::from_datafusion(&e));
+                output.push((result, 1));
+            },
+        )
+        .map(|(_key, result)| result);
+    let empty = spec.global.then(|| match class(&spec) {
+        Some(acc) => acc
+            .finish(&Accum::default())
+            .and_then(|values| finish(&Row::default(), values)),
+        None => Err(DataFusionError::Internal("not accumulable".into())),
+    });
+    let (ok, err) = split_output(scope, start, reduced, empty);
+    (ok, key_errs.concat(err))
+}
+
+/// A reduction mixing accumulable and min/max aggregates: each class is
+/// reduced its own cheap way to partial rows by key, and the partial rows
+/// are joined on the key and put back in the query's aggregate order.
+fn render_collated<'s>(
+    scope: Scope<'s, Time>,
+    input: Rendered<'s>,
+    spec: Arc<ReduceSpec>,
+    start: Time,
+) -> Rendered<'s> {
+    let partial = |codec: fn(&Collation) -> &Arc<RowCodec>| -> Finish<(Row, Row)> {
+        let spec = Arc::clone(&spec);
+        Rc::new(move |key: &Row, values| {
+            let Some(c) = &spec.collation else {
+                return Err(DataFusionError::Internal("not collated".into()));
             };
-            let accum = &values[0].1;
-            if accum.rows < 0 {
-                let e = DataflowError::internal(format!(
-                    "negative row count {} in a group",
-                    accum.rows
-                ));
-                output.push((Err(e), 1));
-                return;
-            }
-            if accum.rows == 0 {
-                // An emptied group (float sums may leave rounding dust).
-                return;
-            }
-            let result = acc
-                .finish(accum)
-                .and_then(|values| finish_spec.encode_aggregates(values))
-                .map(|aggs| key.concat(&aggs))
-                .map_err(|e| DataflowError::from_datafusion(&e));
-            output.push((result, 1));
-        },
-    );
-    let mut errs = input.err.concat(key_errs);
-    let reduced = reduced.map(|(_key, result)| result);
-    // A global aggregate has one row even over no input: the empty-input
-    // row, present exactly while the reduction has no group.
-    let reduced = if spec.global {
-        let empty = spec
-            .accumulable
-            .as_ref()
-            .map(|acc| {
-                acc.finish(&Accum::default())
-                    .and_then(|values| spec.encode_aggregates(values))
-            })
-            .unwrap_or_else(|| {
-                Err(datafusion::error::DataFusionError::Internal(
-                    "not accumulable".into(),
-                ))
-            });
-        match empty {
-            Ok(row) => {
-                let marker = row.clone();
-                let present = reduced.clone().map(move |_| Ok(marker.clone())).negate();
-                reduced
-                    .concat(render_constant(scope, start, vec![Ok(row)]))
-                    .concat(present)
-            }
-            Err(e) => {
-                errs = errs.concat(render_constant(
-                    scope,
-                    start,
-                    vec![DataflowError::from_datafusion(&e)],
-                ));
-                reduced
-            }
-        }
-    } else {
-        reduced
+            Ok((key.clone(), encode_values(codec(c), values)?))
+        })
     };
-    let (ok, err) =
-        reduced
-            .inner
-            .ok_err::<Vec<_>, _, Vec<_>, _, _>(|(result, t, r)| match result {
-                Ok(row) => Ok((row, t, r)),
-                Err(e) => Err((e, t, r)),
-            });
+    let (a, a_err) = accumulate(
+        scope,
+        input.ok.clone(),
+        Arc::clone(&spec),
+        |s| s.collation.as_ref().map(|c| &c.accum),
+        start,
+        partial(|c| &c.accum_codec),
+    );
+    let (m, m_err) = super::hierarchical::min_max(
+        scope,
+        input.ok,
+        Arc::clone(&spec),
+        |s| s.collation.as_ref().map(|c| &c.min_max),
+        start,
+        partial(|c| &c.min_max_codec),
+    );
+    let assemble_spec = Arc::clone(&spec);
+    let assembled = a.join(m).map(move |(key, (ra, rm)): (Row, (Row, Row))| {
+        assemble_spec
+            .collation
+            .as_ref()
+            .ok_or_else(|| DataFusionError::Internal("not collated".into()))
+            .and_then(|c| c.assemble(&ra, &rm))
+            .and_then(|values| assemble_spec.encode_aggregates(values))
+            .map(|aggs| key.concat(&aggs))
+            .map_err(|e| DataflowError::from_datafusion(&e))
+    });
+    let (ok, err) = split_output(scope, start, assembled, None);
     Rendered {
-        ok: ok.as_collection(),
-        err: errs.concat(err.as_collection()),
+        ok,
+        err: input.err.concat(a_err).concat(m_err).concat(err),
     }
+}
+
+/// Aggregate values as one row of `codec`'s columns.
+pub(crate) fn encode_values(codec: &RowCodec, values: Vec<ScalarValue>) -> DfResult<Row> {
+    let columns = values
+        .into_iter()
+        .zip(codec.schema().fields())
+        .map(|(v, f)| {
+            let v = if v.data_type() == *f.data_type() {
+                v
+            } else {
+                v.cast_to(f.data_type())?
+            };
+            v.to_array()
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    codec
+        .encode_columns(&columns, 1)?
+        .pop()
+        .ok_or_else(|| DataFusionError::Internal("no aggregate row".into()))
 }
