@@ -30,27 +30,31 @@ use crate::row::{Row, RowCodec};
 /// Bucket counts of the levels below the final reduction, largest first.
 const LEVELS: [u64; 2] = [1 << 12, 1 << 6];
 
+/// An aggregate as compilation describes it: the function, its FILTER and
+/// its argument expressions.
+pub(crate) type AggParts<'a> = (
+    &'a Arc<AggregateFunctionExpr>,
+    &'a Option<Arc<dyn PhysicalExpr>>,
+    &'a [Arc<dyn PhysicalExpr>],
+);
+
+/// One min/max aggregate: the function, its FILTER, its argument.
+struct MinMaxAgg {
+    agg: Arc<AggregateFunctionExpr>,
+    filter: Option<Arc<dyn PhysicalExpr>>,
+    arg: Arc<dyn PhysicalExpr>,
+}
+
 /// The min/max aggregates of a reduction, when every aggregate is one.
 pub(crate) struct MinMax {
-    aggs: Vec<(
-        Arc<AggregateFunctionExpr>,
-        Option<Arc<dyn PhysicalExpr>>,
-        Arc<dyn PhysicalExpr>,
-    )>,
+    aggs: Vec<MinMaxAgg>,
     /// Rows of the aggregates' argument values (NULL where FILTER rejects).
     values: Arc<RowCodec>,
 }
 
 impl MinMax {
     /// The hierarchical form of these aggregates, if all are plain min/max.
-    pub fn new(
-        aggs: &[(
-            &Arc<AggregateFunctionExpr>,
-            &Option<Arc<dyn PhysicalExpr>>,
-            &[Arc<dyn PhysicalExpr>],
-        )],
-        input: &Schema,
-    ) -> Option<Result<MinMax>> {
+    pub fn new(aggs: &[AggParts<'_>], input: &Schema) -> Option<Result<MinMax>> {
         let mut out = Vec::with_capacity(aggs.len());
         let mut fields = Vec::with_capacity(aggs.len());
         for (agg, filter, args) in aggs {
@@ -60,7 +64,11 @@ impl MinMax {
             }
             let ty = args[0].data_type(input).ok()?;
             fields.push(Field::new(format!("v{}", fields.len()), ty, true));
-            out.push((Arc::clone(agg), (*filter).clone(), Arc::clone(&args[0])));
+            out.push(MinMaxAgg {
+                agg: Arc::clone(agg),
+                filter: (*filter).clone(),
+                arg: Arc::clone(&args[0]),
+            });
         }
         if out.is_empty() {
             return None;
@@ -81,7 +89,7 @@ impl MinMax {
         let columns = self
             .aggs
             .iter()
-            .map(|(_, filter, arg)| {
+            .map(|MinMaxAgg { filter, arg, .. }| {
                 let values = arg.evaluate(batch)?.into_array(n)?;
                 Ok(match filter {
                     Some(f) => arrow::compute::nullif(
@@ -101,7 +109,7 @@ impl MinMax {
         self.aggs
             .iter()
             .enumerate()
-            .map(|(i, (agg, _, _))| {
+            .map(|(i, MinMaxAgg { agg, .. })| {
                 let mut acc = agg.create_accumulator()?;
                 if batch.num_rows() > 0 {
                     acc.update_batch(&[Arc::clone(batch.column(i))])?;

@@ -182,14 +182,15 @@ where
 }
 
 /// `logic` over all of `items`, or row by row if that fails.
+/// Logic evaluating a batch of decoded items: one optional output per item.
+type BatchLogic<'a, D, O> = dyn FnMut(&RecordBatch, &[D]) -> DfResult<Vec<Option<O>>> + 'a;
+
 fn evaluate_rows<D: AsRow, O>(
     codec: &RowCodec,
     logic: &mut impl FnMut(&RecordBatch, &[D]) -> DfResult<Vec<Option<O>>>,
     items: &[D],
 ) -> Vec<Result<Option<O>, DataflowError>> {
-    let run = |logic: &mut dyn FnMut(&RecordBatch, &[D]) -> DfResult<Vec<Option<O>>>,
-               items: &[D]|
-     -> DfResult<Vec<Option<O>>> {
+    let run = |logic: &mut BatchLogic<'_, D, O>, items: &[D]| -> DfResult<Vec<Option<O>>> {
         let rows: Vec<_> = items.iter().map(AsRow::as_row).collect();
         let batch = codec
             .decode(rows.iter().map(|r| r.as_ref()))

@@ -127,6 +127,13 @@ pub(crate) fn render_get<'s>(
     }
 }
 
+/// The output handle of an import operator.
+type UpdateOutput<'a> = timely::dataflow::operators::generic::OutputBuilderSession<
+    'a,
+    Time,
+    CapacityContainerBuilder<Vec<(Row, Time, Diff)>>,
+>;
+
 /// Send a listen batch (data columns, time, diff) as updates. Updates at
 /// or before `as_of` are the snapshot's (a listen opened before its
 /// collection reached `as_of` also hears the appends that got it there).
@@ -136,11 +143,7 @@ fn give_updates(
     as_of: Time,
     start: Time,
     cap: &timely::dataflow::operators::Capability<Time>,
-    output: &mut timely::dataflow::operators::generic::OutputBuilderSession<
-        '_,
-        Time,
-        CapacityContainerBuilder<Vec<(Row, Time, Diff)>>,
-    >,
+    output: &mut UpdateOutput<'_>,
 ) -> Result<(), freshet_storage::StorageError> {
     let n = batch.num_columns();
     let times = batch
