@@ -130,6 +130,13 @@ pub enum RelPlan {
         input: Box<RelPlan>,
         /// The input schema as the sort expressions name it.
         input_schema: DFSchemaRef,
+        /// Per-group top-k: the grouping expressions (empty: one group).
+        group: Vec<Expr>,
+        /// Append each kept row's position (the `row_number() <= k`
+        /// pattern), making the output schema `schema`.
+        number: bool,
+        /// Output schema (the input's, plus the position if numbered).
+        schema: SchemaRef,
         /// Sort order (empty: any order).
         order: Vec<SortExpr>,
         /// Rows skipped.
@@ -156,8 +163,9 @@ impl RelPlan {
             | RelPlan::Join { schema, .. }
             | RelPlan::Reduce { schema, .. }
             | RelPlan::Window { schema, .. }
+            | RelPlan::TopK { schema, .. }
             | RelPlan::Union { schema, .. } => Arc::clone(schema),
-            RelPlan::Distinct { input } | RelPlan::TopK { input, .. } => input.schema(),
+            RelPlan::Distinct { input } => input.schema(),
         }
     }
 
@@ -275,13 +283,22 @@ impl RelPlan {
             }
             RelPlan::TopK {
                 input,
+                group,
                 order,
                 offset,
                 limit,
+                number,
                 ..
             } => {
                 let order: Vec<String> = order.iter().map(|s| s.to_string()).collect();
-                write!(f, "{pad}TopK order=[{}]", order.join(", "))?;
+                write!(f, "{pad}TopK")?;
+                if !group.is_empty() {
+                    write!(f, " group=[{}]", list(group))?;
+                }
+                write!(f, " order=[{}]", order.join(", "))?;
+                if *number {
+                    write!(f, " numbered")?;
+                }
                 if *offset > 0 {
                     write!(f, " offset={offset}")?;
                 }

@@ -121,6 +121,9 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
             schema: arrow_schema(&p.schema),
         }),
         LogicalPlan::Filter(f) => {
+            if let Some(topk) = per_group_topk(f)? {
+                return Ok(topk);
+            }
             let input = lower(&f.input)?;
             let schema = f.input.schema();
             Ok(RelPlan::Mfp {
@@ -214,6 +217,9 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
         LogicalPlan::Sort(s) => Ok(RelPlan::TopK {
             input: Box::new(lower(&s.input)?),
             input_schema: Arc::clone(s.input.schema()),
+            group: vec![],
+            number: false,
+            schema: arrow_schema(s.input.schema()),
             order: s.expr.clone(),
             offset: 0,
             limit: s.fetch,
@@ -236,6 +242,9 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
             Ok(RelPlan::TopK {
                 input: Box::new(lower(input)?),
                 input_schema: Arc::clone(input.schema()),
+                group: vec![],
+                number: false,
+                schema: arrow_schema(input.schema()),
                 order,
                 offset,
                 limit,
@@ -279,6 +288,59 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
             other.display()
         ))),
     }
+}
+
+/// `WHERE row_number() OVER (PARTITION BY g ORDER BY o) <= k` directly
+/// over its window: a per-group top-k, maintained hierarchically instead of
+/// recomputing the partition.
+fn per_group_topk(f: &datafusion::logical_expr::Filter) -> Result<Option<RelPlan>> {
+    use datafusion::logical_expr::{BinaryExpr, Operator};
+    let LogicalPlan::Window(w) = f.input.as_ref() else {
+        return Ok(None);
+    };
+    let [e] = w.window_expr.as_slice() else {
+        return Ok(None);
+    };
+    let Expr::WindowFunction(wf) = e.clone().unalias_nested().data else {
+        return Ok(None);
+    };
+    if wf.fun.name() != "row_number" || !wf.params.args.is_empty() {
+        return Ok(None);
+    }
+    let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &f.predicate else {
+        return Ok(None);
+    };
+    let (column, op, bound) = match (left.as_ref(), right.as_ref()) {
+        (Expr::Column(c), Expr::Literal(v, _)) => (c, *op, v),
+        (Expr::Literal(v, _), Expr::Column(c)) => match op.swap() {
+            Some(op) => (c, op, v),
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let last = w.schema.fields().len() - 1;
+    if w.schema.index_of_column(column).ok() != Some(last) {
+        return Ok(None);
+    }
+    let Ok(ScalarValue::Int64(Some(bound))) = bound.cast_to(&arrow::datatypes::DataType::Int64)
+    else {
+        return Ok(None);
+    };
+    let limit = match op {
+        Operator::LtEq => bound,
+        Operator::Lt => bound - 1,
+        _ => return Ok(None),
+    };
+    Ok(Some(RelPlan::TopK {
+        input: Box::new(lower(&w.input)?),
+        input_schema: Arc::clone(w.input.schema()),
+        group: wf.params.partition_by.clone(),
+        order: wf.params.order_by.clone(),
+        offset: 0,
+        limit: Some(usize::try_from(limit.max(0)).unwrap_or(0)),
+        number: true,
+        schema: arrow_schema(&w.schema),
+    }))
 }
 
 /// Refuse expressions no dataflow operator evaluates: subqueries the

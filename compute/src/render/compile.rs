@@ -234,16 +234,21 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
         RelPlan::TopK {
             input,
             input_schema,
+            group,
             order,
             offset,
             limit,
+            number,
+            ..
         } => Node::TopK {
             spec: Arc::new(TopKSpec::new(
                 codec(&input.schema())?,
                 input_schema,
+                group,
                 order,
                 *offset,
                 *limit,
+                *number,
             )?),
             input: Box::new(compile(input)?),
         },

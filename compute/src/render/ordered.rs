@@ -111,22 +111,40 @@ impl WindowSpec {
     }
 }
 
-/// `ORDER BY .. OFFSET .. LIMIT ..`.
+/// `ORDER BY .. OFFSET .. LIMIT ..`, per group.
 pub(crate) struct TopKSpec {
     pub input: Arc<RowCodec>,
+    group: KeyEval,
     order: Vec<PhysicalSortExpr>,
     offset: usize,
     limit: Option<usize>,
+    /// Append each kept row's 1-based position (`row_number()`).
+    numbering: Option<RowCodec>,
 }
 
 impl TopKSpec {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         input: Arc<RowCodec>,
         input_schema: &DFSchemaRef,
+        group: &[Expr],
         order: &[SortExpr],
         offset: usize,
         limit: Option<usize>,
+        number: bool,
     ) -> Result<Self> {
+        let numbering = number
+            .then(|| {
+                RowCodec::new(Arc::new(arrow::datatypes::Schema::new(vec![
+                    arrow::datatypes::Field::new(
+                        "row_number",
+                        arrow::datatypes::DataType::UInt64,
+                        true,
+                    ),
+                ])))
+            })
+            .transpose()?;
+        let group = KeyEval::new(Arc::clone(&input), group, input_schema, true)?;
         let order = create_physical_sort_exprs(
             order,
             input_schema,
@@ -135,10 +153,30 @@ impl TopKSpec {
         )?;
         Ok(TopKSpec {
             input,
+            group,
             order,
             offset,
             limit,
+            numbering,
         })
+    }
+
+    /// A group's result: its rows at the requested positions, numbered if
+    /// asked.
+    fn finish(&self, rows: &[&Row]) -> DfResult<Vec<Row>> {
+        let kept = self.select(rows, self.offset, self.limit)?;
+        let Some(codec) = &self.numbering else {
+            return Ok(kept);
+        };
+        let numbers: ArrayRef = Arc::new(arrow::array::UInt64Array::from_iter_values(
+            (1..=kept.len() as u64).map(|n| n + self.offset as u64),
+        ));
+        let numbers = codec.encode_columns(&[numbers], kept.len())?;
+        Ok(kept
+            .iter()
+            .zip(&numbers)
+            .map(|(r, n)| r.concat(n))
+            .collect())
     }
 
     /// Rows `skip..skip + keep` of `rows` in the sort order (ties broken by
@@ -170,8 +208,21 @@ impl TopKSpec {
 fn reduce_groups<'s, K>(
     keyed: Coll<'s, (K, Row)>,
     name: &str,
-    mut logic: impl FnMut(&[&Row]) -> DfResult<Vec<Row>> + 'static,
+    logic: impl FnMut(&[&Row]) -> DfResult<Vec<Row>> + 'static,
 ) -> (Coll<'s, Row>, Coll<'s, DataflowError>)
+where
+    K: differential_dataflow::ExchangeData + Hashable,
+{
+    let (ok, err) = reduce_keyed(keyed, name, logic);
+    (ok.map(|(_key, row)| row), err)
+}
+
+/// [`reduce_groups`], keeping each output row's key.
+fn reduce_keyed<'s, K>(
+    keyed: Coll<'s, (K, Row)>,
+    name: &str,
+    mut logic: impl FnMut(&[&Row]) -> DfResult<Vec<Row>> + 'static,
+) -> (Coll<'s, (K, Row)>, Coll<'s, DataflowError>)
 where
     K: differential_dataflow::ExchangeData + Hashable,
 {
@@ -204,8 +255,8 @@ where
     );
     let (ok, err) = reduced
         .inner
-        .ok_err::<Vec<_>, _, Vec<_>, _, _>(|((_key, result), t, r)| match result {
-            Ok(row) => Ok((row, t, r)),
+        .ok_err::<Vec<_>, _, Vec<_>, _, _>(|((key, result), t, r)| match result {
+            Ok(row) => Ok(((key, row), t, r)),
             Err(e) => Err((e, t, r)),
         });
     (ok.as_collection(), err.as_collection())
@@ -238,29 +289,41 @@ pub(crate) fn render_window<'s>(input: Rendered<'s>, spec: Arc<WindowSpec>) -> R
 /// Bucket counts of the levels of a hierarchical top-k, largest first.
 const TOPK_LEVELS: [u64; 2] = [1 << 12, 1 << 6];
 
-/// Render `ORDER BY .. OFFSET .. LIMIT ..` over `input`.
+/// Render `ORDER BY .. OFFSET .. LIMIT ..` (per group) over `input`.
 pub(crate) fn render_topk<'s>(input: Rendered<'s>, spec: Arc<TopKSpec>) -> Rendered<'s> {
-    let mut rows = input.ok;
-    let mut err = input.err;
+    let key_spec = Arc::clone(&spec);
+    let (mut keyed, key_errs): (Coll<'s, (Row, Row)>, _) = eval_op(
+        input.ok,
+        "TopKGroup",
+        Arc::clone(&spec.input),
+        move |batch, rows: &[Row]| {
+            Ok(key_spec
+                .group
+                .keys(batch)?
+                .into_iter()
+                .zip(rows)
+                .map(|(k, r)| k.map(|k| (k, r.clone())))
+                .collect())
+        },
+    );
+    let mut err = input.err.concat(key_errs);
     // Lower levels keep every row that can be among the first
-    // `offset + limit` overall; without a limit nothing can be dropped early.
+    // `offset + limit` of its group; without a limit nothing can be
+    // dropped early.
     if let Some(limit) = spec.limit {
         let keep = spec.offset + limit;
         for buckets in TOPK_LEVELS {
             let level_spec = Arc::clone(&spec);
-            let keyed = rows.map(move |r: Row| (r.hashed() % buckets, r));
-            let (ok, e) = reduce_groups(keyed, "TopKBucket", move |rows| {
+            let bucketed = keyed.map(move |(g, r): (Row, Row)| ((g, r.hashed() % buckets), r));
+            let (ok, e) = reduce_keyed(bucketed, "TopKBucket", move |rows| {
                 level_spec.select(rows, 0, Some(keep))
             });
-            rows = ok;
+            keyed = ok.map(|((g, _bucket), r)| (g, r));
             err = err.concat(e);
         }
     }
     let final_spec = Arc::clone(&spec);
-    let keyed = rows.map(|r: Row| ((), r));
-    let (ok, e) = reduce_groups(keyed, "TopK", move |rows| {
-        final_spec.select(rows, final_spec.offset, final_spec.limit)
-    });
+    let (ok, e) = reduce_groups(keyed, "TopK", move |rows| final_spec.finish(rows));
     Rendered {
         ok,
         err: err.concat(e),
