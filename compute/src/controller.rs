@@ -32,6 +32,9 @@ pub struct DataflowState {
     /// The output shard's upper as the sink last wrote it.
     upper: AtomicU64,
     hydrated: AtomicBool,
+    /// Set when the dataflow is dropped: failures after that (its output
+    /// collection going away under a last write) are expected.
+    dropped: AtomicBool,
     installed_at: Instant,
     inner: Mutex<StateInner>,
 }
@@ -95,6 +98,10 @@ impl DataflowState {
 
     /// Record a failure that stops the dataflow.
     pub(crate) fn fail(&self, message: String) {
+        if self.dropped.load(Ordering::SeqCst) {
+            tracing::debug!(dataflow = %self.id, %message, "dropped dataflow stopped");
+            return;
+        }
         tracing::error!(dataflow = %self.id, %message, "dataflow failed");
         self.inner.lock().failure.get_or_insert(message);
     }
@@ -249,6 +256,7 @@ impl ComputeController {
             inputs: desc.plan.inputs().into_iter().collect(),
             upper: AtomicU64::new(desc.start),
             hydrated: AtomicBool::new(false),
+            dropped: AtomicBool::new(false),
             installed_at: Instant::now(),
             inner: Mutex::new(StateInner {
                 holds,
@@ -261,9 +269,10 @@ impl ComputeController {
 
     /// Tear down the dataflow maintaining `id` and release its holds.
     pub fn drop_dataflow(&self, id: GlobalId) -> Result<()> {
-        if self.dataflows.lock().remove(&id).is_none() {
+        let Some(state) = self.dataflows.lock().remove(&id) else {
             return Ok(());
-        }
+        };
+        state.dropped.store(true, Ordering::SeqCst);
         self.broadcast(|| Command::Drop(id))?;
         tracing::info!(dataflow = %id, "dataflow dropped");
         Ok(())

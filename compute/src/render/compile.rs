@@ -384,6 +384,21 @@ impl KeyEval {
     }
 
     /// Each row's key; `None` for keys with a NULL unless NULLs match.
+    /// Each row's key paired with its value from `values`; rows whose key
+    /// is dropped (a NULL key that must not match) are `None`.
+    pub fn pair<V>(
+        &self,
+        batch: &RecordBatch,
+        values: impl IntoIterator<Item = V>,
+    ) -> DfResult<Vec<Option<(Row, V)>>> {
+        Ok(self
+            .keys(batch)?
+            .into_iter()
+            .zip(values)
+            .map(|(k, v)| k.map(|k| (k, v)))
+            .collect())
+    }
+
     pub fn keys(&self, batch: &RecordBatch) -> DfResult<Vec<Option<Row>>> {
         let columns = self
             .exprs
@@ -485,23 +500,28 @@ impl ReduceSpec {
 
     /// Aggregate values as a row of the output's aggregate columns.
     pub fn encode_aggregates(&self, values: Vec<ScalarValue>) -> DfResult<Row> {
-        let columns = values
-            .into_iter()
-            .zip(self.output.schema().fields())
-            .map(|(v, f)| {
-                let v = if v.data_type() == *f.data_type() {
-                    v
-                } else {
-                    v.cast_to(f.data_type())?
-                };
-                v.to_array()
-            })
-            .collect::<DfResult<Vec<_>>>()?;
-        self.output
-            .encode_columns(&columns, 1)?
-            .pop()
-            .ok_or_else(|| DataFusionError::Internal("no aggregate row".into()))
+        encode_values(&self.output, values)
     }
+}
+
+/// Values as one row of `codec`'s columns (cast to its types).
+pub(crate) fn encode_values(codec: &RowCodec, values: Vec<ScalarValue>) -> DfResult<Row> {
+    let columns = values
+        .into_iter()
+        .zip(codec.schema().fields())
+        .map(|(v, f)| {
+            let v = if v.data_type() == *f.data_type() {
+                v
+            } else {
+                v.cast_to(f.data_type())?
+            };
+            v.to_array()
+        })
+        .collect::<DfResult<Vec<_>>>()?;
+    codec
+        .encode_columns(&columns, 1)?
+        .pop()
+        .ok_or_else(|| DataFusionError::Internal("no row encoded".into()))
 }
 
 /// A reduction whose aggregates mix accumulable and min/max ones: each

@@ -21,7 +21,7 @@ use differential_dataflow::hashable::Hashable;
 use timely::dataflow::Scope;
 use timely::dataflow::operators::core::OkErr;
 
-use super::compile::{ReduceSpec, predicate};
+use super::compile::{ReduceSpec, encode_values, predicate};
 use super::reduce::{Finish, Output, split_output};
 use super::{Coll, Diff, Time, eval_op};
 use crate::error::{DataflowError, Result};
@@ -121,23 +121,17 @@ impl MinMax {
 
     /// Partial values as a row of argument values.
     fn partial(&self, values: Vec<ScalarValue>) -> DfResult<Row> {
-        let columns = values
-            .into_iter()
-            .zip(self.values.schema().fields())
-            .map(|(v, f)| {
-                let v = if v.data_type() == *f.data_type() {
-                    v
-                } else {
-                    v.cast_to(f.data_type())?
-                };
-                v.to_array()
-            })
-            .collect::<DfResult<Vec<_>>>()?;
-        self.values
-            .encode_columns(&columns, 1)?
-            .pop()
-            .ok_or_else(|| datafusion::error::DataFusionError::Internal("no partial row".into()))
+        encode_values(&self.values, values)
     }
+}
+
+/// The distinct rows of a group (multiplicities do not change a min/max).
+fn present<'a>(values: &[(&'a Row, Diff)]) -> Vec<&'a Row> {
+    values
+        .iter()
+        .filter(|(_, d)| *d > 0)
+        .map(|(r, _)| *r)
+        .collect()
 }
 
 /// A reduction whose aggregates (those of `class(spec)`) are all min/max.
@@ -161,13 +155,7 @@ where
             let Some(mm) = class(&arg_spec) else {
                 return Ok(vec![]);
             };
-            let keys = arg_spec.key.keys(batch)?;
-            let values = mm.arguments(batch)?;
-            Ok(keys
-                .into_iter()
-                .zip(values)
-                .map(|(k, v)| k.map(|k| (k, v)))
-                .collect())
+            arg_spec.key.pair(batch, mm.arguments(batch)?)
         },
     );
     let mut errs = key_errs;
@@ -181,11 +169,7 @@ where
                     let Some(mm) = class(&level_spec) else {
                         return;
                     };
-                    let rows: Vec<&Row> = values
-                        .iter()
-                        .filter(|(_, d)| *d > 0)
-                        .map(|(r, _)| *r)
-                        .collect();
+                    let rows = present(values);
                     let result = mm
                         .combine(&rows)
                         .and_then(|v| mm.partial(v))
@@ -212,11 +196,7 @@ where
                 let Some(mm) = class(&final_spec) else {
                     return;
                 };
-                let rows: Vec<&Row> = values
-                    .iter()
-                    .filter(|(_, d)| *d > 0)
-                    .map(|(r, _)| *r)
-                    .collect();
+                let rows = present(values);
                 let result = mm
                     .combine(&rows)
                     .and_then(|v| group_finish(key, v))

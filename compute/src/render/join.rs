@@ -151,13 +151,7 @@ fn key_by<'s>(
     let spec = Arc::clone(spec);
     let codec = Arc::clone(&side.keys(&spec).input);
     eval_op(rows, "JoinKey", codec, move |batch, rows: &[Row]| {
-        Ok(side
-            .keys(&spec)
-            .keys(batch)?
-            .into_iter()
-            .zip(rows)
-            .map(|(k, r)| k.map(|k| (k, r.clone())))
-            .collect())
+        side.keys(&spec).pair(batch, rows.iter().cloned())
     })
 }
 

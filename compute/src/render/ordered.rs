@@ -269,15 +269,7 @@ pub(crate) fn render_window<'s>(input: Rendered<'s>, spec: Arc<WindowSpec>) -> R
         input.ok,
         "WindowPartition",
         Arc::clone(&spec.input),
-        move |batch, rows: &[Row]| {
-            Ok(key_spec
-                .key
-                .keys(batch)?
-                .into_iter()
-                .zip(rows)
-                .map(|(k, r)| k.map(|k| (k, r.clone())))
-                .collect())
-        },
+        move |batch, rows: &[Row]| key_spec.key.pair(batch, rows.iter().cloned()),
     );
     let (ok, err) = reduce_groups(keyed, "Window", move |rows| spec.evaluate(rows));
     Rendered {
@@ -296,15 +288,7 @@ pub(crate) fn render_topk<'s>(input: Rendered<'s>, spec: Arc<TopKSpec>) -> Rende
         input.ok,
         "TopKGroup",
         Arc::clone(&spec.input),
-        move |batch, rows: &[Row]| {
-            Ok(key_spec
-                .group
-                .keys(batch)?
-                .into_iter()
-                .zip(rows)
-                .map(|(k, r)| k.map(|k| (k, r.clone())))
-                .collect())
-        },
+        move |batch, rows: &[Row]| key_spec.group.pair(batch, rows.iter().cloned()),
     );
     let mut err = input.err.concat(key_errs);
     // Lower levels keep every row that can be among the first

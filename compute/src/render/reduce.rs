@@ -16,7 +16,7 @@ use timely::dataflow::Scope;
 use timely::dataflow::operators::core::OkErr;
 
 use super::accumulable::{Accum, Accumulable};
-use super::compile::{Collation, ReduceSpec};
+use super::compile::{Collation, ReduceSpec, encode_values};
 use super::source::render_constant;
 use super::{Coll, Diff, Rendered, Time, eval_op};
 use crate::error::DataflowError;
@@ -68,13 +68,9 @@ pub(crate) fn render_reduce<'s>(
         "GroupKey",
         Arc::clone(&spec.input),
         move |batch, rows: &[Row]| {
-            Ok(key_spec
+            key_spec
                 .key
-                .keys(batch)?
-                .into_iter()
-                .zip(rows)
-                .map(|(k, r)| k.map(|k| (k, Some(r.clone()))))
-                .collect())
+                .pair(batch, rows.iter().map(|r| Some(r.clone())))
         },
     );
     // A global aggregate has one row even over no input: a marker value
@@ -191,13 +187,7 @@ where
             let Some(acc) = class(&contrib_spec) else {
                 return Ok(vec![]);
             };
-            let keys = contrib_spec.key.keys(batch)?;
-            let contributions = acc.contributions(batch)?;
-            Ok(keys
-                .into_iter()
-                .zip(contributions)
-                .map(|(k, c)| k.map(|k| (k, c)))
-                .collect())
+            contrib_spec.key.pair(batch, acc.contributions(batch)?)
         },
     );
     let exploded = keyed.explode(|(key, accum): (Row, Accum)| Some(((key, ()), accum)));
@@ -291,24 +281,4 @@ fn render_collated<'s>(
         ok,
         err: input.err.concat(a_err).concat(m_err).concat(err),
     }
-}
-
-/// Aggregate values as one row of `codec`'s columns.
-pub(crate) fn encode_values(codec: &RowCodec, values: Vec<ScalarValue>) -> DfResult<Row> {
-    let columns = values
-        .into_iter()
-        .zip(codec.schema().fields())
-        .map(|(v, f)| {
-            let v = if v.data_type() == *f.data_type() {
-                v
-            } else {
-                v.cast_to(f.data_type())?
-            };
-            v.to_array()
-        })
-        .collect::<DfResult<Vec<_>>>()?;
-    codec
-        .encode_columns(&columns, 1)?
-        .pop()
-        .ok_or_else(|| DataFusionError::Internal("no aggregate row".into()))
 }
