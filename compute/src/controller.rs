@@ -43,6 +43,8 @@ pub struct DataflowState {
 struct StateInner {
     /// Current errors with their multiplicities.
     errors: BTreeMap<DataflowError, i64>,
+    /// Updates held in arrangements, per worker.
+    arranged: BTreeMap<usize, i64>,
     /// Set when the dataflow cannot continue (storage failed under it).
     failure: Option<String>,
     /// Holds on the inputs, following the output upper.
@@ -73,6 +75,16 @@ impl DataflowState {
             .failure
             .as_ref()
             .map(|f| DataflowError::internal(format!("materialized view {} failed: {f}", self.id)))
+    }
+
+    /// Updates held in the dataflow's arrangements over all workers (as
+    /// last reported; workers report every second).
+    pub fn arranged_records(&self) -> i64 {
+        self.inner.lock().arranged.values().sum()
+    }
+
+    pub(crate) fn set_arranged_records(&self, worker: usize, records: i64) {
+        self.inner.lock().arranged.insert(worker, records);
     }
 
     /// How many distinct errors the output currently holds.

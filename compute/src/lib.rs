@@ -7,6 +7,7 @@
 //! aggregates are evaluated by DataFusion over Arrow batches of updates,
 //! so a view computes exactly what its query computes ad hoc.
 
+mod arrangements;
 pub mod controller;
 pub mod error;
 pub mod plan;

@@ -4,13 +4,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use freshet_repr::GlobalId;
 use freshet_storage::Storage;
 use timely::worker::Worker;
 
+use crate::arrangements::ArrangementSizes;
 use crate::controller::DataflowState;
+
+/// How often each worker publishes its arrangement sizes.
+const SIZE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 use crate::plan::DataflowDesc;
 use crate::render::{Context, Node, build_dataflow};
 
@@ -34,7 +38,9 @@ pub(crate) fn run_worker(
     commands: mpsc::Receiver<Command>,
     storage: Arc<Storage>,
 ) {
-    let mut installed: BTreeMap<GlobalId, usize> = BTreeMap::new();
+    let mut installed: BTreeMap<GlobalId, (usize, Arc<DataflowState>)> = BTreeMap::new();
+    let sizes = ArrangementSizes::register(worker);
+    let mut reported = Instant::now();
     loop {
         loop {
             match commands.try_recv() {
@@ -44,18 +50,19 @@ pub(crate) fn run_worker(
                     let ctx = Arc::new(Context {
                         storage: Arc::clone(&storage),
                         desc,
-                        state,
+                        state: Arc::clone(&state),
                     });
                     build_dataflow(worker, &node, ctx);
-                    installed.insert(id, index);
+                    installed.insert(id, (index, state));
                 }
                 Ok(Command::Drop(id)) => {
-                    if let Some(index) = installed.remove(&id) {
+                    if let Some((index, _)) = installed.remove(&id) {
                         worker.drop_dataflow(index);
+                        sizes.forget(index);
                     }
                 }
                 Ok(Command::Shutdown) | Err(mpsc::TryRecvError::Disconnected) => {
-                    for (_, index) in std::mem::take(&mut installed) {
+                    for (_, (index, _)) in std::mem::take(&mut installed) {
                         worker.drop_dataflow(index);
                     }
                     return;
@@ -64,5 +71,11 @@ pub(crate) fn run_worker(
             }
         }
         worker.step_or_park(Some(Duration::from_millis(100)));
+        if reported.elapsed() >= SIZE_REPORT_INTERVAL {
+            reported = Instant::now();
+            for (index, state) in installed.values() {
+                state.set_arranged_records(worker.index(), sizes.records(*index));
+            }
+        }
     }
 }

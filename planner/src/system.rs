@@ -113,6 +113,7 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("hydrated", Bool),
             ("errors", Int8),
             ("workers", Int8),
+            ("arranged_records", Int8),
         ],
     },
     SystemRelation {

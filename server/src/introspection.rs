@@ -95,6 +95,7 @@ impl QueryReader {
                         s(if d.hydrated() { "t" } else { "f" }),
                         Some(d.error_count().to_string()),
                         Some(self.compute.workers().to_string()),
+                        Some(d.arranged_records().to_string()),
                     ]
                 })
                 .collect(),
