@@ -15,6 +15,8 @@ use crate::controller::DataflowState;
 
 /// How often each worker publishes its arrangement sizes.
 const SIZE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+/// Hydration taking longer than this is logged, every this often.
+const HYDRATION_LOG_AFTER: Duration = Duration::from_secs(5);
 use crate::plan::DataflowDesc;
 use crate::render::{Context, Node, build_dataflow};
 
@@ -74,7 +76,17 @@ pub(crate) fn run_worker(
         if reported.elapsed() >= SIZE_REPORT_INTERVAL {
             reported = Instant::now();
             for (index, state) in installed.values() {
-                state.set_arranged_records(worker.index(), sizes.records(*index));
+                let records = sizes.records(*index);
+                state.set_arranged_records(worker.index(), records);
+                // Hydrating a large input takes a while: say how far it got.
+                let age = state.age();
+                if !state.hydrated()
+                    && age >= HYDRATION_LOG_AFTER
+                    && age.as_secs() % HYDRATION_LOG_AFTER.as_secs() == 0
+                {
+                    tracing::info!(dataflow = %state.id, worker = worker.index(),
+                        arranged_records = records, elapsed_s = age.as_secs(), "dataflow still hydrating");
+                }
             }
         }
     }
