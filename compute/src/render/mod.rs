@@ -127,6 +127,23 @@ fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Render
     }
 }
 
+/// A group's rows, each repeated by its multiplicity; a negative one is a
+/// bug upstream and becomes an error of the view.
+pub(crate) fn expand<'a>(
+    values: impl Iterator<Item = (&'a Row, Diff)>,
+) -> Result<Vec<&'a Row>, DataflowError> {
+    let mut rows = Vec::new();
+    for (row, diff) in values {
+        if diff < 0 {
+            return Err(DataflowError::internal(format!(
+                "negative multiplicity {diff} in a group"
+            )));
+        }
+        rows.extend(std::iter::repeat_n(row, diff as usize));
+    }
+    Ok(rows)
+}
+
 /// An operator that decodes each container of updates into one Arrow
 /// batch, runs `logic` over it (one output per input row, `None` to drop
 /// the row), and re-attaches times and diffs.

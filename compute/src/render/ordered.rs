@@ -26,7 +26,7 @@ use differential_dataflow::hashable::Hashable;
 use timely::dataflow::operators::core::OkErr;
 
 use super::compile::KeyEval;
-use super::{Coll, Diff, Rendered, eval_op};
+use super::{Coll, Diff, Rendered, eval_op, expand};
 use crate::error::{DataflowError, Result};
 use crate::row::{Row, RowCodec};
 
@@ -229,18 +229,13 @@ where
     let reduced = keyed.reduce_named::<_, Result<Row, DataflowError>, Diff>(
         name,
         move |_key, values: &[(&Row, Diff)], output| {
-            let mut rows: Vec<&Row> = Vec::new();
-            for (row, diff) in values {
-                if *diff < 0 {
-                    let e =
-                        DataflowError::internal(format!("negative multiplicity {diff} in a group"));
+            let rows = match expand(values.iter().map(|(r, d)| (*r, *d))) {
+                Ok(rows) => rows,
+                Err(e) => {
                     output.push((Err(e), 1));
                     return;
                 }
-                for _ in 0..*diff {
-                    rows.push(*row);
-                }
-            }
+            };
             match logic(&rows) {
                 Ok(out) => {
                     let mut counts: BTreeMap<Row, Diff> = BTreeMap::new();

@@ -18,7 +18,7 @@ use timely::dataflow::operators::core::OkErr;
 use super::accumulable::{Accum, Accumulable};
 use super::compile::{Collation, ReduceSpec, encode_values};
 use super::source::render_constant;
-use super::{Coll, Diff, Rendered, Time, eval_op};
+use super::{Coll, Diff, Rendered, Time, eval_op, expand};
 use crate::error::DataflowError;
 use crate::row::{Row, RowCodec};
 
@@ -83,19 +83,17 @@ pub(crate) fn render_reduce<'s>(
     let reduced = keyed.reduce_named::<_, Result<Row, DataflowError>, Diff>(
         "Reduce",
         move |key: &Row, values: &[(&Option<Row>, Diff)], output| {
-            let mut rows: Vec<&Row> = Vec::new();
-            for (value, diff) in values {
-                let Some(row) = value else { continue };
-                if *diff < 0 {
-                    let e =
-                        DataflowError::internal(format!("negative multiplicity {diff} in a group"));
+            let rows = match expand(
+                values
+                    .iter()
+                    .filter_map(|(v, d)| v.as_ref().map(|r| (r, *d))),
+            ) {
+                Ok(rows) => rows,
+                Err(e) => {
                     output.push((Err(e), 1));
                     return;
                 }
-                for _ in 0..*diff {
-                    rows.push(row);
-                }
-            }
+            };
             let result = spec
                 .aggregate(&rows)
                 .map(|aggs| key.concat(&aggs))
