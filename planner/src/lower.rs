@@ -149,10 +149,7 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
                 }
             };
             if j.null_aware {
-                return Err(unsupported(
-                    "NOT IN (subquery) in a materialized view; use NOT EXISTS, which has the \
-                     same meaning when neither side is NULL",
-                ));
+                return lower(&not_in(j)?);
             }
             let (left, right) = if swap {
                 (&j.right, &j.left)
@@ -288,6 +285,57 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
             other.display()
         ))),
     }
+}
+
+/// `x NOT IN (SELECT y ...)` (a null-aware anti join) with SQL's
+/// three-valued answer, from operators the dataflow maintains:
+///
+/// ```text
+/// (left ANTI JOIN right ON x = y)        -- NULL keys never match
+///   × (SELECT count(*) AS n, count(y) AS nn FROM right)
+///   WHERE n = nn                          -- a NULL y makes every row unknown
+///     AND (n = 0 OR x IS NOT NULL)        -- a NULL x is unknown unless right is empty
+/// ```
+fn not_in(j: &datafusion::logical_expr::Join) -> Result<LogicalPlan> {
+    use datafusion::functions_aggregate::expr_fn::count;
+    use datafusion::logical_expr::{LogicalPlanBuilder, lit};
+    let [(x, y)] = j.on.as_slice() else {
+        return Err(unsupported("NOT IN with a row of several columns"));
+    };
+    if j.filter.is_some() || j.join_type != JoinType::LeftAnti {
+        return Err(unsupported("this form of NOT IN (subquery)"));
+    }
+    let anti = LogicalPlan::Join(datafusion::logical_expr::Join {
+        null_aware: false,
+        ..j.clone()
+    });
+    let stats = LogicalPlanBuilder::from(j.right.as_ref().clone())
+        .aggregate(
+            Vec::<Expr>::new(),
+            vec![
+                count(lit(1)).alias("__rows"),
+                count(y.clone()).alias("__non_null"),
+            ],
+        )?
+        .alias("__not_in")?
+        .build()?;
+    let rows = || Expr::Column(Column::new(Some("__not_in"), "__rows"));
+    let non_null = Expr::Column(Column::new(Some("__not_in"), "__non_null"));
+    let keep = rows()
+        .eq(non_null)
+        .and(rows().eq(lit(0i64)).or(x.clone().is_not_null()));
+    let columns: Vec<Expr> = j
+        .left
+        .schema()
+        .columns()
+        .into_iter()
+        .map(Expr::Column)
+        .collect();
+    Ok(LogicalPlanBuilder::from(anti)
+        .cross_join(stats)?
+        .filter(keep)?
+        .project(columns)?
+        .build()?)
 }
 
 /// `WHERE row_number() OVER (PARTITION BY g ORDER BY o) <= k` directly

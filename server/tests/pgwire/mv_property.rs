@@ -123,6 +123,7 @@ const REQUIRED_SHAPES: &[&str] = &[
     "semi_in",
     "semi_exists",
     "anti_not_exists",
+    "anti_not_in",
     "cross_join",
     "self_join",
     "agg_basic",
