@@ -88,6 +88,13 @@ impl RowCodec {
         if columns.is_empty() {
             return Ok(vec![Row::default(); num_rows]);
         }
+        let normalized;
+        let columns = if columns.iter().any(|c| is_float(c.data_type())) {
+            normalized = columns.iter().map(normalize_float).collect::<Vec<_>>();
+            &normalized[..]
+        } else {
+            columns
+        };
         let rows = self.converter.convert_columns(columns)?;
         Ok((0..rows.num_rows())
             .map(|i| Row(rows.row(i).as_ref().to_vec()))
@@ -126,12 +133,80 @@ impl RowCodec {
     }
 }
 
+fn is_float(t: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType;
+    matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
+}
+
+/// SQL compares `-0.0` equal to `0.0` and every NaN equal to every other,
+/// but Arrow's row format orders floats bitwise (`total_cmp`). Rows carry
+/// one spelling of each, so joins, grouping and DISTINCT see them as SQL
+/// does (a view stores `-0` as `0`).
+fn normalize_float(column: &arrow::array::ArrayRef) -> arrow::array::ArrayRef {
+    use arrow::array::AsArray;
+    use arrow::compute::kernels::arity::unary;
+    use arrow::datatypes::{DataType, Float32Type, Float64Type};
+    match column.data_type() {
+        DataType::Float64 => std::sync::Arc::new(unary::<_, _, Float64Type>(
+            column.as_primitive::<Float64Type>(),
+            |v| {
+                if v == 0.0 {
+                    0.0
+                } else if v.is_nan() {
+                    f64::NAN
+                } else {
+                    v
+                }
+            },
+        )),
+        DataType::Float32 => std::sync::Arc::new(unary::<_, _, Float32Type>(
+            column.as_primitive::<Float32Type>(),
+            |v| {
+                if v == 0.0 {
+                    0.0
+                } else if v.is_nan() {
+                    f32::NAN
+                } else {
+                    v
+                }
+            },
+        )),
+        _ => std::sync::Arc::clone(column),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow::array::{Array, Int32Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;
+
+    #[test]
+    fn negative_zero_and_nans_encode_as_sql_compares_them() {
+        use arrow::array::Float64Array;
+        let s = Arc::new(Schema::new(vec![Field::new("f", DataType::Float64, true)]));
+        let c = RowCodec::new(s.clone()).unwrap();
+        let nan_a = f64::from_bits(0x7ff8_0000_0000_0001);
+        let rows = c
+            .encode(
+                &RecordBatch::try_new(
+                    s,
+                    vec![Arc::new(Float64Array::from(vec![
+                        0.0,
+                        -0.0,
+                        f64::NAN,
+                        nan_a,
+                        1.5,
+                    ]))],
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        assert_eq!(rows[0], rows[1]);
+        assert_eq!(rows[2], rows[3]);
+        assert_ne!(rows[0], rows[4]);
+    }
 
     #[test]
     fn round_trips_and_concatenates() {
