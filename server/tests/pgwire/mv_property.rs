@@ -2172,7 +2172,9 @@ fn cmp_cells(a: &Option<String>, b: &Option<String>, ty: Option<Ty>) -> std::cmp
             if ty.is_some_and(Ty::is_number)
                 && let (Ok(p), Ok(q)) = (x.parse::<f64>(), y.parse::<f64>())
             {
-                return p.total_cmp(&q);
+                // -0 and 0 are equal (views store -0 as 0), so ties fall
+                // through to the next column on both sides alike.
+                return p.partial_cmp(&q).unwrap_or_else(|| p.total_cmp(&q));
             }
             x.cmp(y)
         }
