@@ -58,7 +58,17 @@ pub(crate) struct DurableShard {
     fence: Fence,
     seqno: SeqNo,
     state: ShardState,
+    /// When `state` was last written to consensus. An append of no
+    /// updates only advances the upper in memory unless this is older than
+    /// [`LAZY_UPPER`] (see [`DurableShard::compare_and_append`]).
+    last_durable: std::time::Instant,
 }
+
+/// How long an upper advanced by empty appends may stay in memory only.
+/// Readers in this process see the new upper at once; after a crash the
+/// shard reopens at its durable upper and its writer (a self-correcting
+/// sink) recomputes from there, so nothing is lost but the work.
+const LAZY_UPPER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl DurableShard {
     /// Open the shard, creating it if new, and claim it for this epoch.
@@ -91,6 +101,7 @@ impl DurableShard {
             fence,
             seqno,
             state: state.clone(),
+            last_durable: std::time::Instant::now(),
         };
         if seqno == 0 || state.epoch < shard.fence.epoch() {
             // Record our epoch so an older process's next write fails.
@@ -128,6 +139,7 @@ impl DurableShard {
             CasResult::Committed => {
                 self.seqno += 1;
                 self.state = next;
+                self.last_durable = std::time::Instant::now();
                 if self.seqno.is_multiple_of(TRUNCATE_EVERY) {
                     consensus.truncate(&self.key, self.seqno)?;
                 }
@@ -187,6 +199,16 @@ impl DurableShard {
                 }
                 max_time = max_time.max(Some(t));
             }
+        }
+        // Advancing the upper of an idle collection (every group commit
+        // advances every input, so every view appends) need not cost an
+        // fsync each time.
+        if max_time.is_none()
+            && new_upper.as_option().is_some()
+            && self.last_durable.elapsed() < LAZY_UPPER
+        {
+            self.state.upper = new_upper;
+            return Ok(None);
         }
         let mut next = self.state.clone();
         next.upper = new_upper;
