@@ -194,6 +194,27 @@ impl ComputeController {
         self.workers
     }
 
+    /// The plan as `EXPLAIN` shows it, each reduction annotated with how it
+    /// is maintained (which depends on its aggregates, decided when the
+    /// plan is compiled).
+    pub fn explain(plan: &crate::plan::RelPlan) -> Result<String> {
+        let mut strategies = Vec::new();
+        compile(plan)?.reduce_strategies(&mut strategies);
+        let mut strategies = strategies.into_iter();
+        let mut out = String::new();
+        for line in plan.to_string().lines() {
+            out.push_str(line);
+            if line.trim_start().starts_with("Reduce ")
+                && let Some(s) = strategies.next()
+            {
+                out.push_str(" -- ");
+                out.push_str(s);
+            }
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
     /// Check that `plan` renders, without installing it: the planner
     /// calls this before committing a CREATE, so a committed view installs.
     pub fn validate(plan: &crate::plan::RelPlan) -> Result<()> {

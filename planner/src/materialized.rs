@@ -201,7 +201,11 @@ pub fn explain_create(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
 }
 
 fn explain_rows(catalog: &CatalogState, plan: &RelPlan) -> Result<Plan> {
-    let mut text = humanize_ids(catalog, &plan.to_string());
+    let explained = ComputeController::explain(plan).map_err(|e| match e {
+        ComputeError::Render(df) => PlanError::DataFusion(df),
+        other => PlanError::Internal(other.to_string()),
+    })?;
+    let mut text = humanize_ids(catalog, &explained);
     for id in plan.inputs() {
         if let Some((db, schema, item)) = catalog.full_name(id) {
             text = text.replace(

@@ -64,6 +64,37 @@ pub(crate) enum Node {
     },
 }
 
+impl Node {
+    /// How each reduction is maintained, in the order `RelPlan`'s
+    /// `Display` prints the reductions (pre-order, children in order).
+    pub(crate) fn reduce_strategies(&self, out: &mut Vec<&'static str>) {
+        match self {
+            Node::Get { .. } | Node::Constant { .. } => {}
+            Node::Mfp { input, .. }
+            | Node::Distinct { input }
+            | Node::Window { input, .. }
+            | Node::TopK { input, .. } => input.reduce_strategies(out),
+            Node::Reduce { input, spec } => {
+                out.push(if spec.accumulable.is_some() {
+                    "accumulable: O(1) per change"
+                } else if spec.min_max.is_some() {
+                    "hierarchical min/max"
+                } else if spec.collation.is_some() {
+                    "collated: accumulable + hierarchical, joined on the key"
+                } else {
+                    "recomputes each changed group"
+                });
+                input.reduce_strategies(out);
+            }
+            Node::Join { left, right, .. } => {
+                left.reduce_strategies(out);
+                right.reduce_strategies(out);
+            }
+            Node::Union { inputs } => inputs.iter().for_each(|i| i.reduce_strategies(out)),
+        }
+    }
+}
+
 /// Compile `plan`.
 pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
     Ok(match plan {
