@@ -68,8 +68,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
-
+use crate::endpoint::{DbError, Endpoint, Rows};
 use crate::harness::Server;
 use crate::pg::PgServer;
 
@@ -282,91 +281,20 @@ impl Outcome {
     }
 }
 
-/// One server under comparison: a connection that is reopened when it broke
-/// (a timed-out statement may still occupy the old one).
-struct Endpoint {
-    conn_str: String,
-    client: Option<Client>,
-}
-
-impl Endpoint {
-    fn new(conn_str: String) -> Endpoint {
-        Endpoint {
-            conn_str,
-            client: None,
+impl From<Result<Rows, DbError>> for Outcome {
+    fn from(r: Result<Rows, DbError>) -> Outcome {
+        match r {
+            Ok(Rows {
+                columns,
+                rows,
+                affected,
+            }) => Outcome::Rows {
+                columns,
+                rows,
+                affected,
+            },
+            Err(DbError { sqlstate, message }) => Outcome::Error { sqlstate, message },
         }
-    }
-
-    async fn connect(&self) -> Result<Client, tokio_postgres::Error> {
-        let (client, connection) = tokio_postgres::connect(&self.conn_str, NoTls).await?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        Ok(client)
-    }
-
-    /// Run `sql` with the simple query protocol.
-    async fn run(&mut self, sql: &str) -> Outcome {
-        if self.client.is_none() {
-            match self.connect().await {
-                Ok(c) => self.client = Some(c),
-                Err(e) => return client_error("connect", e.to_string()),
-            }
-        }
-        let client = self.client.as_ref().expect("client was just set");
-        match tokio::time::timeout(RECORD_TIMEOUT, client.simple_query(sql)).await {
-            Ok(Ok(messages)) => outcome_of(messages),
-            Ok(Err(e)) => {
-                if client.is_closed() {
-                    self.client = None;
-                }
-                match e.as_db_error() {
-                    Some(db) => Outcome::Error {
-                        sqlstate: db.code().code().to_string(),
-                        message: db.message().to_string(),
-                    },
-                    None => client_error("client", e.to_string()),
-                }
-            }
-            Err(_) => {
-                self.client = None;
-                client_error("timeout", format!("no answer within {RECORD_TIMEOUT:?}"))
-            }
-        }
-    }
-}
-
-/// An error that did not come from the server.
-fn client_error(what: &str, message: String) -> Outcome {
-    Outcome::Error {
-        sqlstate: format!("({what})"),
-        message,
-    }
-}
-
-/// Collect the rows, column count and last command count of a result.
-fn outcome_of(messages: Vec<SimpleQueryMessage>) -> Outcome {
-    let mut columns = 0;
-    let mut rows = vec![];
-    let mut affected = 0;
-    for message in messages {
-        match message {
-            SimpleQueryMessage::RowDescription(cols) => columns = cols.len(),
-            SimpleQueryMessage::Row(row) => {
-                rows.push(
-                    (0..row.len())
-                        .map(|i| row.get(i).map(str::to_string))
-                        .collect(),
-                );
-            }
-            SimpleQueryMessage::CommandComplete(n) => affected = n,
-            _ => {}
-        }
-    }
-    Outcome::Rows {
-        columns,
-        rows,
-        affected,
     }
 }
 
@@ -487,7 +415,10 @@ struct Run {
 async fn run_corpus(records: &[Record], pg: &mut Endpoint, fr: &mut Endpoint) -> Vec<Run> {
     let mut runs = Vec::with_capacity(records.len());
     for record in records {
-        let (mut pg_out, mut fr_out) = (pg.run(&record.sql).await, fr.run(&record.sql).await);
+        let (mut pg_out, mut fr_out): (Outcome, Outcome) = (
+            pg.run(&record.sql).await.into(),
+            fr.run(&record.sql).await.into(),
+        );
         if record.kind == (Kind::Query { rowsort: true }) {
             pg_out = pg_out.sorted();
             fr_out = fr_out.sorted();
@@ -549,9 +480,9 @@ async fn freshet_agrees_with_postgres_on_the_corpus() {
     let known = parse_known(&read(KNOWN_PATH)).expect("parse known_differences.txt");
     let postgres = PgServer::start();
     let mut freshet = Server::start();
-    let mut pg = Endpoint::new(postgres.conn_str());
-    let mut fr = Endpoint::new(freshet.conn_str("freshet"));
-    match pg.run("SELECT version()").await {
+    let mut pg = Endpoint::new(postgres.conn_str(), RECORD_TIMEOUT);
+    let mut fr = Endpoint::new(freshet.conn_str("freshet"), RECORD_TIMEOUT);
+    match Outcome::from(pg.run("SELECT version()").await) {
         Outcome::Rows { rows, .. } => println!("reference: {:?}", rows[0][0]),
         error => panic!("cannot query PostgreSQL: {}", error.render()),
     }

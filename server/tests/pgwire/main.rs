@@ -6,6 +6,7 @@ mod bad_input;
 mod concurrency;
 mod differential;
 mod durability;
+mod endpoint;
 mod harness;
 mod mv_property;
 mod pg;

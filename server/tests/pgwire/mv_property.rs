@@ -100,8 +100,8 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
+use crate::endpoint::{DbError, Endpoint, Rows};
 use crate::harness::Server;
 use crate::pg::PgServer;
 
@@ -2017,108 +2017,10 @@ fn instantiate(shape: &Shape, index: usize, seed: u64, tables: &[Table]) -> Inst
 // Running statements
 // ---------------------------------------------------------------------------
 
-/// The rows of a successful statement.
-#[derive(Clone, Debug, PartialEq)]
-struct Rows {
-    columns: usize,
-    rows: Vec<Vec<Option<String>>>,
-    /// The count of the last command tag.
-    affected: u64,
-}
-
-/// A failed statement.
-#[derive(Clone, Debug, PartialEq)]
-struct DbError {
-    sqlstate: String,
-    message: String,
-}
-
 type Outcome = Result<Rows, DbError>;
 
 fn render_error(e: &DbError) -> String {
     format!("ERROR {}: {}", e.sqlstate, e.message)
-}
-
-/// One server: a connection that is reopened when it broke.
-struct Endpoint {
-    conn_str: String,
-    client: Option<Client>,
-}
-
-impl Endpoint {
-    fn new(conn_str: String) -> Endpoint {
-        Endpoint {
-            conn_str,
-            client: None,
-        }
-    }
-
-    /// Run `sql` with the simple query protocol.
-    async fn run(&mut self, sql: &str) -> Outcome {
-        if self.client.is_none() {
-            match tokio_postgres::connect(&self.conn_str, NoTls).await {
-                Ok((client, connection)) => {
-                    tokio::spawn(async move {
-                        let _ = connection.await;
-                    });
-                    self.client = Some(client);
-                }
-                Err(e) => {
-                    return Err(DbError {
-                        sqlstate: "(connect)".into(),
-                        message: e.to_string(),
-                    });
-                }
-            }
-        }
-        let client = self.client.as_ref().expect("client was just set");
-        match tokio::time::timeout(STATEMENT_TIMEOUT, client.simple_query(sql)).await {
-            Ok(Ok(messages)) => Ok(rows_of(messages)),
-            Ok(Err(e)) => {
-                if client.is_closed() {
-                    self.client = None;
-                }
-                Err(match e.as_db_error() {
-                    Some(db) => DbError {
-                        sqlstate: db.code().code().to_string(),
-                        message: db.message().to_string(),
-                    },
-                    None => DbError {
-                        sqlstate: "(client)".into(),
-                        message: e.to_string(),
-                    },
-                })
-            }
-            Err(_) => {
-                self.client = None;
-                Err(DbError {
-                    sqlstate: "(timeout)".into(),
-                    message: format!("no answer within {STATEMENT_TIMEOUT:?}"),
-                })
-            }
-        }
-    }
-}
-
-fn rows_of(messages: Vec<SimpleQueryMessage>) -> Rows {
-    let mut out = Rows {
-        columns: 0,
-        rows: vec![],
-        affected: 0,
-    };
-    for message in messages {
-        match message {
-            SimpleQueryMessage::RowDescription(cols) => out.columns = cols.len(),
-            SimpleQueryMessage::Row(row) => out.rows.push(
-                (0..row.len())
-                    .map(|i| row.get(i).map(str::to_string))
-                    .collect(),
-            ),
-            SimpleQueryMessage::CommandComplete(n) => out.affected = n,
-            _ => {}
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------
@@ -2539,7 +2441,7 @@ async fn run_case(
             format!("CREATE DATABASE {db}"),
         ),
     ] {
-        let mut admin = Endpoint::new(conn);
+        let mut admin = Endpoint::new(conn, STATEMENT_TIMEOUT);
         if let Err(e) = admin.run(&sql).await {
             return Err(format!("{sql} failed on {what}: {}", render_error(&e)));
         }
@@ -2549,8 +2451,8 @@ async fn run_case(
         seed: case_seed,
         tables: gen_tables(&mut rng),
         log: vec![],
-        fr: Endpoint::new(freshet.conn_str(&db)),
-        pg: Endpoint::new(postgres.conn_str_db(&db)),
+        fr: Endpoint::new(freshet.conn_str(&db), STATEMENT_TIMEOUT),
+        pg: Endpoint::new(postgres.conn_str_db(&db), STATEMENT_TIMEOUT),
     };
     let header = format!(
         "seed {} (FRESHET_MV_SEED), case {index} (case seed {case_seed}), standin {:?}",
