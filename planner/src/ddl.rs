@@ -174,13 +174,15 @@ pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
     if cv.temporary {
         return Err(PlanError::unsupported("CREATE TEMPORARY VIEW"));
     }
-    let resolver = cx.resolver();
-    let (schema, name) = resolver.create_target(&cv.name)?;
-    let mut query = (*cv.query).clone();
-    let refs = resolver.rewrite(&mut query)?;
-    let plan = plan_query(cx, &query)?;
-    let (names, desc) = named_columns(&plan.desc, &cv.columns, "CREATE VIEW")?;
-    let existing = cx.catalog.item_by_name(schema.id, &name);
+    let ViewDefinition {
+        schema_id,
+        name,
+        desc,
+        references,
+        create_sql,
+        ..
+    } = view_definition(cx, cv, "VIEW")?;
+    let existing = cx.catalog.item_by_name(schema_id, &name);
     let replace = match existing {
         Some(item) if cv.or_replace => {
             if item.kind != ItemKind::View {
@@ -194,23 +196,14 @@ pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
         }
         _ => None,
     };
-    let create_sql = format!(
-        "CREATE VIEW {} ({}) AS {query}",
-        quote_if_needed(&name),
-        names
-            .iter()
-            .map(|n| quote_if_needed(n).to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
     Ok(Plan::CreateItem {
         def: ItemDef {
-            schema_id: schema.id,
+            schema_id,
             name,
             kind: ItemKind::View,
             create_sql,
             desc: Some(desc),
-            references: refs.items.into_iter().collect(),
+            references,
             details: ItemDetails::View,
         },
         if_not_exists: cv.if_not_exists,
@@ -218,8 +211,54 @@ pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
     })
 }
 
+/// What `CREATE [MATERIALIZED] VIEW` defines, before kind-specific checks.
+pub(crate) struct ViewDefinition {
+    pub schema_id: GlobalId,
+    pub name: String,
+    /// Columns, named by the column list if there is one.
+    pub desc: RelationDesc,
+    /// Items the query names directly.
+    pub references: Vec<GlobalId>,
+    /// The canonical definition (references in id form).
+    pub create_sql: String,
+    /// The planned query.
+    pub plan: crate::plan::QueryPlan,
+}
+
+/// Resolve, plan and name a view's query; `keyword` is `VIEW` or
+/// `MATERIALIZED VIEW`.
+pub(crate) fn view_definition(
+    cx: &StatementContext,
+    cv: &CreateView,
+    keyword: &str,
+) -> Result<ViewDefinition> {
+    let resolver = cx.resolver();
+    let (schema, name) = resolver.create_target(&cv.name)?;
+    let mut query = (*cv.query).clone();
+    let refs = resolver.rewrite(&mut query)?;
+    let plan = plan_query(cx, &query)?;
+    let (names, desc) = named_columns(&plan.desc, &cv.columns, &format!("CREATE {keyword}"))?;
+    let create_sql = format!(
+        "CREATE {keyword} {} ({}) AS {query}",
+        quote_if_needed(&name),
+        names
+            .iter()
+            .map(|n| quote_if_needed(n).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(ViewDefinition {
+        schema_id: schema.id,
+        name,
+        desc,
+        references: refs.items.into_iter().collect(),
+        create_sql,
+        plan,
+    })
+}
+
 /// A view's columns: the query's, renamed by an explicit column list.
-pub(crate) fn named_columns(
+fn named_columns(
     query: &RelationDesc,
     columns: &[ast::ViewColumnDef],
     statement: &str,

@@ -35,16 +35,18 @@ pub fn check_deterministic(plan: &LogicalPlan) -> Result<()> {
     let mut found: Option<String> = None;
     plan.apply_with_subqueries(|node| {
         for e in node.expressions() {
-            e.apply(|e| {
-                if let Expr::ScalarFunction(f) = e
-                    && f.func.signature().volatility != Volatility::Immutable
-                {
-                    found = Some(f.func.name().to_string());
-                    return Ok(TreeNodeRecursion::Stop);
-                }
-                Ok(TreeNodeRecursion::Continue)
+            let time_dependent = e.exists(|e| {
+                Ok(match e {
+                    Expr::ScalarFunction(f)
+                        if f.func.signature().volatility != Volatility::Immutable =>
+                    {
+                        found = Some(f.func.name().to_string());
+                        true
+                    }
+                    _ => false,
+                })
             })?;
-            if found.is_some() {
+            if time_dependent {
                 return Ok(TreeNodeRecursion::Stop);
             }
         }
@@ -395,23 +397,19 @@ fn per_group_topk(f: &datafusion::logical_expr::Filter) -> Result<Option<RelPlan
 /// optimizer could not decorrelate.
 fn check_expressions(plan: &LogicalPlan) -> Result<()> {
     for e in plan.expressions() {
-        let mut bad = None;
-        e.apply(|e| {
-            bad = match e {
+        let mut what = "";
+        let refused = e.exists(|e| {
+            what = match e {
                 Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_) => {
-                    Some("a subquery that cannot be decorrelated")
+                    "a subquery that cannot be decorrelated"
                 }
-                Expr::OuterReferenceColumn(..) => Some("a correlated reference"),
-                Expr::Placeholder(_) => Some("a parameter placeholder"),
-                _ => None,
+                Expr::OuterReferenceColumn(..) => "a correlated reference",
+                Expr::Placeholder(_) => "a parameter placeholder",
+                _ => return Ok(false),
             };
-            Ok(if bad.is_some() {
-                TreeNodeRecursion::Stop
-            } else {
-                TreeNodeRecursion::Continue
-            })
+            Ok(true)
         })?;
-        if let Some(what) = bad {
+        if refused {
             return Err(unsupported(format!("{what} in a materialized view ({e})")));
         }
     }

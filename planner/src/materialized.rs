@@ -14,13 +14,13 @@ use freshet_catalog::{CatalogState, ItemDef, ItemDetails, ItemKind};
 use freshet_compute::{ComputeController, ComputeError, RelPlan};
 use freshet_repr::{GlobalId, PgType, RelationDesc};
 
-use crate::ddl::named_columns;
+use crate::ddl::{ViewDefinition, view_definition};
 use crate::error::{PlanError, Result};
 use crate::lower::{cast_to, check_deterministic, lower};
 use crate::misc::text_rows;
 use crate::plan::{Plan, QueryPlan};
 use crate::query::{StatementContext, plan_query};
-use crate::resolve::{SessionInfo, humanize_ids, quote_if_needed};
+use crate::resolve::{SessionInfo, humanize_ids};
 
 /// `CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name [(cols)] AS q`.
 ///
@@ -55,31 +55,24 @@ fn define(cx: &StatementContext, cv: &CreateView) -> Result<(ItemDef, QueryPlan)
     if cv.temporary {
         return Err(PlanError::unsupported("CREATE TEMPORARY MATERIALIZED VIEW"));
     }
-    let resolver = cx.resolver();
-    let (schema, name) = resolver.create_target(&cv.name)?;
-    let mut query = (*cv.query).clone();
-    let refs = resolver.rewrite(&mut query)?;
-    let plan = plan_query(cx, &query)?;
-    let (names, desc) = named_columns(&plan.desc, &cv.columns, "CREATE MATERIALIZED VIEW")?;
+    let ViewDefinition {
+        schema_id,
+        name,
+        desc,
+        references,
+        create_sql,
+        plan,
+    } = view_definition(cx, cv, "MATERIALIZED VIEW")?;
     let optimized = optimize(cx.state, &plan)?;
     let desc = stored_types(nullable(desc), &optimized);
     lower_optimized(&optimized, &desc)?;
-    let create_sql = format!(
-        "CREATE MATERIALIZED VIEW {} ({}) AS {query}",
-        quote_if_needed(&name),
-        names
-            .iter()
-            .map(|n| quote_if_needed(n).to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
     let def = ItemDef {
-        schema_id: schema.id,
+        schema_id,
         name,
         kind: ItemKind::MaterializedView,
         create_sql,
         desc: Some(desc),
-        references: refs.items.iter().copied().collect(),
+        references,
         details: ItemDetails::MaterializedView {
             plan: None,
             as_of: None,

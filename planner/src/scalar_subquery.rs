@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, Int64Array};
 use arrow::datatypes::DataType;
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, Result as DfResult};
 use datafusion::functions_aggregate::expr_fn::{count, min};
 use datafusion::logical_expr::{
@@ -33,16 +33,8 @@ use crate::error::{PlanError, Result, sqlstate_error};
 /// Whether any of `exprs` holds a scalar subquery.
 pub fn has_scalar_subquery<'a>(exprs: impl IntoIterator<Item = &'a Expr>) -> bool {
     exprs.into_iter().any(|e| {
-        let mut found = false;
-        let _ = e.apply(|e| {
-            found = matches!(e, Expr::ScalarSubquery(_));
-            Ok(if found {
-                TreeNodeRecursion::Stop
-            } else {
-                TreeNodeRecursion::Continue
-            })
-        });
-        found
+        e.exists(|e| Ok(matches!(e, Expr::ScalarSubquery(_))))
+            .unwrap_or(false)
     })
 }
 

@@ -2,9 +2,12 @@
 //!
 //! When every aggregate is accumulable (see [`super::accumulable`]) a
 //! group's state rides in the differences and a change costs O(1) per
-//! group. Otherwise the reduction recomputes a changed group's aggregates
-//! from the group's rows with DataFusion's own accumulators, which costs
-//! O(group) per change but computes any aggregate exactly as ad hoc.
+//! group; min/max are hierarchical (see [`super::hierarchical`]); a mix of
+//! the two is collated. Otherwise the reduction recomputes a changed
+//! group's aggregates from the group's rows with DataFusion's own
+//! accumulators, which costs O(group) per change but computes any
+//! aggregate exactly as ad hoc. Every class gives a global aggregate its
+//! empty-input row the same way ([`split_output`]).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -67,49 +70,31 @@ pub(crate) fn render_reduce<'s>(
         input.ok,
         "GroupKey",
         Arc::clone(&spec.input),
-        move |batch, rows: &[Row]| {
-            key_spec
-                .key
-                .pair(batch, rows.iter().map(|r| Some(r.clone())))
-        },
+        move |batch, rows: &[Row]| key_spec.key.pair(batch, rows.iter().cloned()),
     );
-    // A global aggregate has one row even over no input: a marker value
-    // keeps its group present.
-    let keyed = if spec.global {
-        keyed.concat(render_constant(scope, start, vec![(Row::default(), None)]))
-    } else {
-        keyed
-    };
-    let reduced = keyed.reduce_named::<_, Result<Row, DataflowError>, Diff>(
-        "Reduce",
-        move |key: &Row, values: &[(&Option<Row>, Diff)], output| {
-            let rows = match expand(
-                values
-                    .iter()
-                    .filter_map(|(v, d)| v.as_ref().map(|r| (r, *d))),
-            ) {
-                Ok(rows) => rows,
-                Err(e) => {
-                    output.push((Err(e), 1));
-                    return;
-                }
-            };
-            let result = spec
-                .aggregate(&rows)
-                .map(|aggs| key.concat(&aggs))
-                .map_err(|e| DataflowError::from_datafusion(&e));
-            output.push((result, 1));
-        },
-    );
-    let (ok, err) = reduced
-        .inner
-        .ok_err::<Vec<_>, _, Vec<_>, _, _>(|((_key, result), t, r)| match result {
-            Ok(row) => Ok((row, t, r)),
-            Err(e) => Err((e, t, r)),
-        });
+    let group_spec = Arc::clone(&spec);
+    let reduced = keyed
+        .reduce_named::<_, Result<Row, DataflowError>, Diff>(
+            "Reduce",
+            move |key: &Row, values: &[(&Row, Diff)], output| {
+                let result = expand(values.iter().map(|(r, d)| (*r, *d))).and_then(|rows| {
+                    group_spec
+                        .aggregate(&rows)
+                        .map(|aggs| key.concat(&aggs))
+                        .map_err(|e| DataflowError::from_datafusion(&e))
+                });
+                output.push((result, 1));
+            },
+        )
+        .map(|(_key, result)| result);
+    // A global aggregate over no rows: the aggregates of the empty group.
+    let empty = spec
+        .global
+        .then(|| spec.aggregate(&[]).map(|aggs| Row::default().concat(&aggs)));
+    let (ok, err) = split_output(scope, start, reduced, empty);
     Rendered {
-        ok: ok.as_collection(),
-        err: input.err.concat(key_errs).concat(err.as_collection()),
+        ok,
+        err: input.err.concat(key_errs).concat(err),
     }
 }
 
