@@ -14,7 +14,8 @@ use timely::communication::initialize::WorkerGuards;
 
 use crate::error::{ComputeError, DataflowError, Result};
 use crate::plan::DataflowDesc;
-use crate::render::{Node, compile};
+use crate::plan::wire::PlanCodec;
+use crate::render::compile;
 use crate::worker::{Command, run_worker};
 
 /// Live facts about one installed dataflow, shared by the controller (for
@@ -43,8 +44,8 @@ pub struct DataflowState {
 struct StateInner {
     /// Current errors with their multiplicities.
     errors: BTreeMap<DataflowError, i64>,
-    /// Updates held in arrangements, per worker.
-    arranged: BTreeMap<usize, i64>,
+    /// Updates and bytes held in arrangements, per worker.
+    arranged: BTreeMap<usize, (i64, usize)>,
     /// Set when the dataflow cannot continue (storage failed under it).
     failure: Option<String>,
     /// Holds on the inputs, following the output upper.
@@ -80,11 +81,17 @@ impl DataflowState {
     /// Updates held in the dataflow's arrangements over all workers (as
     /// last reported; workers report every second).
     pub fn arranged_records(&self) -> i64 {
-        self.inner.lock().arranged.values().sum()
+        self.inner.lock().arranged.values().map(|(r, _)| r).sum()
     }
 
-    pub(crate) fn set_arranged_records(&self, worker: usize, records: i64) {
-        self.inner.lock().arranged.insert(worker, records);
+    /// Bytes the dataflow's arrangements hold over all workers (keys,
+    /// values, times, diffs and offsets; as last reported).
+    pub fn arranged_bytes(&self) -> usize {
+        self.inner.lock().arranged.values().map(|(_, b)| b).sum()
+    }
+
+    pub(crate) fn set_arranged(&self, worker: usize, records: i64, bytes: usize) {
+        self.inner.lock().arranged.insert(worker, (records, bytes));
     }
 
     /// How many distinct errors the output currently holds.
@@ -92,20 +99,16 @@ impl DataflowState {
         self.inner.lock().errors.len()
     }
 
-    /// The error a read of the output must fail with, if any.
-    pub fn error(&self) -> Option<DataflowError> {
-        let inner = self.inner.lock();
-        if let Some(f) = &inner.failure {
-            return Some(DataflowError::internal(format!(
-                "materialized view {} failed: {f}",
-                self.id
-            )));
+    /// Count error changes written to (or found in) the output shard.
+    pub(crate) fn record_errors(&self, errors: Vec<(DataflowError, i64)>) {
+        let mut inner = self.inner.lock();
+        for (e, d) in errors {
+            let n = inner.errors.entry(e.clone()).or_default();
+            *n += d;
+            if *n == 0 {
+                inner.errors.remove(&e);
+            }
         }
-        inner
-            .errors
-            .iter()
-            .find(|(_, n)| **n > 0)
-            .map(|(e, _)| e.clone())
     }
 
     /// Record a failure that stops the dataflow.
@@ -121,14 +124,8 @@ impl DataflowState {
     /// The sink wrote through `upper` with these error changes. Returns
     /// whether this made the dataflow hydrated.
     pub(crate) fn advance(&self, upper: Timestamp, errors: Vec<(DataflowError, i64)>) -> bool {
+        self.record_errors(errors);
         let mut inner = self.inner.lock();
-        for (e, d) in errors {
-            let n = inner.errors.entry(e.clone()).or_default();
-            *n += d;
-            if *n == 0 {
-                inner.errors.remove(&e);
-            }
-        }
         // Inputs must stay readable at `upper - 1`, where a restart resumes.
         let hold_at = upper.saturating_sub(1).max(self.as_of);
         for h in &mut inner.holds {
@@ -148,6 +145,7 @@ pub struct ComputeController {
     senders: Mutex<Vec<mpsc::Sender<Command>>>,
     guards: Mutex<Option<WorkerGuards<()>>>,
     dataflows: Mutex<BTreeMap<GlobalId, Arc<DataflowState>>>,
+    codec: PlanCodec,
     workers: usize,
 }
 
@@ -160,8 +158,9 @@ impl std::fmt::Debug for ComputeController {
 }
 
 impl ComputeController {
-    /// Start `workers` timely worker threads reading from `storage`.
-    pub fn start(workers: usize, storage: Arc<Storage>) -> Result<Self> {
+    /// Start `workers` timely worker threads reading from `storage`;
+    /// plans travel to them encoded by `codec`.
+    pub fn start(workers: usize, storage: Arc<Storage>, codec: PlanCodec) -> Result<Self> {
         let workers = workers.max(1);
         let mut senders = Vec::with_capacity(workers);
         let mut receivers = Vec::with_capacity(workers);
@@ -172,10 +171,11 @@ impl ComputeController {
         }
         let receivers = Arc::new(Mutex::new(receivers));
         let worker_storage = Arc::clone(&storage);
+        let worker_codec = codec.clone();
         let guards = timely::execute(timely::Config::process(workers), move |worker| {
             let rx = receivers.lock()[worker.index()].take();
             if let Some(rx) = rx {
-                run_worker(worker, rx, Arc::clone(&worker_storage));
+                run_worker(worker, rx, Arc::clone(&worker_storage), &worker_codec);
             }
         })
         .map_err(ComputeError::Start)?;
@@ -185,6 +185,7 @@ impl ComputeController {
             senders: Mutex::new(senders),
             guards: Mutex::new(Some(guards)),
             dataflows: Mutex::new(BTreeMap::new()),
+            codec,
             workers,
         })
     }
@@ -215,10 +216,18 @@ impl ComputeController {
         Ok(out)
     }
 
-    /// Check that `plan` renders, without installing it: the planner
-    /// calls this before committing a CREATE, so a committed view installs.
-    pub fn validate(plan: &crate::plan::RelPlan) -> Result<()> {
-        compile(plan).map(|_| ())
+    /// Check that `plan` survives its wire form and renders, without
+    /// installing it: the planner calls this before committing a CREATE,
+    /// so a committed view installs.
+    pub fn validate(codec: &PlanCodec, plan: &crate::plan::RelPlan) -> Result<()> {
+        let desc = DataflowDesc {
+            id: GlobalId::User(0),
+            plan: plan.clone(),
+            as_of: 0,
+            start: 0,
+        };
+        let decoded = codec.decode(&codec.encode(&desc)?)?;
+        compile(&decoded.plan).map(|_| ())
     }
 
     /// Install the dataflow `desc`, whose inputs are readable at
@@ -235,7 +244,6 @@ impl ComputeController {
         if self.dataflows.lock().contains_key(&desc.id) {
             return Err(ComputeError::AlreadyInstalled(desc.id));
         }
-        let node: Node = compile(&desc.plan)?;
         let (_, upper) = self.storage.frontiers(desc.id)?;
         let Some(&upper) = upper.as_option() else {
             // Sealed: the output is complete for all time.
@@ -269,12 +277,14 @@ impl ComputeController {
                 None => acquired.push(self.storage.acquire_read_hold(input, as_of)?),
             }
         }
+        // Workers get the plan only in its wire form; decoding and
+        // compiling it here first turns a plan they could not build into
+        // an error for this request.
+        let plan: Arc<[u8]> = self.codec.encode(&desc)?.into();
+        compile(&self.codec.decode(&plan)?.plan)?;
         let state = self.new_state(&desc, acquired);
-        let desc = Arc::new(desc);
-        let node = Arc::new(node);
         self.broadcast(|| Command::Install {
-            desc: Arc::clone(&desc),
-            node: Arc::clone(&node),
+            plan: Arc::clone(&plan),
             state: Arc::clone(&state),
         })?;
         tracing::info!(dataflow = %desc.id, as_of = desc.as_of, start = desc.start, "dataflow installed");

@@ -83,7 +83,33 @@ pub enum ComputeError {
     /// The workers could not start.
     #[error("cannot start compute workers: {0}")]
     Start(String),
+    /// A plan's bytes do not decode.
+    #[error("malformed dataflow plan: {0}")]
+    PlanWire(String),
+    /// An expression has no wire form, so no worker could build it.
+    #[error("cannot serialize dataflow plan: {0}")]
+    PlanEncode(String),
+    /// A plan was written by another plan format (or DataFusion release).
+    #[error("dataflow plan format {found} is not {expected}")]
+    PlanFormat {
+        /// The writer's format.
+        found: String,
+        /// Ours.
+        expected: String,
+    },
 }
 
 /// Results of compute requests.
 pub type Result<T, E = ComputeError> = std::result::Result<T, E>;
+
+impl From<datafusion_proto::protobuf::ToProtoError> for ComputeError {
+    fn from(e: datafusion_proto::protobuf::ToProtoError) -> Self {
+        ComputeError::PlanEncode(e.to_string())
+    }
+}
+
+impl From<datafusion_proto::protobuf::FromProtoError> for ComputeError {
+    fn from(e: datafusion_proto::protobuf::FromProtoError) -> Self {
+        ComputeError::PlanWire(e.to_string())
+    }
+}

@@ -10,6 +10,7 @@
 mod arrangements;
 pub mod controller;
 pub mod error;
+pub mod output;
 pub mod plan;
 mod render;
 pub mod row;
@@ -18,5 +19,6 @@ mod worker;
 
 pub use controller::{ComputeController, DataflowState};
 pub use error::{ComputeError, DataflowError};
+pub use plan::wire::PlanCodec;
 pub use plan::{DataflowDesc, JoinKind, RelPlan};
 pub use row::{Row, RowCodec};

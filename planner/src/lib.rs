@@ -13,6 +13,7 @@ pub mod materialized;
 pub mod parse;
 pub mod pgsql;
 pub mod pgtext;
+pub mod plan_codec;
 pub mod provider;
 pub mod resolve;
 pub mod rules;

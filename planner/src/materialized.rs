@@ -19,6 +19,7 @@ use crate::error::{PlanError, Result};
 use crate::lower::{cast_to, check_deterministic, lower};
 use crate::misc::text_rows;
 use crate::plan::{Plan, QueryPlan};
+use crate::plan_codec::plan_codec;
 use crate::query::{StatementContext, plan_query};
 use crate::resolve::{SessionInfo, humanize_ids};
 
@@ -65,7 +66,7 @@ fn define(cx: &StatementContext, cv: &CreateView) -> Result<(ItemDef, QueryPlan)
     } = view_definition(cx, cv, "MATERIALIZED VIEW")?;
     let optimized = optimize(cx.state, &plan)?;
     let desc = stored_types(nullable(desc), &optimized);
-    lower_optimized(&optimized, &desc)?;
+    lower_optimized(cx.state, &optimized, &desc)?;
     let def = ItemDef {
         schema_id,
         name,
@@ -118,14 +119,21 @@ fn optimize(state: &SessionState, plan: &QueryPlan) -> Result<LogicalPlan> {
 /// Lower a planned view query to the dataflow that maintains it, emitting
 /// rows of exactly the types its shard stores.
 fn lower_view(state: &SessionState, plan: &QueryPlan, desc: &RelationDesc) -> Result<RelPlan> {
-    lower_optimized(&optimize(state, plan)?, desc)
+    lower_optimized(state, &optimize(state, plan)?, desc)
 }
 
-fn lower_optimized(optimized: &LogicalPlan, desc: &RelationDesc) -> Result<RelPlan> {
+fn lower_optimized(
+    state: &SessionState,
+    optimized: &LogicalPlan,
+    desc: &RelationDesc,
+) -> Result<RelPlan> {
     let rel = lower(optimized)?;
     let rel = cast_to(rel, optimized.schema(), &desc.arrow_schema())?;
-    ComputeController::validate(&rel).map_err(|e| match e {
+    ComputeController::validate(&plan_codec(state), &rel).map_err(|e| match e {
         ComputeError::Render(df) => PlanError::DataFusion(df),
+        ComputeError::PlanEncode(what) => {
+            PlanError::unsupported(format!("in a materialized view, {what}"))
+        }
         other => PlanError::Internal(other.to_string()),
     })?;
     Ok(rel)

@@ -117,9 +117,7 @@ fn attach(input: &LogicalPlan, exprs: &[Expr]) -> Result<(LogicalPlan, Vec<Expr>
 /// `SELECT single_row(count(*), min(v)) AS value FROM (subquery)`, aliased.
 fn single_row(subquery: LogicalPlan, alias: &str) -> DfResult<LogicalPlan> {
     let column = Expr::Column(Column::from(subquery.schema().qualified_field(0)));
-    let check = Arc::new(ScalarUDF::new_from_impl(SingleRow {
-        signature: Signature::any(2, Volatility::Immutable),
-    }));
+    let check = single_row_udf();
     LogicalPlanBuilder::from(subquery)
         .aggregate(
             Vec::<Expr>::new(),
@@ -137,6 +135,17 @@ fn single_row(subquery: LogicalPlan, alias: &str) -> DfResult<LogicalPlan> {
         .build()
 }
 
+/// The name of the cardinality check, as plans refer to it.
+pub(crate) const SINGLE_ROW: &str = "single_row";
+
+/// The cardinality check as a function (not registered: users cannot call
+/// it; plans that do are decoded by [`crate::plan_codec`]).
+pub(crate) fn single_row_udf() -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::new_from_impl(SingleRow {
+        signature: Signature::any(2, Volatility::Immutable),
+    }))
+}
+
 /// `single_row(rows, value)`: `value`, or Postgres's cardinality error if
 /// the subquery produced more than one row.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -146,7 +155,7 @@ struct SingleRow {
 
 impl ScalarUDFImpl for SingleRow {
     fn name(&self) -> &str {
-        "single_row"
+        SINGLE_ROW
     }
 
     fn signature(&self) -> &Signature {

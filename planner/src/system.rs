@@ -114,6 +114,7 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("errors", Int8),
             ("workers", Int8),
             ("arranged_records", Int8),
+            ("arranged_bytes", Int8),
         ],
     },
     SystemRelation {

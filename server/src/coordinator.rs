@@ -169,16 +169,21 @@ impl Coordinator {
         let (blob, fence) = open_local(data_dir)?;
         let config = storage_config.unwrap_or_else(|| StorageConfig::new(data_dir));
         let storage = Arc::new(Storage::open(blob, fence.clone(), config)?);
-        let compute = Arc::new(ComputeController::start(workers, Arc::clone(&storage))?);
+        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let base_df = freshet_planner::engine::new_session_state(parallelism);
+        let compute = Arc::new(ComputeController::start(
+            workers,
+            Arc::clone(&storage),
+            freshet_planner::plan_codec::plan_codec(&base_df),
+        )?);
         let catalog = Catalog::open(fence)?;
         let state = catalog.state();
-        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
         let coord = Coordinator {
             catalog: tokio::sync::Mutex::new(catalog),
             state: RwLock::new(Arc::clone(&state)),
             storage,
             compute,
-            base_df: freshet_planner::engine::new_session_state(parallelism),
+            base_df,
             table_locks: Mutex::new(HashMap::new()),
             connections: Arc::new(ConnectionManager::new()),
         };
@@ -216,9 +221,13 @@ impl Coordinator {
                     desc.arrow_schema(),
                     CollectionKind::Table,
                 )?,
-                Implication::CreateMaterializedCollection { id, desc } => self
-                    .storage
-                    .create_collection(id, desc.arrow_schema(), CollectionKind::Materialized)?,
+                Implication::CreateMaterializedCollection { id, desc } => {
+                    self.storage.create_collection(
+                        id,
+                        freshet_compute::output::shard_schema(&desc.arrow_schema()),
+                        CollectionKind::Materialized,
+                    )?
+                }
                 Implication::DropCollection(id) => {
                     self.storage.drop_collection(id)?;
                     self.table_locks.lock().remove(&id);
@@ -631,30 +640,9 @@ impl Coordinator {
                 )
                 .await;
             }
-            if let Some(e) = self.dataflow_error(*id) {
-                return Err(AdapterError::Dataflow(e));
-            }
         }
+        // Errors of the view at `ts` are in its shard: reading it fails.
         Ok(())
-    }
-
-    /// An error held by the dataflow of `id` or of a view it reads: a view
-    /// over a failing view is failing too.
-    fn dataflow_error(&self, id: GlobalId) -> Option<freshet_compute::DataflowError> {
-        let mut stack = vec![id];
-        let mut seen = BTreeSet::new();
-        while let Some(id) = stack.pop() {
-            if !seen.insert(id) {
-                continue;
-            }
-            if let Some(state) = self.compute.dataflow(id) {
-                if let Some(e) = state.error() {
-                    return Some(e);
-                }
-                stack.extend(state.inputs.iter().copied());
-            }
-        }
-        None
     }
 
     /// Pick a read time for `inputs` and hold them there.

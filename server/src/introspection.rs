@@ -5,9 +5,10 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use datafusion::common::{DataFusionError, Result as DfResult};
 use freshet_catalog::{CatalogState, ItemKind};
+use freshet_compute::output::{CheckedSnapshotError, checked_snapshot};
 use freshet_planner::CollectionReader;
 use freshet_planner::system::{self, SYSTEM_SCHEMAS};
-use freshet_repr::{GlobalId, PgType, Timestamp};
+use freshet_repr::{GlobalId, PgType, SqlStateError, Timestamp};
 use freshet_storage::{CollectionKind, Storage};
 
 use crate::values::parse_text_array;
@@ -96,6 +97,7 @@ impl QueryReader {
                         Some(d.error_count().to_string()),
                         Some(self.compute.workers().to_string()),
                         Some(d.arranged_records().to_string()),
+                        Some(d.arranged_bytes().to_string()),
                     ]
                 })
                 .collect(),
@@ -268,7 +270,15 @@ impl QueryReader {
 
 impl CollectionReader for QueryReader {
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
-        self.storage.snapshot(id, as_of).map_err(external)
+        let batches = self.storage.snapshot(id, as_of).map_err(external)?;
+        // A view's errors at `as_of` fail the read with their SQLSTATE.
+        checked_snapshot(batches).map_err(|e| match e {
+            CheckedSnapshotError::Query(e) => DataFusionError::External(Box::new(SqlStateError {
+                code: e.sqlstate(),
+                message: e.message,
+            })),
+            CheckedSnapshotError::Arrow(e) => DataFusionError::ArrowError(Box::new(e), None),
+        })
     }
 
     fn system_table(&self, qualified_name: &str) -> DfResult<Vec<RecordBatch>> {

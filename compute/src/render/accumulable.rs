@@ -492,3 +492,9 @@ impl Accumulable {
         Ok(out)
     }
 }
+
+impl super::arranged::HeapSize for Accum {
+    fn heap_size(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+    }
+}

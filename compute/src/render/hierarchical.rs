@@ -21,6 +21,7 @@ use differential_dataflow::hashable::Hashable;
 use timely::dataflow::Scope;
 use timely::dataflow::operators::core::OkErr;
 
+use super::arranged::reduce;
 use super::compile::{ReduceSpec, encode_values, predicate};
 use super::reduce::{Finish, Output, split_output};
 use super::{Coll, Diff, Time, eval_op};
@@ -144,7 +145,7 @@ pub(crate) fn min_max<'s, O>(
     finish: Finish<O>,
 ) -> Output<'s, O>
 where
-    O: differential_dataflow::Data,
+    O: differential_dataflow::Data + super::arranged::HeapSize,
 {
     let arg_spec = Arc::clone(&spec);
     let (mut keyed, key_errs): (Coll<'s, (Row, Row)>, _) = eval_op(
@@ -161,22 +162,21 @@ where
     let mut errs = key_errs;
     for buckets in LEVELS {
         let level_spec = Arc::clone(&spec);
-        let reduced = keyed
-            .map(move |(k, v): (Row, Row)| ((k, v.hashed() % buckets), v))
-            .reduce_named::<_, Result<Row, DataflowError>, Diff>(
-                "MinMaxBucket",
-                move |_key, values: &[(&Row, Diff)], output| {
-                    let Some(mm) = class(&level_spec) else {
-                        return;
-                    };
-                    let rows = present(values);
-                    let result = mm
-                        .combine(&rows)
-                        .and_then(|v| mm.partial(v))
-                        .map_err(|e| DataflowError::from_datafusion(&e));
-                    output.push((result, 1));
-                },
-            );
+        let reduced = reduce::<_, _, Result<Row, DataflowError>, _, Diff, _>(
+            keyed.map(move |(k, v): (Row, Row)| ((k, v.hashed() % buckets), v)),
+            "MinMaxBucket",
+            move |_key, values: &[(&Row, Diff)], output| {
+                let Some(mm) = class(&level_spec) else {
+                    return;
+                };
+                let rows = present(values);
+                let result = mm
+                    .combine(&rows)
+                    .and_then(|v| mm.partial(v))
+                    .map_err(|e| DataflowError::from_datafusion(&e));
+                output.push((result, 1));
+            },
+        );
         let (ok, err) =
             reduced
                 .inner
@@ -189,22 +189,22 @@ where
     }
     let final_spec = Arc::clone(&spec);
     let group_finish = Rc::clone(&finish);
-    let reduced = keyed
-        .reduce_named::<_, Result<O, DataflowError>, Diff>(
-            "MinMax",
-            move |key: &Row, values: &[(&Row, Diff)], output| {
-                let Some(mm) = class(&final_spec) else {
-                    return;
-                };
-                let rows = present(values);
-                let result = mm
-                    .combine(&rows)
-                    .and_then(|v| group_finish(key, v))
-                    .map_err(|e| DataflowError::from_datafusion(&e));
-                output.push((result, 1));
-            },
-        )
-        .map(|(_key, result)| result);
+    let reduced = reduce::<_, _, Result<O, DataflowError>, _, Diff, _>(
+        keyed,
+        "MinMax",
+        move |key: &Row, values: &[(&Row, Diff)], output| {
+            let Some(mm) = class(&final_spec) else {
+                return;
+            };
+            let rows = present(values);
+            let result = mm
+                .combine(&rows)
+                .and_then(|v| group_finish(key, v))
+                .map_err(|e| DataflowError::from_datafusion(&e));
+            output.push((result, 1));
+        },
+    )
+    .map(|(_key, result)| result);
     // A global aggregate over no rows has one row of NULLs.
     let empty = spec.global.then(|| match class(&spec) {
         Some(mm) => mm.combine(&[]).and_then(|v| finish(&Row::default(), v)),

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::arranged::{arrange_by_key, arrange_by_self, threshold};
 use super::compile::{JoinSpec, KeyEval};
 use super::{Coll, Diff, Rendered, eval_op};
 use crate::error::DataflowError;
@@ -26,8 +27,8 @@ pub(crate) fn render_join<'s>(
     errs.push(e);
     let (right_keyed, e) = key_by(right.ok.clone(), &spec, Side::Right);
     errs.push(e);
-    let left_arranged = left_keyed.arrange_by_key_named("JoinLeft");
-    let right_arranged = right_keyed.arrange_by_key_named("JoinRight");
+    let left_arranged = arrange_by_key(left_keyed, "JoinLeft");
+    let right_arranged = arrange_by_key(right_keyed, "JoinRight");
 
     // Matching pairs, with the residual predicate applied.
     let pairs = left_arranged
@@ -69,9 +70,11 @@ pub(crate) fn render_join<'s>(
         if spec.filter.is_none() {
             let keys = right_arranged
                 .clone()
-                .as_collection(|k: &Row, _v: &Row| k.clone())
-                .threshold_named("JoinKeys", |_, r| Diff::from(*r > 0))
-                .arrange_by_self();
+                .as_collection(|k: &Row, _v: &Row| k.clone());
+            let keys = arrange_by_self(
+                threshold(keys, "JoinKeys", |_, r| Diff::from(*r > 0)),
+                "JoinKeys",
+            );
             left_arranged
                 .clone()
                 .join_core(keys, |_k, l: &Row, _: &()| Some(l.clone()))
@@ -83,9 +86,11 @@ pub(crate) fn render_join<'s>(
         if spec.filter.is_none() {
             let keys = left_arranged
                 .clone()
-                .as_collection(|k: &Row, _v: &Row| k.clone())
-                .threshold_named("JoinKeys", |_, r| Diff::from(*r > 0))
-                .arrange_by_self();
+                .as_collection(|k: &Row, _v: &Row| k.clone());
+            let keys = arrange_by_self(
+                threshold(keys, "JoinKeys", |_, r| Diff::from(*r > 0)),
+                "JoinKeys",
+            );
             right_arranged
                 .clone()
                 .join_core(keys, |_k, r: &Row, _: &()| Some(r.clone()))
@@ -158,10 +163,10 @@ fn key_by<'s>(
 /// The rows of `side` equal to some row of `matched`, with `side`'s
 /// multiplicities.
 fn semijoin_rows<'s>(side: Coll<'s, Row>, matched: Coll<'s, Row>) -> Coll<'s, Row> {
-    let matched = matched
-        .threshold_named("Matched", |_, r| Diff::from(*r > 0))
-        .arrange_by_self();
-    side.map(|r| (r, ()))
-        .arrange_by_key_named("SemijoinRows")
+    let matched = arrange_by_self(
+        threshold(matched, "Matched", |_, r| Diff::from(*r > 0)),
+        "Matched",
+    );
+    arrange_by_key(side.map(|r| (r, ())), "SemijoinRows")
         .join_core(matched, |k: &Row, _: &(), _: &()| Some(k.clone()))
 }

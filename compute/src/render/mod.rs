@@ -7,6 +7,7 @@
 //! error.
 
 mod accumulable;
+mod arranged;
 mod compile;
 mod hierarchical;
 mod join;
@@ -30,6 +31,7 @@ use timely::dataflow::operators::core::OkErr;
 use timely::dataflow::operators::generic::Operator;
 use timely::worker::Worker;
 
+pub(crate) use arranged::SizeProbe;
 use compile::AsRow;
 pub(crate) use compile::{Node, compile};
 
@@ -58,13 +60,20 @@ pub(crate) struct Context {
     pub state: Arc<DataflowState>,
 }
 
-/// Build the dataflow for `desc` on this worker.
-pub(crate) fn build_dataflow(worker: &mut Worker, node: &Node, ctx: Arc<Context>) {
+/// Build the dataflow for `desc` on this worker; returns probes for the
+/// bytes its arrangements hold.
+pub(crate) fn build_dataflow(
+    worker: &mut Worker,
+    node: &Node,
+    ctx: Arc<Context>,
+) -> Vec<SizeProbe> {
     let name = format!("{}", ctx.desc.id);
-    worker.dataflow_named::<Time, _, _>(&name, |scope| {
-        let rendered = render(scope, node, &ctx);
-        sink::render_sink(rendered, Arc::clone(&ctx));
-    });
+    arranged::collect_probes(|| {
+        worker.dataflow_named::<Time, _, _>(&name, |scope| {
+            let rendered = render(scope, node, &ctx);
+            sink::render_sink(rendered, Arc::clone(&ctx));
+        })
+    })
 }
 
 fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Rendered<'s> {
@@ -100,9 +109,7 @@ fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Render
         Node::Distinct { input } => {
             let input = render(scope, input, ctx);
             Rendered {
-                ok: input
-                    .ok
-                    .threshold_named("Distinct", |_, r| Diff::from(*r > 0)),
+                ok: arranged::threshold(input.ok, "Distinct", |_, r| Diff::from(*r > 0)),
                 err: input.err,
             }
         }

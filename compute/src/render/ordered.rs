@@ -25,6 +25,7 @@ use differential_dataflow::AsCollection;
 use differential_dataflow::hashable::Hashable;
 use timely::dataflow::operators::core::OkErr;
 
+use super::arranged::reduce;
 use super::compile::KeyEval;
 use super::{Coll, Diff, Rendered, eval_op, expand};
 use crate::error::{DataflowError, Result};
@@ -211,7 +212,7 @@ fn reduce_groups<'s, K>(
     logic: impl FnMut(&[&Row]) -> DfResult<Vec<Row>> + 'static,
 ) -> (Coll<'s, Row>, Coll<'s, DataflowError>)
 where
-    K: differential_dataflow::ExchangeData + Hashable,
+    K: differential_dataflow::ExchangeData + Hashable + super::arranged::HeapSize,
 {
     let (ok, err) = reduce_keyed(keyed, name, logic);
     (ok.map(|(_key, row)| row), err)
@@ -224,9 +225,10 @@ fn reduce_keyed<'s, K>(
     mut logic: impl FnMut(&[&Row]) -> DfResult<Vec<Row>> + 'static,
 ) -> (Coll<'s, (K, Row)>, Coll<'s, DataflowError>)
 where
-    K: differential_dataflow::ExchangeData + Hashable,
+    K: differential_dataflow::ExchangeData + Hashable + super::arranged::HeapSize,
 {
-    let reduced = keyed.reduce_named::<_, Result<Row, DataflowError>, Diff>(
+    let reduced = reduce::<_, _, Result<Row, DataflowError>, _, Diff, _>(
+        keyed,
         name,
         move |_key, values: &[(&Row, Diff)], output| {
             let rows = match expand(values.iter().map(|(r, d)| (*r, *d))) {

@@ -19,6 +19,7 @@ use timely::dataflow::Scope;
 use timely::dataflow::operators::core::OkErr;
 
 use super::accumulable::{Accum, Accumulable};
+use super::arranged::{arrange_by_key, reduce};
 use super::compile::{Collation, ReduceSpec, encode_values};
 use super::source::render_constant;
 use super::{Coll, Diff, Rendered, Time, eval_op, expand};
@@ -73,20 +74,20 @@ pub(crate) fn render_reduce<'s>(
         move |batch, rows: &[Row]| key_spec.key.pair(batch, rows.iter().cloned()),
     );
     let group_spec = Arc::clone(&spec);
-    let reduced = keyed
-        .reduce_named::<_, Result<Row, DataflowError>, Diff>(
-            "Reduce",
-            move |key: &Row, values: &[(&Row, Diff)], output| {
-                let result = expand(values.iter().map(|(r, d)| (*r, *d))).and_then(|rows| {
-                    group_spec
-                        .aggregate(&rows)
-                        .map(|aggs| key.concat(&aggs))
-                        .map_err(|e| DataflowError::from_datafusion(&e))
-                });
-                output.push((result, 1));
-            },
-        )
-        .map(|(_key, result)| result);
+    let reduced = reduce::<_, _, Result<Row, DataflowError>, _, Diff, _>(
+        keyed,
+        "Reduce",
+        move |key: &Row, values: &[(&Row, Diff)], output| {
+            let result = expand(values.iter().map(|(r, d)| (*r, *d))).and_then(|rows| {
+                group_spec
+                    .aggregate(&rows)
+                    .map(|aggs| key.concat(&aggs))
+                    .map_err(|e| DataflowError::from_datafusion(&e))
+            });
+            output.push((result, 1));
+        },
+    )
+    .map(|(_key, result)| result);
     // A global aggregate over no rows: the aggregates of the empty group.
     let empty = spec
         .global
@@ -120,7 +121,7 @@ pub(crate) fn split_output<'s, O>(
     empty: Option<DfResult<O>>,
 ) -> Output<'s, O>
 where
-    O: differential_dataflow::Data,
+    O: differential_dataflow::Data + super::arranged::HeapSize,
 {
     let mut errs = render_constant(scope, start, Vec::new());
     let reduced = match empty {
@@ -159,7 +160,7 @@ pub(crate) fn accumulate<'s, O>(
     finish: Finish<O>,
 ) -> Output<'s, O>
 where
-    O: differential_dataflow::Data,
+    O: differential_dataflow::Data + super::arranged::HeapSize,
 {
     let contrib_spec = Arc::clone(&spec);
     let (keyed, key_errs) = eval_op(
@@ -176,34 +177,34 @@ where
     let exploded = keyed.explode(|(key, accum): (Row, Accum)| Some(((key, ()), accum)));
     let finish_spec = Arc::clone(&spec);
     let group_finish = Rc::clone(&finish);
-    let reduced = exploded
-        .reduce_named::<_, Result<O, DataflowError>, Diff>(
-            "AccumulableReduce",
-            move |key: &Row, values: &[(&(), Accum)], output| {
-                let Some(acc) = class(&finish_spec) else {
-                    return;
-                };
-                let accum = &values[0].1;
-                if accum.rows < 0 {
-                    let e = DataflowError::internal(format!(
-                        "negative row count {} in a group",
-                        accum.rows
-                    ));
-                    output.push((Err(e), 1));
-                    return;
-                }
-                if accum.rows == 0 {
-                    // An emptied group (float sums may leave rounding dust).
-                    return;
-                }
-                let result = acc
-                    .finish(accum)
-                    .and_then(|values| group_finish(key, values))
-                    .map_err(|e| DataflowError::from_datafusion(&e));
-                output.push((result, 1));
-            },
-        )
-        .map(|(_key, result)| result);
+    let reduced = reduce::<_, _, Result<O, DataflowError>, _, Diff, _>(
+        exploded,
+        "AccumulableReduce",
+        move |key: &Row, values: &[(&(), Accum)], output| {
+            let Some(acc) = class(&finish_spec) else {
+                return;
+            };
+            let accum = &values[0].1;
+            if accum.rows < 0 {
+                let e = DataflowError::internal(format!(
+                    "negative row count {} in a group",
+                    accum.rows
+                ));
+                output.push((Err(e), 1));
+                return;
+            }
+            if accum.rows == 0 {
+                // An emptied group (float sums may leave rounding dust).
+                return;
+            }
+            let result = acc
+                .finish(accum)
+                .and_then(|values| group_finish(key, values))
+                .map_err(|e| DataflowError::from_datafusion(&e));
+            output.push((result, 1));
+        },
+    )
+    .map(|(_key, result)| result);
     let empty = spec.global.then(|| match class(&spec) {
         Some(acc) => acc
             .finish(&Accum::default())
@@ -249,16 +250,21 @@ fn render_collated<'s>(
         partial(|c| &c.min_max_codec),
     );
     let assemble_spec = Arc::clone(&spec);
-    let assembled = a.join(m).map(move |(key, (ra, rm)): (Row, (Row, Row))| {
-        assemble_spec
-            .collation
-            .as_ref()
-            .ok_or_else(|| DataFusionError::Internal("not collated".into()))
-            .and_then(|c| c.assemble(&ra, &rm))
-            .and_then(|values| assemble_spec.encode_aggregates(values))
-            .map(|aggs| key.concat(&aggs))
-            .map_err(|e| DataflowError::from_datafusion(&e))
-    });
+    let assembled = arrange_by_key(a, "CollateAccumulable")
+        .join_core(
+            arrange_by_key(m, "CollateMinMax"),
+            |k: &Row, ra: &Row, rm: &Row| Some((k.clone(), (ra.clone(), rm.clone()))),
+        )
+        .map(move |(key, (ra, rm)): (Row, (Row, Row))| {
+            assemble_spec
+                .collation
+                .as_ref()
+                .ok_or_else(|| DataFusionError::Internal("not collated".into()))
+                .and_then(|c| c.assemble(&ra, &rm))
+                .and_then(|values| assemble_spec.encode_aggregates(values))
+                .map(|aggs| key.concat(&aggs))
+                .map_err(|e| DataflowError::from_datafusion(&e))
+        });
     let (ok, err) = split_output(scope, start, assembled, None);
     Rendered {
         ok,

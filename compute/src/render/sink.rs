@@ -6,6 +6,9 @@
 //! shard's contents at `start - 1`, so a restart (or a retry after a
 //! failed write) never duplicates rows.
 //!
+//! Errors are written beside the rows, in the shard's error column (see
+//! [`crate::output`]), and subtracted and restated like them.
+//!
 //! Every update goes to worker 0, which appends each completed span of
 //! times with one `compare_and_append` and then lets the inputs' read
 //! holds follow the new upper.
@@ -22,6 +25,7 @@ use timely::progress::Antichain;
 
 use super::{Context, Diff, Rendered, Time};
 use crate::error::DataflowError;
+use crate::output::{error_column, error_values, row_errors};
 use crate::row::{Row, RowCodec};
 
 type Update = (Result<Row, DataflowError>, Time, Diff);
@@ -76,7 +80,12 @@ impl Writer {
     fn new(ctx: Arc<Context>) -> Result<Self, freshet_storage::StorageError> {
         let id = ctx.desc.id;
         let data_schema = ctx.storage.schema(id)?;
-        let codec = RowCodec::new(Arc::clone(&data_schema))?;
+        let errors_at = error_column(&data_schema).ok_or_else(|| {
+            freshet_storage::StorageError::InvalidUsage(format!("{id} has no error column"))
+        })?;
+        let codec = RowCodec::new(Arc::new(
+            data_schema.project(&(0..errors_at).collect::<Vec<_>>())?,
+        ))?;
         let (_, upper) = ctx.storage.frontiers(id)?;
         let mut pending = Vec::new();
         // Subtract what an earlier incarnation already wrote.
@@ -84,11 +93,22 @@ impl Writer {
             && u > 0
         {
             let start = ctx.desc.start;
+            let mut persisted_errors = Vec::new();
             for b in ctx.storage.snapshot(id, u - 1)? {
-                for row in codec.encode_columns(b.columns(), b.num_rows())? {
-                    pending.push((Ok(row), start, -1));
+                let errors = row_errors(&b, errors_at)?;
+                let rows = codec.encode_columns(&b.columns()[..errors_at], b.num_rows())?;
+                for (row, error) in rows.into_iter().zip(errors) {
+                    match error {
+                        None => pending.push((Ok(row), start, -1)),
+                        Some(e) => {
+                            persisted_errors.push((e.clone(), 1));
+                            pending.push((Err(e), start, -1));
+                        }
+                    }
                 }
             }
+            // The shard holds these errors until the dataflow retracts them.
+            ctx.state.record_errors(persisted_errors);
         }
         Ok(Writer {
             updates_schema: freshet_storage::updates_schema(&data_schema),
@@ -114,24 +134,33 @@ impl Writer {
             .partition(|(_, t, _)| !frontier.less_equal(t));
         self.pending = rest;
         consolidate_updates(&mut ready);
-        let mut rows = Vec::new();
-        let mut times = Vec::new();
-        let mut diffs = Vec::new();
-        let mut errors = Vec::new();
-        for (data, t, d) in ready {
-            match data {
-                Ok(row) => {
-                    rows.push(row);
-                    times.push(t);
-                    diffs.push(d);
-                }
-                Err(e) => errors.push((e, d)),
-            }
+        // Rows first, then errors: their times and diffs in that order.
+        let (rows, errors): (Vec<_>, Vec<_>) = ready.into_iter().partition(|(d, _, _)| d.is_ok());
+        let times: Vec<Time> = rows.iter().chain(&errors).map(|(_, t, _)| *t).collect();
+        let diffs: Vec<Diff> = rows.iter().chain(&errors).map(|(_, _, d)| *d).collect();
+        let rows: Vec<&Row> = rows
+            .iter()
+            .filter_map(|(r, _, _)| r.as_ref().ok())
+            .collect();
+        let errors: Vec<(&DataflowError, Diff)> = errors
+            .iter()
+            .filter_map(|(e, _, d)| e.as_ref().err().map(|e| (e, *d)))
+            .collect();
+        let data = self.codec.decode(rows.iter().copied())?;
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(data.num_columns() + 3);
+        for (column, field) in data.columns().iter().zip(data.schema().fields()) {
+            let padding = arrow::array::new_null_array(field.data_type(), errors.len());
+            columns.push(arrow::compute::concat(&[
+                column.as_ref(),
+                padding.as_ref(),
+            ])?);
         }
-        let data = self.codec.decode(&rows)?;
-        let mut columns: Vec<ArrayRef> = data.columns().to_vec();
+        let error_refs: Vec<&DataflowError> = errors.iter().map(|(e, _)| *e).collect();
+        columns.push(error_values(rows.len(), &error_refs));
         columns.push(Arc::new(UInt64Array::from(times)));
         columns.push(Arc::new(Int64Array::from(diffs)));
+        let errors: Vec<(DataflowError, Diff)> =
+            errors.into_iter().map(|(e, d)| (e.clone(), d)).collect();
         let batch = RecordBatch::try_new(Arc::clone(&self.updates_schema), columns)?;
         self.ctx.storage.compare_and_append(
             self.ctx.desc.id,

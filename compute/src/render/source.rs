@@ -3,6 +3,8 @@
 //! A collection enters as its `snapshot(as_of)` followed by `listen(as_of)`:
 //! the only two ways anything reads storage. Updates at times before the
 //! dataflow's `start` are advanced to `start`, so the output begins there.
+//! A view's input carries its errors (see [`crate::output`]); they become
+//! errors of this dataflow.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,10 +15,12 @@ use freshet_repr::GlobalId;
 use freshet_storage::{ListenEvent, Notify};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::Scope;
-use timely::dataflow::operators::core::Exchange;
+use timely::dataflow::operators::core::{Exchange, OkErr};
 use timely::dataflow::operators::generic::operator::source;
 
 use super::{Coll, Context, Diff, Rendered, Time};
+use crate::error::DataflowError;
+use crate::output::{error_column, row_errors};
 use crate::row::{Row, RowCodec};
 
 /// The collection `id`, read on worker 0 and spread across workers by
@@ -30,7 +34,7 @@ pub(crate) fn render_get<'s>(
     let ctx = Arc::clone(ctx);
     let start = ctx.desc.start;
     let as_of = ctx.desc.as_of;
-    let stream = source::<_, CapacityContainerBuilder<Vec<(Row, Time, Diff)>>, _, _>(
+    let stream = source::<_, CapacityContainerBuilder<Vec<(Imported, Time, Diff)>>, _, _>(
         scope,
         &format!("Get {id}"),
         move |cap, info| {
@@ -74,11 +78,10 @@ pub(crate) fn render_get<'s>(
                                     let mut rows = 0usize;
                                     let mut session = output.session(&*c);
                                     for b in &batches {
-                                        let encoded =
-                                            codec.encode_columns(b.columns(), b.num_rows())?;
-                                        rows += encoded.len();
+                                        let imported = import(&codec, b, b.num_columns())?;
+                                        rows += imported.len();
                                         session.give_iterator(
-                                            encoded.into_iter().map(|r| (r, start, 1)),
+                                            imported.into_iter().map(|r| (r, start, 1)),
                                         );
                                     }
                                     Ok(rows)
@@ -118,12 +121,47 @@ pub(crate) fn render_get<'s>(
             }
         },
     );
-    let ok = stream
-        .exchange(|(row, _, _): &(Row, Time, Diff)| row.hashed())
-        .as_collection();
+    let (ok, err) = stream.ok_err::<Vec<_>, _, Vec<_>, _, _>(|(d, t, r)| match d {
+        Ok(row) => Ok((row, t, r)),
+        Err(e) => Err((e, t, r)),
+    });
     Rendered {
-        ok,
-        err: render_constant(scope, start, Vec::new()),
+        ok: ok
+            .exchange(|(row, _, _): &(Row, Time, Diff)| row.hashed())
+            .as_collection(),
+        err: err.as_collection(),
+    }
+}
+
+/// A row of an input, or an error a view input holds.
+type Imported = Result<Row, DataflowError>;
+
+/// The first `data_end` columns of `batch` as rows; a view's error column
+/// (among them, last) turns its rows into errors.
+fn import(
+    codec: &RowCodec,
+    batch: &arrow::array::RecordBatch,
+    data_end: usize,
+) -> Result<Vec<Imported>, freshet_storage::StorageError> {
+    let columns = &batch.columns()[..data_end];
+    match error_column(batch.schema_ref()).filter(|&i| i < data_end) {
+        None => Ok(codec
+            .encode_columns(columns, batch.num_rows())?
+            .into_iter()
+            .map(Ok)
+            .collect()),
+        Some(i) => {
+            let errors = row_errors(batch, i)?;
+            let rows = codec.encode_columns(&columns[..i], batch.num_rows())?;
+            Ok(rows
+                .into_iter()
+                .zip(errors)
+                .map(|(row, e)| match e {
+                    None => Ok(row),
+                    Some(e) => Err(e),
+                })
+                .collect())
+        }
     }
 }
 
@@ -131,7 +169,7 @@ pub(crate) fn render_get<'s>(
 type UpdateOutput<'a> = timely::dataflow::operators::generic::OutputBuilderSession<
     'a,
     Time,
-    CapacityContainerBuilder<Vec<(Row, Time, Diff)>>,
+    CapacityContainerBuilder<Vec<(Imported, Time, Diff)>>,
 >;
 
 /// Send a listen batch (data columns, time, diff) as updates. Updates at
@@ -160,7 +198,7 @@ fn give_updates(
         .ok_or_else(|| {
             freshet_storage::StorageError::InvalidUsage("listen batch without diffs".into())
         })?;
-    let rows = codec.encode_columns(&batch.columns()[..n - 2], batch.num_rows())?;
+    let rows = import(codec, batch, n - 2)?;
     let mut session = output.session(cap);
     for (i, row) in rows.into_iter().enumerate() {
         let time = times.value(i);

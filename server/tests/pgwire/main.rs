@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod concurrency;
+mod dataflows;
 mod differential;
 mod durability;
 mod endpoint;

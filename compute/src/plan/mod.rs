@@ -16,6 +16,8 @@ use datafusion::common::DFSchemaRef;
 use datafusion::logical_expr::{Expr, SortExpr};
 use freshet_repr::{GlobalId, Timestamp};
 
+pub mod wire;
+
 /// Join flavours the renderer maintains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JoinKind {

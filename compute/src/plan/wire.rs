@@ -1,0 +1,718 @@
+//! The wire form of dataflow plans: protobuf, with DataFusion's own
+//! messages (`datafusion-proto`) for expressions and schemas.
+//!
+//! Workers receive plans only in this form and each builds its own
+//! physical expressions from it, as a worker in another process would;
+//! the same bytes are what a catalog can commit beside a view. The
+//! format carries [`format_version`], which names the DataFusion release
+//! whose expression encoding it embeds, so a reader can tell a plan
+//! written by another release and re-plan it from SQL instead.
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::ipc::reader::StreamReader;
+use arrow::ipc::writer::StreamWriter;
+use datafusion::common::{DFSchema, DFSchemaRef};
+use datafusion::error::DataFusionError;
+use datafusion::execution::TaskContext;
+use datafusion_proto::logical_plan::LogicalExtensionCodec;
+use datafusion_proto::logical_plan::from_proto::{parse_expr, parse_exprs, parse_sorts};
+use datafusion_proto::logical_plan::to_proto::{serialize_expr, serialize_exprs, serialize_sorts};
+use datafusion_proto::protobuf;
+use freshet_repr::GlobalId;
+use prost::Message;
+
+use super::{DataflowDesc, JoinKind, RelPlan};
+use crate::error::{ComputeError, Result};
+
+/// The version of the messages below; bump it on an incompatible change.
+const PLAN_FORMAT: u32 = 1;
+
+/// The plan format a reader must match: ours, and the DataFusion release
+/// whose expression encoding the plan embeds.
+pub fn format_version() -> String {
+    format!(
+        "freshet-plan-{PLAN_FORMAT}/datafusion-{}",
+        datafusion::DATAFUSION_VERSION
+    )
+}
+
+/// Encodes plans, and decodes them against the functions they call.
+///
+/// Expressions name functions; decoding looks them up in `functions` (the
+/// session's registry), then asks `extension` for those the planner
+/// creates without registering (e.g. its scalar-subquery check).
+#[derive(Clone)]
+pub struct PlanCodec {
+    functions: Arc<TaskContext>,
+    extension: Arc<dyn LogicalExtensionCodec>,
+}
+
+impl std::fmt::Debug for PlanCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanCodec")
+            .field("extension", &self.extension)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PlanCodec {
+    /// A codec resolving functions in `functions`, then `extension`.
+    pub fn new(functions: Arc<TaskContext>, extension: Arc<dyn LogicalExtensionCodec>) -> Self {
+        PlanCodec {
+            functions,
+            extension,
+        }
+    }
+
+    /// The bytes of `desc`.
+    pub fn encode(&self, desc: &DataflowDesc) -> Result<Vec<u8>> {
+        let proto = DataflowProto {
+            format: format_version(),
+            id: Some(id_to_proto(desc.id)),
+            as_of: desc.as_of,
+            start: desc.start,
+            plan: Some(self.encode_plan(&desc.plan)?),
+        };
+        Ok(proto.encode_to_vec())
+    }
+
+    /// The plan `bytes` encode. Fails on another format version.
+    pub fn decode(&self, bytes: &[u8]) -> Result<DataflowDesc> {
+        let proto = DataflowProto::decode(bytes).map_err(|e| wire_error(e.to_string()))?;
+        let expected = format_version();
+        if proto.format != expected {
+            return Err(ComputeError::PlanFormat {
+                found: proto.format,
+                expected,
+            });
+        }
+        Ok(DataflowDesc {
+            id: id_from_proto(required(proto.id.as_ref(), "id")?)?,
+            as_of: proto.as_of,
+            start: proto.start,
+            plan: self.decode_plan(required(proto.plan.as_ref(), "plan")?)?,
+        })
+    }
+
+    fn encode_plan(&self, plan: &RelPlan) -> Result<RelProto> {
+        let ext = self.extension.as_ref();
+        let boxed = |p: &RelPlan| self.encode_plan(p).map(Box::new).map(Some);
+        let node = match plan {
+            RelPlan::Get { id, schema } => Node::Get(GetProto {
+                id: Some(id_to_proto(*id)),
+                schema: Some(schema_to_proto(schema)?),
+            }),
+            RelPlan::Constant { schema, batches } => Node::Constant(ConstantProto {
+                schema: Some(schema_to_proto(schema)?),
+                ipc: batches_to_ipc(schema, batches)?,
+            }),
+            RelPlan::Mfp {
+                input,
+                input_schema,
+                filter,
+                projection,
+                schema,
+            } => Node::Mfp(Box::new(MfpProto {
+                input: boxed(input)?,
+                input_schema: Some(dfschema_to_proto(input_schema)?),
+                filter: filter
+                    .as_ref()
+                    .map(|f| serialize_expr(f, ext))
+                    .transpose()?,
+                projection: serialize_exprs(projection, ext)?,
+                schema: Some(schema_to_proto(schema)?),
+            })),
+            RelPlan::Join {
+                left,
+                right,
+                left_schema,
+                right_schema,
+                left_keys,
+                right_keys,
+                kind,
+                nulls_equal,
+                filter,
+                pair_schema,
+                schema,
+            } => Node::Join(Box::new(JoinProto {
+                left: boxed(left)?,
+                right: boxed(right)?,
+                left_schema: Some(dfschema_to_proto(left_schema)?),
+                right_schema: Some(dfschema_to_proto(right_schema)?),
+                left_keys: serialize_exprs(left_keys, ext)?,
+                right_keys: serialize_exprs(right_keys, ext)?,
+                kind: join_kind_to_proto(*kind),
+                nulls_equal: *nulls_equal,
+                filter: filter
+                    .as_ref()
+                    .map(|f| serialize_expr(f, ext))
+                    .transpose()?,
+                pair_schema: Some(dfschema_to_proto(pair_schema)?),
+                schema: Some(schema_to_proto(schema)?),
+            })),
+            RelPlan::Reduce {
+                input,
+                input_schema,
+                group,
+                aggregates,
+                schema,
+            } => Node::Reduce(Box::new(ReduceProto {
+                input: boxed(input)?,
+                input_schema: Some(dfschema_to_proto(input_schema)?),
+                group: serialize_exprs(group, ext)?,
+                aggregates: serialize_exprs(aggregates, ext)?,
+                schema: Some(schema_to_proto(schema)?),
+            })),
+            RelPlan::Distinct { input } => Node::Distinct(Box::new(DistinctProto {
+                input: boxed(input)?,
+            })),
+            RelPlan::Window {
+                input,
+                input_schema,
+                window_exprs,
+                schema,
+            } => Node::Window(Box::new(WindowProto {
+                input: boxed(input)?,
+                input_schema: Some(dfschema_to_proto(input_schema)?),
+                window_exprs: serialize_exprs(window_exprs, ext)?,
+                schema: Some(schema_to_proto(schema)?),
+            })),
+            RelPlan::TopK {
+                input,
+                input_schema,
+                group,
+                number,
+                schema,
+                order,
+                offset,
+                limit,
+            } => Node::TopK(Box::new(TopKProto {
+                input: boxed(input)?,
+                input_schema: Some(dfschema_to_proto(input_schema)?),
+                group: serialize_exprs(group, ext)?,
+                number: *number,
+                schema: Some(schema_to_proto(schema)?),
+                order: serialize_sorts(order, ext)?,
+                offset: *offset as u64,
+                limit: limit.map(|l| l as u64),
+            })),
+            RelPlan::Union { inputs, schema } => Node::Union(UnionProto {
+                inputs: inputs
+                    .iter()
+                    .map(|i| self.encode_plan(i))
+                    .collect::<Result<_>>()?,
+                schema: Some(schema_to_proto(schema)?),
+            }),
+        };
+        Ok(RelProto { node: Some(node) })
+    }
+
+    fn decode_plan(&self, proto: &RelProto) -> Result<RelPlan> {
+        let ctx = self.functions.as_ref();
+        let ext = self.extension.as_ref();
+        let input = |p: &Option<Box<RelProto>>| {
+            self.decode_plan(required(p.as_deref(), "input")?)
+                .map(Box::new)
+        };
+        let expr = |e: &Option<protobuf::LogicalExprNode>| {
+            e.as_ref()
+                .map(|e| parse_expr(e, ctx, ext))
+                .transpose()
+                .map_err(DataFusionError::from)
+        };
+        Ok(match required(proto.node.as_ref(), "node")? {
+            Node::Get(g) => RelPlan::Get {
+                id: id_from_proto(required(g.id.as_ref(), "id")?)?,
+                schema: schema_from_proto(&g.schema)?,
+            },
+            Node::Constant(c) => {
+                let schema = schema_from_proto(&c.schema)?;
+                RelPlan::Constant {
+                    batches: batches_from_ipc(&c.ipc)?,
+                    schema,
+                }
+            }
+            Node::Mfp(m) => RelPlan::Mfp {
+                input: input(&m.input)?,
+                input_schema: dfschema_from_proto(&m.input_schema)?,
+                filter: expr(&m.filter)?,
+                projection: parse_exprs(&m.projection, ctx, ext)?,
+                schema: schema_from_proto(&m.schema)?,
+            },
+            Node::Join(j) => RelPlan::Join {
+                left: input(&j.left)?,
+                right: input(&j.right)?,
+                left_schema: dfschema_from_proto(&j.left_schema)?,
+                right_schema: dfschema_from_proto(&j.right_schema)?,
+                left_keys: parse_exprs(&j.left_keys, ctx, ext)?,
+                right_keys: parse_exprs(&j.right_keys, ctx, ext)?,
+                kind: join_kind_from_proto(j.kind)?,
+                nulls_equal: j.nulls_equal,
+                filter: expr(&j.filter)?,
+                pair_schema: dfschema_from_proto(&j.pair_schema)?,
+                schema: schema_from_proto(&j.schema)?,
+            },
+            Node::Reduce(r) => RelPlan::Reduce {
+                input: input(&r.input)?,
+                input_schema: dfschema_from_proto(&r.input_schema)?,
+                group: parse_exprs(&r.group, ctx, ext)?,
+                aggregates: parse_exprs(&r.aggregates, ctx, ext)?,
+                schema: schema_from_proto(&r.schema)?,
+            },
+            Node::Distinct(d) => RelPlan::Distinct {
+                input: input(&d.input)?,
+            },
+            Node::Window(w) => RelPlan::Window {
+                input: input(&w.input)?,
+                input_schema: dfschema_from_proto(&w.input_schema)?,
+                window_exprs: parse_exprs(&w.window_exprs, ctx, ext)?,
+                schema: schema_from_proto(&w.schema)?,
+            },
+            Node::TopK(t) => RelPlan::TopK {
+                input: input(&t.input)?,
+                input_schema: dfschema_from_proto(&t.input_schema)?,
+                group: parse_exprs(&t.group, ctx, ext)?,
+                number: t.number,
+                schema: schema_from_proto(&t.schema)?,
+                order: parse_sorts(&t.order, ctx, ext)?,
+                offset: usize_from_proto(t.offset)?,
+                limit: t.limit.map(usize_from_proto).transpose()?,
+            },
+            Node::Union(u) => RelPlan::Union {
+                inputs: u
+                    .inputs
+                    .iter()
+                    .map(|i| self.decode_plan(i))
+                    .collect::<Result<_>>()?,
+                schema: schema_from_proto(&u.schema)?,
+            },
+        })
+    }
+}
+
+fn wire_error(message: impl Into<String>) -> ComputeError {
+    ComputeError::PlanWire(message.into())
+}
+
+fn required<'a, T>(field: Option<&'a T>, name: &str) -> Result<&'a T> {
+    field.ok_or_else(|| wire_error(format!("missing field {name}")))
+}
+
+fn usize_from_proto(n: u64) -> Result<usize> {
+    usize::try_from(n).map_err(|_| wire_error(format!("{n} does not fit in usize")))
+}
+
+fn id_to_proto(id: GlobalId) -> IdProto {
+    match id {
+        GlobalId::System(n) => IdProto {
+            system: true,
+            value: n,
+        },
+        GlobalId::User(n) => IdProto {
+            system: false,
+            value: n,
+        },
+    }
+}
+
+fn id_from_proto(id: &IdProto) -> Result<GlobalId> {
+    Ok(if id.system {
+        GlobalId::System(id.value)
+    } else {
+        GlobalId::User(id.value)
+    })
+}
+
+fn join_kind_to_proto(kind: JoinKind) -> i32 {
+    match kind {
+        JoinKind::Inner => 0,
+        JoinKind::LeftOuter => 1,
+        JoinKind::RightOuter => 2,
+        JoinKind::FullOuter => 3,
+        JoinKind::LeftSemi => 4,
+        JoinKind::LeftAnti => 5,
+    }
+}
+
+fn join_kind_from_proto(kind: i32) -> Result<JoinKind> {
+    Ok(match kind {
+        0 => JoinKind::Inner,
+        1 => JoinKind::LeftOuter,
+        2 => JoinKind::RightOuter,
+        3 => JoinKind::FullOuter,
+        4 => JoinKind::LeftSemi,
+        5 => JoinKind::LeftAnti,
+        other => return Err(wire_error(format!("unknown join kind {other}"))),
+    })
+}
+
+fn schema_to_proto(schema: &SchemaRef) -> Result<protobuf::Schema> {
+    protobuf::Schema::try_from(schema.as_ref()).map_err(|e| wire_error(e.to_string()))
+}
+
+fn schema_from_proto(schema: &Option<protobuf::Schema>) -> Result<SchemaRef> {
+    let schema = required(schema.as_ref(), "schema")?;
+    Schema::try_from(schema)
+        .map(Arc::new)
+        .map_err(|e| wire_error(e.to_string()))
+}
+
+fn dfschema_to_proto(schema: &DFSchemaRef) -> Result<protobuf::DfSchema> {
+    protobuf::DfSchema::try_from(schema.as_ref()).map_err(|e| wire_error(e.to_string()))
+}
+
+fn dfschema_from_proto(schema: &Option<protobuf::DfSchema>) -> Result<DFSchemaRef> {
+    let schema = required(schema.as_ref(), "input schema")?;
+    DFSchema::try_from(schema)
+        .map(Arc::new)
+        .map_err(|e| wire_error(e.to_string()))
+}
+
+fn batches_to_ipc(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut writer = StreamWriter::try_new(&mut out, schema)?;
+    for b in batches {
+        writer.write(b)?;
+    }
+    writer.finish()?;
+    drop(writer);
+    Ok(out)
+}
+
+fn batches_from_ipc(bytes: &[u8]) -> Result<Vec<RecordBatch>> {
+    let reader = StreamReader::try_new(Cursor::new(bytes), None)?;
+    Ok(reader.collect::<std::result::Result<_, _>>()?)
+}
+
+use rel_proto::Node;
+
+/// A dataflow to install.
+#[derive(Clone, PartialEq, Message)]
+struct DataflowProto {
+    /// [`format_version`] of the writer.
+    #[prost(string, tag = "1")]
+    format: String,
+    #[prost(message, optional, tag = "2")]
+    id: Option<IdProto>,
+    #[prost(uint64, tag = "3")]
+    as_of: u64,
+    #[prost(uint64, tag = "4")]
+    start: u64,
+    #[prost(message, optional, tag = "5")]
+    plan: Option<RelProto>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct IdProto {
+    #[prost(bool, tag = "1")]
+    system: bool,
+    #[prost(uint64, tag = "2")]
+    value: u64,
+}
+
+/// One relational operator.
+#[derive(Clone, PartialEq, Message)]
+struct RelProto {
+    #[prost(oneof = "Node", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9")]
+    node: Option<Node>,
+}
+
+mod rel_proto {
+    use super::*;
+
+    /// The operator's kind and fields.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub(super) enum Node {
+        #[prost(message, tag = "1")]
+        Get(GetProto),
+        #[prost(message, tag = "2")]
+        Constant(ConstantProto),
+        #[prost(message, tag = "3")]
+        Mfp(Box<MfpProto>),
+        #[prost(message, tag = "4")]
+        Join(Box<JoinProto>),
+        #[prost(message, tag = "5")]
+        Reduce(Box<ReduceProto>),
+        #[prost(message, tag = "6")]
+        Distinct(Box<DistinctProto>),
+        #[prost(message, tag = "7")]
+        Window(Box<WindowProto>),
+        #[prost(message, tag = "8")]
+        TopK(Box<TopKProto>),
+        #[prost(message, tag = "9")]
+        Union(UnionProto),
+    }
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct GetProto {
+    #[prost(message, optional, tag = "1")]
+    id: Option<IdProto>,
+    #[prost(message, optional, tag = "2")]
+    schema: Option<protobuf::Schema>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ConstantProto {
+    #[prost(message, optional, tag = "1")]
+    schema: Option<protobuf::Schema>,
+    /// The rows as an Arrow IPC stream.
+    #[prost(bytes = "vec", tag = "2")]
+    ipc: Vec<u8>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct MfpProto {
+    #[prost(message, optional, boxed, tag = "1")]
+    input: Option<Box<RelProto>>,
+    #[prost(message, optional, tag = "2")]
+    input_schema: Option<protobuf::DfSchema>,
+    #[prost(message, optional, tag = "3")]
+    filter: Option<protobuf::LogicalExprNode>,
+    #[prost(message, repeated, tag = "4")]
+    projection: Vec<protobuf::LogicalExprNode>,
+    #[prost(message, optional, tag = "5")]
+    schema: Option<protobuf::Schema>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct JoinProto {
+    #[prost(message, optional, boxed, tag = "1")]
+    left: Option<Box<RelProto>>,
+    #[prost(message, optional, boxed, tag = "2")]
+    right: Option<Box<RelProto>>,
+    #[prost(message, optional, tag = "3")]
+    left_schema: Option<protobuf::DfSchema>,
+    #[prost(message, optional, tag = "4")]
+    right_schema: Option<protobuf::DfSchema>,
+    #[prost(message, repeated, tag = "5")]
+    left_keys: Vec<protobuf::LogicalExprNode>,
+    #[prost(message, repeated, tag = "6")]
+    right_keys: Vec<protobuf::LogicalExprNode>,
+    #[prost(int32, tag = "7")]
+    kind: i32,
+    #[prost(bool, tag = "8")]
+    nulls_equal: bool,
+    #[prost(message, optional, tag = "9")]
+    filter: Option<protobuf::LogicalExprNode>,
+    #[prost(message, optional, tag = "10")]
+    pair_schema: Option<protobuf::DfSchema>,
+    #[prost(message, optional, tag = "11")]
+    schema: Option<protobuf::Schema>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ReduceProto {
+    #[prost(message, optional, boxed, tag = "1")]
+    input: Option<Box<RelProto>>,
+    #[prost(message, optional, tag = "2")]
+    input_schema: Option<protobuf::DfSchema>,
+    #[prost(message, repeated, tag = "3")]
+    group: Vec<protobuf::LogicalExprNode>,
+    #[prost(message, repeated, tag = "4")]
+    aggregates: Vec<protobuf::LogicalExprNode>,
+    #[prost(message, optional, tag = "5")]
+    schema: Option<protobuf::Schema>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct DistinctProto {
+    #[prost(message, optional, boxed, tag = "1")]
+    input: Option<Box<RelProto>>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct WindowProto {
+    #[prost(message, optional, boxed, tag = "1")]
+    input: Option<Box<RelProto>>,
+    #[prost(message, optional, tag = "2")]
+    input_schema: Option<protobuf::DfSchema>,
+    #[prost(message, repeated, tag = "3")]
+    window_exprs: Vec<protobuf::LogicalExprNode>,
+    #[prost(message, optional, tag = "4")]
+    schema: Option<protobuf::Schema>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TopKProto {
+    #[prost(message, optional, boxed, tag = "1")]
+    input: Option<Box<RelProto>>,
+    #[prost(message, optional, tag = "2")]
+    input_schema: Option<protobuf::DfSchema>,
+    #[prost(message, repeated, tag = "3")]
+    group: Vec<protobuf::LogicalExprNode>,
+    #[prost(bool, tag = "4")]
+    number: bool,
+    #[prost(message, optional, tag = "5")]
+    schema: Option<protobuf::Schema>,
+    #[prost(message, repeated, tag = "6")]
+    order: Vec<protobuf::SortExprNode>,
+    #[prost(uint64, tag = "7")]
+    offset: u64,
+    #[prost(uint64, optional, tag = "8")]
+    limit: Option<u64>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct UnionProto {
+    #[prost(message, repeated, tag = "1")]
+    inputs: Vec<RelProto>,
+    #[prost(message, optional, tag = "2")]
+    schema: Option<protobuf::Schema>,
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field};
+    use datafusion::functions_aggregate::expr_fn::sum;
+    use datafusion::logical_expr::{col, lit};
+    use datafusion::prelude::SessionContext;
+    use datafusion_proto::logical_plan::DefaultLogicalExtensionCodec;
+
+    use super::*;
+
+    fn codec() -> PlanCodec {
+        PlanCodec::new(
+            SessionContext::new().task_ctx(),
+            Arc::new(DefaultLogicalExtensionCodec {}),
+        )
+    }
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("v", DataType::Int64, true),
+        ]))
+    }
+
+    /// Every operator, with expressions, schemas and constants.
+    fn plan() -> RelPlan {
+        let schema = schema();
+        let df = Arc::new(DFSchema::try_from(schema.as_ref().clone()).expect("schema"));
+        let get = RelPlan::Get {
+            id: GlobalId::User(7),
+            schema: Arc::clone(&schema),
+        };
+        let rows = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(Int64Array::from(vec![Some(1), None])),
+                Arc::new(Int64Array::from(vec![Some(10), Some(20)])),
+            ],
+        )
+        .expect("batch");
+        let constant = RelPlan::Constant {
+            schema: Arc::clone(&schema),
+            batches: vec![rows],
+        };
+        let union = RelPlan::Union {
+            inputs: vec![get.clone(), constant],
+            schema: Arc::clone(&schema),
+        };
+        let mfp = RelPlan::Mfp {
+            input: Box::new(union),
+            input_schema: Arc::clone(&df),
+            filter: Some(col("v").gt(lit(3_i64))),
+            projection: vec![col("k"), col("v") + lit(1_i64)],
+            schema: Arc::clone(&schema),
+        };
+        let qualified = |q: &str| {
+            Arc::new(DFSchema::try_from_qualified_schema(q, schema.as_ref()).expect("schema"))
+        };
+        let (l, r) = (qualified("l"), qualified("r"));
+        let pair = Arc::new(l.join(&r).expect("pair schema"));
+        let join = RelPlan::Join {
+            left: Box::new(mfp),
+            right: Box::new(RelPlan::Distinct {
+                input: Box::new(get),
+            }),
+            left_schema: l,
+            right_schema: r,
+            left_keys: vec![col("l.k")],
+            right_keys: vec![col("r.k")],
+            kind: JoinKind::LeftAnti,
+            nulls_equal: true,
+            filter: Some(col("l.v").lt(col("r.v"))),
+            pair_schema: pair,
+            schema: Arc::clone(&schema),
+        };
+        let reduce = RelPlan::Reduce {
+            input: Box::new(join),
+            input_schema: Arc::clone(&df),
+            group: vec![col("k")],
+            aggregates: vec![sum(col("v"))],
+            schema: Arc::clone(&schema),
+        };
+        RelPlan::TopK {
+            input: Box::new(reduce),
+            input_schema: df,
+            group: vec![],
+            number: false,
+            schema,
+            order: vec![col("v").sort(false, true)],
+            offset: 2,
+            limit: Some(5),
+        }
+    }
+
+    #[test]
+    fn plans_round_trip() {
+        let desc = DataflowDesc {
+            id: GlobalId::User(9),
+            plan: plan(),
+            as_of: 41,
+            start: 42,
+        };
+        let codec = codec();
+        let decoded = codec
+            .decode(&codec.encode(&desc).expect("encode"))
+            .expect("decode");
+        assert_eq!(decoded.id, desc.id);
+        assert_eq!((decoded.as_of, decoded.start), (41, 42));
+        assert_eq!(decoded.plan.to_string(), desc.plan.to_string());
+        assert_eq!(decoded.plan.schema(), desc.plan.schema());
+        assert_eq!(decoded.plan.inputs(), desc.plan.inputs());
+        // Constants keep their rows.
+        let constants = |p: &RelPlan| {
+            let mut out = Vec::new();
+            p.visit(&mut |n| {
+                if let RelPlan::Constant { batches, .. } = n {
+                    out.extend(batches.iter().cloned());
+                }
+            });
+            out
+        };
+        assert_eq!(constants(&decoded.plan), constants(&desc.plan));
+    }
+
+    #[test]
+    fn other_formats_and_garbage_are_refused() {
+        let codec = codec();
+        let mut proto = DataflowProto::decode(
+            codec
+                .encode(&DataflowDesc {
+                    id: GlobalId::User(1),
+                    plan: plan(),
+                    as_of: 0,
+                    start: 0,
+                })
+                .expect("encode")
+                .as_slice(),
+        )
+        .expect("decode proto");
+        proto.format = "freshet-plan-0/datafusion-1.0.0".into();
+        assert!(matches!(
+            codec.decode(&proto.encode_to_vec()),
+            Err(ComputeError::PlanFormat { .. })
+        ));
+        assert!(matches!(
+            codec.decode(&[0xff, 0xff, 0xff]),
+            Err(ComputeError::PlanWire(_))
+        ));
+    }
+}
