@@ -7,15 +7,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use datafusion::common::ScalarValue;
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{ReadHold, Storage};
 use parking_lot::Mutex;
 use timely::communication::initialize::WorkerGuards;
 
 use crate::error::{ComputeError, DataflowError, Result};
-use crate::plan::DataflowDesc;
 use crate::plan::wire::PlanCodec;
-use crate::render::compile;
+use crate::plan::{DataflowDesc, Export};
+use crate::render::{PeekPart, compile, compile_index_key};
+use crate::row::{Row, RowCodec};
 use crate::worker::{Command, run_worker};
 
 /// Live facts about one installed dataflow, shared by the controller (for
@@ -24,6 +26,8 @@ use crate::worker::{Command, run_worker};
 pub struct DataflowState {
     /// The object maintained.
     pub id: GlobalId,
+    /// For an index: how its keys are encoded.
+    index_key: Option<Arc<RowCodec>>,
     /// Inputs were read as of this time.
     pub as_of: Timestamp,
     /// Output began at this time.
@@ -50,7 +54,17 @@ struct StateInner {
     failure: Option<String>,
     /// Holds on the inputs, following the output upper.
     holds: Vec<ReadHold>,
+    /// An index's completed times per worker (`None`: complete forever).
+    index_uppers: BTreeMap<usize, Option<Timestamp>>,
+    /// Times peeks of an index read at, with counts.
+    peek_holds: BTreeMap<Timestamp, usize>,
+    /// An index may be compacted up to here; peeks read at or after it.
+    index_since: Timestamp,
 }
+
+/// How far an index's compaction trails its upper (ms), so reads that
+/// choose a slightly older time still find it readable.
+const INDEX_HISTORY: Timestamp = 1_000;
 
 impl DataflowState {
     /// The output upper as last written.
@@ -111,6 +125,67 @@ impl DataflowState {
         }
     }
 
+    /// A worker's part of the index reached `upper`; the index's upper is
+    /// the least over workers. Returns how far that worker may compact.
+    pub(crate) fn index_progress(
+        &self,
+        worker: usize,
+        workers: usize,
+        upper: Option<Timestamp>,
+    ) -> Timestamp {
+        let mut inner = self.inner.lock();
+        inner.index_uppers.insert(worker, upper);
+        let least = if inner.index_uppers.len() == workers {
+            Some(
+                inner
+                    .index_uppers
+                    .values()
+                    .map(|u| u.unwrap_or(Timestamp::MAX))
+                    .min()
+                    .unwrap_or(Timestamp::MAX),
+            )
+        } else {
+            None
+        };
+        if let Some(least) = least {
+            let mut since = least.saturating_sub(INDEX_HISTORY).max(self.as_of);
+            if let Some((&held, _)) = inner.peek_holds.iter().next() {
+                since = since.min(held);
+            }
+            inner.index_since = inner.index_since.max(since);
+        }
+        let since = inner.index_since;
+        drop(inner);
+        if let Some(least) = least
+            && least > self.upper()
+        {
+            self.advance(least, Vec::new());
+        }
+        since
+    }
+
+    /// The earliest time a peek of the index may read at.
+    pub fn index_since(&self) -> Timestamp {
+        self.inner.lock().index_since
+    }
+
+    /// Hold the index readable at `time` (refused below its since).
+    pub fn hold_index(self: &Arc<Self>, time: Timestamp) -> Result<IndexHold> {
+        let mut inner = self.inner.lock();
+        if time < inner.index_since {
+            return Err(ComputeError::NotReadable {
+                id: self.id,
+                time,
+                since: inner.index_since,
+            });
+        }
+        *inner.peek_holds.entry(time).or_default() += 1;
+        Ok(IndexHold {
+            state: Arc::clone(self),
+            time,
+        })
+    }
+
     /// Record a failure that stops the dataflow.
     pub(crate) fn fail(&self, message: String) {
         if self.dropped.load(Ordering::SeqCst) {
@@ -136,6 +211,63 @@ impl DataflowState {
         drop(inner);
         self.upper.store(upper, Ordering::SeqCst);
         upper > self.start && !self.hydrated.swap(true, Ordering::SeqCst)
+    }
+}
+
+/// Keeps an index readable at one time while a peek reads it; released on
+/// drop.
+#[derive(Debug)]
+pub struct IndexHold {
+    state: Arc<DataflowState>,
+    time: Timestamp,
+}
+
+impl IndexHold {
+    /// The time held.
+    pub fn time(&self) -> Timestamp {
+        self.time
+    }
+}
+
+impl Drop for IndexHold {
+    fn drop(&mut self) {
+        let mut inner = self.state.inner.lock();
+        if let Some(n) = inner.peek_holds.get_mut(&self.time) {
+            *n -= 1;
+            if *n == 0 {
+                inner.peek_holds.remove(&self.time);
+            }
+        }
+    }
+}
+
+/// A peek on its way: every worker's answer, once each has it.
+#[derive(Debug)]
+pub struct PendingPeek {
+    answers: mpsc::Receiver<PeekPart>,
+    workers: usize,
+    _hold: IndexHold,
+}
+
+impl PendingPeek {
+    /// Wait (blocking) for all workers; the rows with their multiplicities,
+    /// or the error the index holds at the peek's time.
+    pub fn wait(
+        self,
+        timeout: std::time::Duration,
+    ) -> Result<std::result::Result<Vec<(Row, i64)>, DataflowError>> {
+        let deadline = Instant::now() + timeout;
+        let mut rows = Vec::new();
+        for _ in 0..self.workers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.answers.recv_timeout(left) {
+                Ok(Ok(part)) => rows.extend(part),
+                Ok(Err(e)) => return Ok(Err(e)),
+                Err(mpsc::RecvTimeoutError::Timeout) => return Err(ComputeError::PeekTimeout),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(ComputeError::ShutDown),
+            }
+        }
+        Ok(Ok(rows))
     }
 }
 
@@ -222,6 +354,7 @@ impl ComputeController {
     pub fn validate(codec: &PlanCodec, plan: &crate::plan::RelPlan) -> Result<()> {
         let desc = DataflowDesc {
             id: GlobalId::User(0),
+            export: crate::plan::Export::Shard,
             plan: plan.clone(),
             as_of: 0,
             start: 0,
@@ -244,13 +377,20 @@ impl ComputeController {
         if self.dataflows.lock().contains_key(&desc.id) {
             return Err(ComputeError::AlreadyInstalled(desc.id));
         }
-        let (_, upper) = self.storage.frontiers(desc.id)?;
-        let Some(&upper) = upper.as_option() else {
-            // Sealed: the output is complete for all time.
-            tracing::info!(dataflow = %desc.id, "output is sealed; nothing to maintain");
-            let state = self.new_state(&desc, Vec::new());
-            state.advance(Timestamp::MAX, Vec::new());
-            return Ok(state);
+        // An index has no shard: it always builds from `as_of`.
+        let upper = match desc.export {
+            Export::Index { .. } => 0,
+            Export::Shard => {
+                let (_, upper) = self.storage.frontiers(desc.id)?;
+                let Some(&upper) = upper.as_option() else {
+                    // Sealed: the output is complete for all time.
+                    tracing::info!(dataflow = %desc.id, "output is sealed; nothing to maintain");
+                    let state = self.new_state(&desc, Vec::new(), None);
+                    state.advance(Timestamp::MAX, Vec::new());
+                    return Ok(state);
+                };
+                upper
+            }
         };
         // Resume from the output's upper when there is one; inputs may
         // have compacted past it while nobody held them.
@@ -281,8 +421,10 @@ impl ComputeController {
         // compiling it here first turns a plan they could not build into
         // an error for this request.
         let plan: Arc<[u8]> = self.codec.encode(&desc)?.into();
-        compile(&self.codec.decode(&plan)?.plan)?;
-        let state = self.new_state(&desc, acquired);
+        let decoded = self.codec.decode(&plan)?;
+        compile(&decoded.plan)?;
+        let index_key = compile_index_key(&decoded)?.map(|k| k.key_codec());
+        let state = self.new_state(&desc, acquired, index_key);
         self.broadcast(|| Command::Install {
             plan: Arc::clone(&plan),
             state: Arc::clone(&state),
@@ -291,9 +433,15 @@ impl ComputeController {
         Ok(state)
     }
 
-    fn new_state(&self, desc: &DataflowDesc, holds: Vec<ReadHold>) -> Arc<DataflowState> {
+    fn new_state(
+        &self,
+        desc: &DataflowDesc,
+        holds: Vec<ReadHold>,
+        index_key: Option<Arc<RowCodec>>,
+    ) -> Arc<DataflowState> {
         let state = Arc::new(DataflowState {
             id: desc.id,
+            index_key,
             as_of: desc.as_of,
             start: desc.start,
             inputs: desc.plan.inputs().into_iter().collect(),
@@ -303,11 +451,42 @@ impl ComputeController {
             installed_at: Instant::now(),
             inner: Mutex::new(StateInner {
                 holds,
+                index_since: desc.as_of,
                 ..StateInner::default()
             }),
         });
         self.dataflows.lock().insert(desc.id, Arc::clone(&state));
         state
+    }
+
+    /// Read index `id` at `time`: every row, or those whose key equals
+    /// `key` (values in key order, cast to the key's types). Workers answer
+    /// once the index is complete at `time`.
+    pub fn peek(
+        &self,
+        id: GlobalId,
+        time: Timestamp,
+        key: Option<Vec<ScalarValue>>,
+    ) -> Result<PendingPeek> {
+        let state = self.dataflow(id).ok_or(ComputeError::UnknownIndex(id))?;
+        let codec = state
+            .index_key
+            .as_ref()
+            .ok_or(ComputeError::UnknownIndex(id))?;
+        let key = key.map(|values| encode_key(codec, &values)).transpose()?;
+        let hold = state.hold_index(time)?;
+        let (tx, rx) = mpsc::channel();
+        self.broadcast(|| Command::Peek {
+            id,
+            time,
+            key: key.clone(),
+            answer: tx.clone(),
+        })?;
+        Ok(PendingPeek {
+            answers: rx,
+            workers: self.workers,
+            _hold: hold,
+        })
     }
 
     /// Tear down the dataflow maintaining `id` and release its holds.
@@ -360,4 +539,28 @@ impl Drop for ComputeController {
     fn drop(&mut self) {
         self.shutdown();
     }
+}
+
+/// The key row of `values`, cast to the key's column types.
+fn encode_key(codec: &RowCodec, values: &[ScalarValue]) -> Result<Row> {
+    let fields = codec.schema().fields();
+    if fields.len() != values.len() {
+        return Err(ComputeError::PlanWire(format!(
+            "index key has {} columns, lookup gave {}",
+            fields.len(),
+            values.len()
+        )));
+    }
+    let columns = values
+        .iter()
+        .zip(fields)
+        .map(|(v, f)| {
+            let array = v.to_array()?;
+            Ok(arrow::compute::cast(&array, f.data_type())?)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    codec
+        .encode_columns(&columns, 1)?
+        .pop()
+        .ok_or_else(|| ComputeError::PlanWire("no key encoded".into()))
 }

@@ -83,6 +83,22 @@ pub enum ComputeError {
     /// The workers could not start.
     #[error("cannot start compute workers: {0}")]
     Start(String),
+    /// No index with this id is installed.
+    #[error("index {0} does not exist")]
+    UnknownIndex(GlobalId),
+    /// A read below what an index still holds.
+    #[error("timestamp {time} is not valid for index {id}: it is readable from {since}")]
+    NotReadable {
+        /// The index.
+        id: GlobalId,
+        /// The time asked for.
+        time: u64,
+        /// Its since.
+        since: u64,
+    },
+    /// Workers did not answer a peek in time.
+    #[error("index read timed out")]
+    PeekTimeout,
     /// A plan's bytes do not decode.
     #[error("malformed dataflow plan: {0}")]
     PlanWire(String),

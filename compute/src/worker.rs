@@ -18,7 +18,10 @@ const SIZE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// Hydration taking longer than this is logged, every this often.
 const HYDRATION_LOG_AFTER: Duration = Duration::from_secs(5);
 use crate::plan::wire::PlanCodec;
-use crate::render::{Context, SizeProbe, build_dataflow, compile};
+use crate::render::{
+    Context, IndexTraces, PeekPart, SizeProbe, build_dataflow, compile, compile_index_key,
+};
+use crate::row::Row;
 
 /// A dataflow this worker runs.
 struct Installed {
@@ -27,6 +30,17 @@ struct Installed {
     state: Arc<DataflowState>,
     /// The bytes of its arrangements on this worker.
     probes: Vec<SizeProbe>,
+    /// This worker's part of the index it exports, if it is an index.
+    traces: Option<IndexTraces>,
+}
+
+/// A peek this worker has not answered yet (its index is not complete at
+/// the peek's time).
+struct WaitingPeek {
+    id: GlobalId,
+    time: freshet_repr::Timestamp,
+    key: Option<Row>,
+    answer: mpsc::Sender<PeekPart>,
 }
 
 /// What the controller asks every worker to do, in the same order.
@@ -38,6 +52,13 @@ pub(crate) enum Command {
     },
     /// Tear one down.
     Drop(GlobalId),
+    /// Read an index at a time (rows with this key, or all rows).
+    Peek {
+        id: GlobalId,
+        time: freshet_repr::Timestamp,
+        key: Option<Row>,
+        answer: mpsc::Sender<PeekPart>,
+    },
     /// Exit.
     Shutdown,
 }
@@ -50,6 +71,7 @@ pub(crate) fn run_worker(
     codec: &PlanCodec,
 ) {
     let mut installed: BTreeMap<GlobalId, Installed> = BTreeMap::new();
+    let mut peeks: Vec<WaitingPeek> = Vec::new();
     let sizes = ArrangementSizes::register(worker);
     let mut reported = Instant::now();
     loop {
@@ -58,10 +80,10 @@ pub(crate) fn run_worker(
                 Ok(Command::Install { plan, state }) => {
                     // Every worker builds the same dataflow or none: the
                     // controller decoded and compiled this plan already.
-                    let built = codec
-                        .decode(&plan)
-                        .and_then(|desc| Ok((compile(&desc.plan)?, desc)));
-                    let (node, desc) = match built {
+                    let built = codec.decode(&plan).and_then(|desc| {
+                        Ok((compile(&desc.plan)?, compile_index_key(&desc)?, desc))
+                    });
+                    let (node, index_key, desc) = match built {
                         Ok(built) => built,
                         Err(e) => {
                             state.fail(format!("cannot build dataflow: {e}"));
@@ -75,13 +97,14 @@ pub(crate) fn run_worker(
                         desc: Arc::new(desc),
                         state: Arc::clone(&state),
                     });
-                    let probes = build_dataflow(worker, &node, ctx);
+                    let (probes, traces) = build_dataflow(worker, &node, index_key, ctx);
                     installed.insert(
                         id,
                         Installed {
                             index,
                             state,
                             probes,
+                            traces,
                         },
                     );
                 }
@@ -93,6 +116,17 @@ pub(crate) fn run_worker(
                         sizes.forget(dataflow.index);
                     }
                 }
+                Ok(Command::Peek {
+                    id,
+                    time,
+                    key,
+                    answer,
+                }) => peeks.push(WaitingPeek {
+                    id,
+                    time,
+                    key,
+                    answer,
+                }),
                 Ok(Command::Shutdown) | Err(mpsc::TryRecvError::Disconnected) => {
                     for (_, dataflow) in std::mem::take(&mut installed) {
                         drop(dataflow.probes);
@@ -104,6 +138,17 @@ pub(crate) fn run_worker(
             }
         }
         worker.step_or_park(Some(Duration::from_millis(100)));
+        let workers = worker.peers();
+        for dataflow in installed.values_mut() {
+            if let Some(traces) = dataflow.traces.as_mut() {
+                let upper = traces.upper();
+                let since = dataflow
+                    .state
+                    .index_progress(worker.index(), workers, upper);
+                traces.compact_to(since);
+            }
+        }
+        peeks.retain_mut(|peek| !answer_peek(peek, &mut installed));
         if reported.elapsed() >= SIZE_REPORT_INTERVAL {
             reported = Instant::now();
             for dataflow in installed.values_mut() {
@@ -123,4 +168,24 @@ pub(crate) fn run_worker(
             }
         }
     }
+}
+
+/// Answer `peek` if its index is complete at its time. Returns whether it
+/// was answered (or can never be: its index is gone).
+fn answer_peek(peek: &mut WaitingPeek, installed: &mut BTreeMap<GlobalId, Installed>) -> bool {
+    let Some(traces) = installed.get_mut(&peek.id).and_then(|d| d.traces.as_mut()) else {
+        let _ = peek
+            .answer
+            .send(Err(crate::error::DataflowError::internal(format!(
+                "index {} was dropped",
+                peek.id
+            ))));
+        return true;
+    };
+    if traces.upper().is_some_and(|upper| upper <= peek.time) {
+        return false;
+    }
+    // The requester may have gone away (timeout, cancel): nothing to do.
+    let _ = peek.answer.send(traces.peek(peek.time, peek.key.as_ref()));
+    true
 }

@@ -441,7 +441,17 @@ pub fn drop_objects(
     let ids = if cascade {
         cx.catalog.transitive_dependents(&ids).into_iter().collect()
     } else {
-        ids
+        // An object's indexes go with it (as in PostgreSQL and
+        // Materialize): they never make RESTRICT refuse.
+        let mut with_indexes = ids.clone();
+        for id in &ids {
+            with_indexes.extend(cx.catalog.dependents(*id).into_iter().filter(|d| {
+                cx.catalog
+                    .get_item(*d)
+                    .is_ok_and(|i| i.kind == ItemKind::Index && !ids.contains(d))
+            }));
+        }
+        with_indexes
     };
     Ok(Plan::Drop { ids, notices })
 }

@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod error;
 pub mod functions;
+pub mod index;
 pub mod lower;
 pub mod materialized;
 pub mod parse;

@@ -202,6 +202,15 @@ pub fn explain_create(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
 }
 
 fn explain_rows(catalog: &CatalogState, plan: &RelPlan) -> Result<Plan> {
+    explain_rows_under(catalog, plan, None)
+}
+
+/// `EXPLAIN`'s rows for `plan`, indented under `head` if given.
+pub(crate) fn explain_rows_under(
+    catalog: &CatalogState,
+    plan: &RelPlan,
+    head: Option<String>,
+) -> Result<Plan> {
     let explained = ComputeController::explain(plan).map_err(|e| match e {
         ComputeError::Render(df) => PlanError::DataFusion(df),
         other => PlanError::Internal(other.to_string()),
@@ -215,8 +224,12 @@ fn explain_rows(catalog: &CatalogState, plan: &RelPlan) -> Result<Plan> {
             );
         }
     }
+    let indent = if head.is_some() { "  " } else { "" };
+    let lines = head
+        .into_iter()
+        .chain(text.lines().map(|l| format!("{indent}{l}")));
     text_rows(
         &[("Dataflow Plan", PgType::Text)],
-        text.lines().map(|l| vec![Some(l.to_string())]).collect(),
+        lines.map(|l| vec![Some(l)]).collect(),
     )
 }

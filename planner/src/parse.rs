@@ -44,6 +44,17 @@ pub enum Statement {
     ExplainMaterializedView(ObjectName),
     /// `SHOW CREATE MATERIALIZED VIEW name`.
     ShowCreateMaterializedView(ObjectName),
+    /// `EXPLAIN INDEX name`.
+    ExplainIndex(ObjectName),
+    /// `SHOW INDEXES [ON name]`.
+    ShowIndexes(Option<ObjectName>),
+    /// `CREATE DEFAULT INDEX [IF NOT EXISTS] ON name`.
+    CreateDefaultIndex {
+        /// The object indexed.
+        on: ObjectName,
+        /// Skip (with a notice) if it exists.
+        if_not_exists: bool,
+    },
     /// `ALTER <kind> [IF EXISTS] name RENAME TO new_name`.
     AlterRename {
         /// What kind of object.
@@ -63,6 +74,14 @@ impl std::fmt::Display for Statement {
             Statement::Sql(s) => write!(f, "{s}"),
             Statement::ExplainTimestamp(s) => write!(f, "EXPLAIN TIMESTAMP FOR {s}"),
             Statement::ExplainMaterializedView(n) => write!(f, "EXPLAIN MATERIALIZED VIEW {n}"),
+            Statement::ExplainIndex(n) => write!(f, "EXPLAIN INDEX {n}"),
+            Statement::ShowIndexes(None) => write!(f, "SHOW INDEXES"),
+            Statement::ShowIndexes(Some(n)) => write!(f, "SHOW INDEXES ON {n}"),
+            Statement::CreateDefaultIndex { on, if_not_exists } => write!(
+                f,
+                "CREATE DEFAULT INDEX {}ON {on}",
+                if *if_not_exists { "IF NOT EXISTS " } else { "" }
+            ),
             Statement::ShowCreateMaterializedView(n) => {
                 write!(f, "SHOW CREATE MATERIALIZED VIEW {n}")
             }
@@ -144,6 +163,30 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         return Ok(Statement::ShowCreateMaterializedView(
             parser.parse_object_name(false)?,
         ));
+    }
+    if parser.parse_keywords(&[Keyword::EXPLAIN, Keyword::INDEX]) {
+        return Ok(Statement::ExplainIndex(parser.parse_object_name(false)?));
+    }
+    let show_indexes = matches!(&parser.peek_nth_token(0).token, Token::Word(w) if w.keyword == Keyword::SHOW)
+        && matches!(&parser.peek_nth_token(1).token,
+            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("indexes"));
+    if show_indexes {
+        parser.next_token();
+        parser.next_token();
+        let on = if parser.parse_keyword(Keyword::ON) {
+            Some(parser.parse_object_name(false)?)
+        } else {
+            None
+        };
+        return Ok(Statement::ShowIndexes(on));
+    }
+    if parser.parse_keywords(&[Keyword::CREATE, Keyword::DEFAULT, Keyword::INDEX]) {
+        let if_not_exists = parser.parse_keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
+        parser.expect_keyword(Keyword::ON)?;
+        return Ok(Statement::CreateDefaultIndex {
+            on: parser.parse_object_name(false)?,
+            if_not_exists,
+        });
     }
     if let Some(rename) = try_alter_rename(parser)? {
         return Ok(rename);

@@ -177,6 +177,10 @@ pub enum Plan {
     },
     /// A query.
     Select(QueryPlan),
+    /// A query answered from an index.
+    Peek(crate::index::PeekPlan),
+    /// `EXPLAIN` of a query answered from an index.
+    ExplainPeek(crate::index::PeekPlan),
     /// `EXPLAIN`.
     Explain(ExplainKind, QueryPlan),
     /// A write.

@@ -25,6 +25,11 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
         Statement::ExplainMaterializedView(name) => {
             crate::materialized::explain_materialized_view(cx, name)
         }
+        Statement::ExplainIndex(name) => crate::index::explain_index(cx, name),
+        Statement::ShowIndexes(on) => crate::index::show_indexes(cx, on.as_ref()),
+        Statement::CreateDefaultIndex { on, if_not_exists } => {
+            crate::index::create_index(cx, None, on, None, *if_not_exists)
+        }
         Statement::ShowCreateMaterializedView(name) => {
             misc::show_create(cx, ObjectKind::MaterializedView, name)
         }
@@ -49,7 +54,17 @@ fn statement_kind(stmt: &ast::Statement) -> String {
 fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
     use ast::Statement as S;
     match stmt {
-        S::Query(q) => Ok(Plan::Select(plan_query(cx, q)?)),
+        S::Query(q) => match crate::index::fast_path(cx, q)? {
+            Some(peek) => Ok(Plan::Peek(peek)),
+            None => Ok(Plan::Select(plan_query(cx, q)?)),
+        },
+        S::CreateIndex(ci) => crate::index::create_index(
+            cx,
+            ci.name.as_ref(),
+            &ci.table_name,
+            Some(&ci.columns),
+            ci.if_not_exists,
+        ),
         S::Insert(ins) => dml::insert(cx, ins),
         S::Update(upd) => dml::update(cx, upd),
         S::Delete(del) => dml::delete(cx, del),
@@ -160,6 +175,7 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
             }
             let query = match plan_sql(cx, statement)? {
                 Plan::Select(q) => q,
+                Plan::Peek(peek) => return Ok(Plan::ExplainPeek(peek)),
                 Plan::Write(w) => w.source,
                 Plan::CopyTo(q, _) => q,
                 _ => {

@@ -12,7 +12,9 @@ use freshet_catalog::{
     Catalog, CatalogDiff, CatalogError, CatalogState, Implication, ItemDetails, ItemKind, Op,
     implications,
 };
-use freshet_compute::{ComputeController, DataflowDesc};
+use freshet_compute::plan::Export;
+use freshet_compute::{ComputeController, DataflowDesc, RowCodec};
+use freshet_planner::index::PeekPlan;
 use freshet_planner::parse::Statement;
 use freshet_planner::{
     CopyFromPlan, ExplainKind, Plan, QueryPlan, ReadContext, StatementContext, WriteKind,
@@ -130,6 +132,7 @@ pub fn command_tag(stmt: &Statement) -> String {
             S::CreateTable(_) => "CREATE TABLE".into(),
             S::CreateView(v) if v.materialized => "CREATE MATERIALIZED VIEW".into(),
             S::CreateView(_) => "CREATE VIEW".into(),
+            S::CreateIndex(_) => "CREATE INDEX".into(),
             S::CreateSchema { .. } => "CREATE SCHEMA".into(),
             S::CreateDatabase { .. } => "CREATE DATABASE".into(),
             S::Drop { object_type, .. } => {
@@ -153,6 +156,9 @@ pub fn command_tag(stmt: &Statement) -> String {
         Statement::AlterRename { kind, .. } => format!("ALTER {}", kind.keyword()),
         Statement::ExplainTimestamp(_) | Statement::ExplainMaterializedView(_) => "EXPLAIN".into(),
         Statement::ShowCreateMaterializedView(_) => "SHOW".into(),
+        Statement::CreateDefaultIndex { .. } => "CREATE INDEX".into(),
+        Statement::ExplainIndex(_) => "EXPLAIN".into(),
+        Statement::ShowIndexes(_) => "SHOW".into(),
     }
 }
 
@@ -259,13 +265,23 @@ impl Coordinator {
     fn install_dataflow(&self, id: GlobalId, holds: &mut Vec<ReadHold>) -> Result<()> {
         let catalog = self.catalog_state();
         let item = catalog.get_item(id)?;
-        if item.kind != ItemKind::MaterializedView {
-            return Err(AdapterError::Unsupported(format!(
-                "dataflows for {} are not supported yet",
-                item.kind.name()
-            )));
-        }
-        let plan = freshet_planner::materialized::dataflow_plan(&self.base_df, &catalog, id)?;
+        let (plan, export) = match item.kind {
+            ItemKind::MaterializedView => (
+                freshet_planner::materialized::dataflow_plan(&self.base_df, &catalog, id)?,
+                Export::Shard,
+            ),
+            ItemKind::Index => {
+                let (plan, keys, schema) =
+                    freshet_planner::index::dataflow_plan(&self.base_df, &catalog, id)?;
+                (plan, Export::Index { keys, schema })
+            }
+            other => {
+                return Err(AdapterError::Unsupported(format!(
+                    "dataflows for {} are not supported yet",
+                    other.name()
+                )));
+            }
+        };
         let as_of = match &item.details {
             ItemDetails::MaterializedView { as_of: Some(t), .. } => *t,
             _ => self.storage.read_ts(),
@@ -278,6 +294,7 @@ impl Coordinator {
         self.compute.install(
             DataflowDesc {
                 id,
+                export,
                 plan,
                 as_of,
                 start: as_of,
@@ -463,6 +480,18 @@ impl Coordinator {
                 })
             }
             Plan::Explain(kind, q) => self.explain(session, kind, &q).await,
+            Plan::Peek(peek) => {
+                let batch = self.peek(session, &peek).await?;
+                Ok(ExecuteResponse::Rows {
+                    desc: peek.desc,
+                    batches: vec![batch],
+                    tag: "SELECT".into(),
+                })
+            }
+            Plan::ExplainPeek(peek) => query_plan_rows(vec![
+                format!("Fast path: {}", self.humanize_ids(&peek.explain)),
+                "  (answered from the index's arrangement, without a DataFusion plan)".into(),
+            ]),
             Plan::Write(w) => self.write(session, *w).await,
             Plan::CopyFrom(plan) => {
                 let columns = plan.columns.len();
@@ -735,39 +764,83 @@ impl Coordinator {
 
     /// Run a query for a session, inside its transaction if it has one.
     async fn read(&self, session: &mut Session, q: &QueryPlan) -> Result<Vec<RecordBatch>> {
-        if session.status == TxnStatus::InBlock {
-            if !session.txn.writes.is_empty() {
-                return Err(AdapterError::InvalidTransactionState(
-                    "a transaction that has written may not read; commit the writes first".into(),
-                ));
-            }
-            let ts = match &session.txn.read {
-                Some(read) => {
-                    if let Some(outside) = q.inputs.iter().find(|i| !read.read_set.contains(i)) {
-                        return Err(AdapterError::InvalidTransactionState(format!(
-                            "transactions can only read objects in the schemas of their first query; {} is outside them",
-                            self.describe(*outside)
-                        )));
-                    }
-                    read.ts
-                }
-                None => {
-                    let read_set = self.timedomain(&q.inputs);
-                    let (ts, holds) = self.choose_and_hold(&read_set, session.isolation())?;
-                    session.txn.read = Some(TxnRead {
-                        ts,
-                        read_set,
-                        holds,
-                    });
-                    ts
-                }
-            };
-            return self.run_at(session, q, ts).await;
-        }
-        let (ts, holds) = self.choose_and_hold(&q.inputs, session.isolation())?;
+        let (ts, holds) = self.read_time(session, &q.inputs)?;
         let result = self.run_at(session, q, ts).await;
         drop(holds);
         result
+    }
+
+    /// The time a read of `inputs` runs at, with holds protecting them
+    /// there: the transaction's time (its holds live with it), or a new
+    /// time whose holds the caller releases when done.
+    fn read_time(
+        &self,
+        session: &mut Session,
+        inputs: &BTreeSet<GlobalId>,
+    ) -> Result<(Timestamp, Vec<ReadHold>)> {
+        if session.status != TxnStatus::InBlock {
+            return self.choose_and_hold(inputs, session.isolation());
+        }
+        if !session.txn.writes.is_empty() {
+            return Err(AdapterError::InvalidTransactionState(
+                "a transaction that has written may not read; commit the writes first".into(),
+            ));
+        }
+        let ts = match &session.txn.read {
+            Some(read) => {
+                if let Some(outside) = inputs.iter().find(|i| !read.read_set.contains(i)) {
+                    return Err(AdapterError::InvalidTransactionState(format!(
+                        "transactions can only read objects in the schemas of their first query; {} is outside them",
+                        self.describe(*outside)
+                    )));
+                }
+                read.ts
+            }
+            None => {
+                let read_set = self.timedomain(inputs);
+                let (ts, holds) = self.choose_and_hold(&read_set, session.isolation())?;
+                session.txn.read = Some(TxnRead {
+                    ts,
+                    read_set,
+                    holds,
+                });
+                ts
+            }
+        };
+        Ok((ts, Vec::new()))
+    }
+
+    /// Answer a query from an index: at the time (and under the holds) any
+    /// read of its object would use, once the index is complete there.
+    async fn peek(&self, session: &mut Session, peek: &PeekPlan) -> Result<RecordBatch> {
+        let (ts, holds) = self.read_time(session, &peek.inputs)?;
+        let pending = self.compute.peek(peek.index, ts, peek.key.clone())?;
+        let answer = tokio::task::spawn_blocking(move || {
+            pending.wait(std::time::Duration::from_secs(PEEK_TIMEOUT_SECS))
+        })
+        .await
+        .map_err(|e| AdapterError::Internal(format!("peek task failed: {e}")))??;
+        drop(holds);
+        let rows = answer.map_err(AdapterError::Dataflow)?;
+        let schema = nullable_schema(&peek.desc.arrow_schema());
+        let codec = RowCodec::new(Arc::clone(&schema))
+            .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        let mut expanded = Vec::with_capacity(rows.len());
+        for (row, n) in &rows {
+            if *n < 0 {
+                return Err(AdapterError::Internal(format!(
+                    "index {} holds a row with multiplicity {n}",
+                    peek.index
+                )));
+            }
+            expanded.extend(std::iter::repeat_n(row, *n as usize));
+        }
+        let batch = codec
+            .decode(expanded)
+            .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        // The columns' declared types (and nullability) as the query states.
+        RecordBatch::try_new(peek.desc.arrow_schema(), batch.columns().to_vec())
+            .or_else(|_| Ok(batch))
     }
 
     async fn explain(
@@ -1139,5 +1212,39 @@ fn show_variable(session: &Session, name: &str) -> Result<ExecuteResponse> {
         desc,
         batches: vec![batch],
         tag: "SHOW".into(),
+    })
+}
+
+/// How long a peek waits for workers before failing (statement_timeout
+/// usually ends it sooner).
+const PEEK_TIMEOUT_SECS: u64 = 300;
+
+/// `schema` with every column nullable: rows of dataflows are decoded so.
+fn nullable_schema(schema: &arrow::datatypes::Schema) -> arrow::datatypes::SchemaRef {
+    Arc::new(arrow::datatypes::Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// A one-column `QUERY PLAN` result of `lines`.
+fn query_plan_rows(lines: Vec<String>) -> Result<ExecuteResponse> {
+    let desc = RelationDesc::new(vec![freshet_repr::ColumnDesc {
+        name: "QUERY PLAN".into(),
+        ty: freshet_repr::PgType::Text,
+        nullable: false,
+    }]);
+    let batch = RecordBatch::try_new(
+        desc.arrow_schema(),
+        vec![Arc::new(arrow::array::StringArray::from(lines))],
+    )
+    .map_err(|e| AdapterError::Internal(e.to_string()))?;
+    Ok(ExecuteResponse::Rows {
+        desc,
+        batches: vec![batch],
+        tag: "EXPLAIN".into(),
     })
 }

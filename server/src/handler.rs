@@ -440,7 +440,8 @@ fn describe(
             w.returning.map(|r| r.desc),
         ),
         Plan::Rows { desc, .. } => (vec![], Some(desc)),
-        Plan::Explain(..) => (vec![], Some(text("QUERY PLAN"))),
+        Plan::Explain(..) | Plan::ExplainPeek(_) => (vec![], Some(text("QUERY PLAN"))),
+        Plan::Peek(p) => (vec![], Some(p.desc)),
         Plan::ShowVariable(name) if name == "all" => (
             vec![],
             Some(RelationDesc::new(vec![

@@ -330,13 +330,31 @@ impl fmt::Debug for RelPlan {
     }
 }
 
+/// Where a dataflow's output goes.
+#[derive(Clone, Debug)]
+pub enum Export {
+    /// The materialized view's shard (rows and errors), through the
+    /// self-correcting sink.
+    Shard,
+    /// An index: the output arranged in memory by `keys`, read by peeks.
+    Index {
+        /// Key expressions over the output.
+        keys: Vec<Expr>,
+        /// The output schema as the key expressions name it.
+        schema: DFSchemaRef,
+    },
+}
+
 /// Everything needed to install one maintained dataflow.
 #[derive(Clone, Debug)]
 pub struct DataflowDesc {
-    /// The object maintained (its output collection has this id).
+    /// The object maintained (a materialized view's output collection, or
+    /// an index, has this id).
     pub id: GlobalId,
     /// What to compute.
     pub plan: RelPlan,
+    /// Where the output goes.
+    pub export: Export,
     /// Inputs are read as of this time.
     pub as_of: Timestamp,
     /// Output updates start at this time (`>= as_of`); earlier input

@@ -25,7 +25,7 @@ use datafusion_proto::protobuf;
 use freshet_repr::GlobalId;
 use prost::Message;
 
-use super::{DataflowDesc, JoinKind, RelPlan};
+use super::{DataflowDesc, Export, JoinKind, RelPlan};
 use crate::error::{ComputeError, Result};
 
 /// The version of the messages below; bump it on an incompatible change.
@@ -76,6 +76,13 @@ impl PlanCodec {
             as_of: desc.as_of,
             start: desc.start,
             plan: Some(self.encode_plan(&desc.plan)?),
+            index: match &desc.export {
+                Export::Shard => None,
+                Export::Index { keys, schema } => Some(IndexProto {
+                    keys: serialize_exprs(keys, self.extension.as_ref())?,
+                    schema: Some(dfschema_to_proto(schema)?),
+                }),
+            },
         };
         Ok(proto.encode_to_vec())
     }
@@ -95,6 +102,13 @@ impl PlanCodec {
             as_of: proto.as_of,
             start: proto.start,
             plan: self.decode_plan(required(proto.plan.as_ref(), "plan")?)?,
+            export: match &proto.index {
+                None => Export::Shard,
+                Some(index) => Export::Index {
+                    keys: parse_exprs(&index.keys, &self.functions, self.extension.as_ref())?,
+                    schema: dfschema_from_proto(&index.schema)?,
+                },
+            },
         })
     }
 
@@ -404,6 +418,17 @@ struct DataflowProto {
     start: u64,
     #[prost(message, optional, tag = "5")]
     plan: Option<RelProto>,
+    /// Set for an index; a materialized view writes its shard.
+    #[prost(message, optional, tag = "6")]
+    index: Option<IndexProto>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct IndexProto {
+    #[prost(message, repeated, tag = "1")]
+    keys: Vec<protobuf::LogicalExprNode>,
+    #[prost(message, optional, tag = "2")]
+    schema: Option<protobuf::DfSchema>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -664,6 +689,7 @@ mod tests {
     fn plans_round_trip() {
         let desc = DataflowDesc {
             id: GlobalId::User(9),
+            export: Export::Shard,
             plan: plan(),
             as_of: 41,
             start: 42,
@@ -697,6 +723,7 @@ mod tests {
             codec
                 .encode(&DataflowDesc {
                     id: GlobalId::User(1),
+                    export: Export::Shard,
                     plan: plan(),
                     as_of: 0,
                     start: 0,

@@ -23,7 +23,7 @@ use super::accumulable::{AccumAgg, Accumulable};
 use super::hierarchical::MinMax;
 use super::ordered::{TopKSpec, WindowSpec};
 use crate::error::Result;
-use crate::plan::{JoinKind, RelPlan};
+use crate::plan::{DataflowDesc, Export, JoinKind, RelPlan};
 use crate::row::{Row, RowCodec};
 
 /// A plan node with its evaluators.
@@ -289,6 +289,18 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
     })
 }
 
+/// The key of an index dataflow (`None` for a materialized view).
+pub(crate) fn compile_index_key(desc: &DataflowDesc) -> Result<Option<Arc<KeyEval>>> {
+    match &desc.export {
+        Export::Shard => Ok(None),
+        Export::Index { keys, schema } => {
+            let input = codec(&desc.plan.schema())?;
+            // NULL keys are kept: a peek of `SELECT *` must see every row.
+            Ok(Some(Arc::new(KeyEval::new(input, keys, schema, true)?)))
+        }
+    }
+}
+
 fn codec(schema: &Schema) -> Result<Arc<RowCodec>> {
     Ok(Arc::new(RowCodec::new(nullable(schema))?))
 }
@@ -380,11 +392,16 @@ impl MfpEval {
 pub(crate) struct KeyEval {
     pub input: Arc<RowCodec>,
     exprs: Vec<Arc<dyn PhysicalExpr>>,
-    key: RowCodec,
+    key: Arc<RowCodec>,
     nulls_equal: bool,
 }
 
 impl KeyEval {
+    /// How keys are encoded.
+    pub fn key_codec(&self) -> Arc<RowCodec> {
+        Arc::clone(&self.key)
+    }
+
     pub(crate) fn new(
         input: Arc<RowCodec>,
         exprs: &[Expr],
@@ -409,7 +426,7 @@ impl KeyEval {
         Ok(KeyEval {
             input,
             exprs,
-            key: RowCodec::new(Arc::new(Schema::new(fields)))?,
+            key: Arc::new(RowCodec::new(Arc::new(Schema::new(fields)))?),
             nulls_equal,
         })
     }

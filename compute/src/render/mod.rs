@@ -10,6 +10,7 @@ mod accumulable;
 mod arranged;
 mod compile;
 mod hierarchical;
+mod index;
 mod join;
 mod ordered;
 mod reduce;
@@ -33,7 +34,8 @@ use timely::worker::Worker;
 
 pub(crate) use arranged::SizeProbe;
 use compile::AsRow;
-pub(crate) use compile::{Node, compile};
+pub(crate) use compile::{KeyEval, Node, compile, compile_index_key};
+pub(crate) use index::{IndexTraces, PeekPart};
 
 use crate::controller::DataflowState;
 use crate::error::DataflowError;
@@ -60,20 +62,27 @@ pub(crate) struct Context {
     pub state: Arc<DataflowState>,
 }
 
-/// Build the dataflow for `desc` on this worker; returns probes for the
-/// bytes its arrangements hold.
+/// Build the dataflow for `desc` on this worker, exporting to its shard or,
+/// given an index key, to an index. Returns probes for the bytes its
+/// arrangements hold, and this worker's part of the index.
 pub(crate) fn build_dataflow(
     worker: &mut Worker,
     node: &Node,
+    index_key: Option<Arc<KeyEval>>,
     ctx: Arc<Context>,
-) -> Vec<SizeProbe> {
+) -> (Vec<SizeProbe>, Option<IndexTraces>) {
     let name = format!("{}", ctx.desc.id);
-    arranged::collect_probes(|| {
+    let mut index = None;
+    let probes = arranged::collect_probes(|| {
         worker.dataflow_named::<Time, _, _>(&name, |scope| {
             let rendered = render(scope, node, &ctx);
-            sink::render_sink(rendered, Arc::clone(&ctx));
+            match index_key {
+                Some(key) => index = Some(index::render_index(rendered, key)),
+                None => sink::render_sink(rendered, Arc::clone(&ctx)),
+            }
         })
-    })
+    });
+    (probes, index)
 }
 
 fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Rendered<'s> {

@@ -83,7 +83,9 @@
 //! * `FRESHET_MV_SHAPES=agg_basic,join_inner`: only these shapes.
 //! * `FRESHET_MV_STANDIN=view`: create plain `CREATE VIEW`s instead of
 //!   materialized views (tests the harness itself, and Freshet's ad hoc
-//!   answers against PostgreSQL).
+//!   answers against PostgreSQL); `indexed-view`: plain views with a
+//!   default index, so `SELECT * FROM mv_N` is answered from the index
+//!   (the `indexed_views_match_adhoc_and_postgres` test runs this).
 //! * PostgreSQL is found and run as described in [`crate::pg`].
 //!
 //! Run longer with e.g.
@@ -173,13 +175,17 @@ enum Standin {
     Materialized,
     /// `CREATE VIEW` (`FRESHET_MV_STANDIN=view`).
     View,
+    /// `CREATE VIEW` and `CREATE DEFAULT INDEX` on it
+    /// (`FRESHET_MV_STANDIN=indexed-view`): the view is maintained by the
+    /// index and read through it.
+    IndexedView,
 }
 
 impl Standin {
     fn create_keyword(self) -> &'static str {
         match self {
             Standin::Materialized => "MATERIALIZED VIEW",
-            Standin::View => "VIEW",
+            Standin::View | Standin::IndexedView => "VIEW",
         }
     }
 }
@@ -211,7 +217,10 @@ impl Config {
         let standin = match std::env::var("FRESHET_MV_STANDIN").as_deref() {
             Err(_) | Ok("") | Ok("materialized") => Standin::Materialized,
             Ok("view") => Standin::View,
-            Ok(other) => panic!("FRESHET_MV_STANDIN={other}: expected `view` or unset"),
+            Ok("indexed-view") => Standin::IndexedView,
+            Ok(other) => {
+                panic!("FRESHET_MV_STANDIN={other}: expected `view`, `indexed-view` or unset")
+            }
         };
         let shapes = std::env::var("FRESHET_MV_SHAPES")
             .ok()
@@ -2322,10 +2331,24 @@ impl Case {
                 inst.adhoc
             ));
         }
-        let mut mvs = inst.base_mvs.clone();
-        mvs.push((inst.name.clone(), inst.create_query.clone()));
-        for (name, query) in mvs {
-            let sql = format!("CREATE {} {name} AS {query}", standin.create_keyword());
+        let mut statements: Vec<(String, String)> = inst
+            .base_mvs
+            .iter()
+            .map(|(name, query)| {
+                let sql = format!("CREATE {} {name} AS {query}", standin.create_keyword());
+                (name.clone(), sql)
+            })
+            .collect();
+        let name = &inst.name;
+        let query = &inst.create_query;
+        statements.push((
+            name.clone(),
+            format!("CREATE {} {name} AS {query}", standin.create_keyword()),
+        ));
+        if standin == Standin::IndexedView {
+            statements.push((name.clone(), format!("CREATE DEFAULT INDEX ON {name}")));
+        }
+        for (name, sql) in statements {
             let fr = self.fr.run(&sql).await;
             self.log.push(LogEntry {
                 sql: sql.clone(),
@@ -2340,6 +2363,20 @@ impl Case {
                         render_error(&e)
                     ));
                 }
+            }
+        }
+        if standin == Standin::IndexedView {
+            // Reads of the view must take the index's fast path.
+            let explain = format!("EXPLAIN SELECT * FROM {}", inst.name);
+            let first_line = match self.fr.run(&explain).await {
+                Ok(rows) => rows.rows.first().and_then(|r| r.first().cloned()).flatten(),
+                Err(e) => return Created::Failed(format!("{explain}: {}", render_error(&e))),
+            };
+            if !first_line
+                .as_deref()
+                .is_some_and(|l| l.starts_with("Fast path"))
+            {
+                return Created::Failed(format!("{explain} is not a fast path: {first_line:?}"));
             }
         }
         Created::Yes
@@ -2500,8 +2537,8 @@ async fn run_case(
                 active.push(inst);
             }
             Created::Unsupported(message) => {
-                let required = run.config.standin == Standin::Materialized
-                    && REQUIRED_SHAPES.contains(&shape.name);
+                let required =
+                    run.config.standin != Standin::View && REQUIRED_SHAPES.contains(&shape.name);
                 let stats = run.stats(shape.name);
                 stats.unsupported += 1;
                 stats.unsupported_message.get_or_insert(message.clone());
@@ -2631,13 +2668,30 @@ fn summary(run: &Run) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn materialized_views_match_adhoc_and_postgres() {
+    run_property(Config::from_env()).await;
+}
+
+/// The same shapes as indexed plain views, read through the index's fast
+/// path: an index on a view must equal the view's query.
+#[tokio::test(flavor = "multi_thread")]
+async fn indexed_views_match_adhoc_and_postgres() {
+    let mut config = Config::from_env();
+    if config.standin != Standin::Materialized {
+        // The run above already covers the stand-in asked for.
+        return;
+    }
+    config.standin = Standin::IndexedView;
+    config.cases = config.cases.min(1);
+    run_property(config).await;
+}
+
+async fn run_property(config: Config) {
     for name in REQUIRED_SHAPES {
         assert!(
             SHAPES.iter().any(|s| s.name == *name),
             "REQUIRED_SHAPES names unknown shape `{name}`"
         );
     }
-    let config = Config::from_env();
     eprintln!(
         "mv_property: seed {} cases {} steps {} standin {:?} shapes {}",
         config.seed,

@@ -1,0 +1,138 @@
+//! Indexes: a dataflow's output arranged in memory by key, read by peeks.
+//!
+//! Each worker holds the part of the arrangement whose keys hash to it, so
+//! a peek asks every worker and unions their answers. Errors are arranged
+//! beside the rows: a peek at a time where any exists fails with it.
+
+use std::sync::Arc;
+
+use differential_dataflow::operators::arrange::TraceAgent;
+use differential_dataflow::trace::TraceReader;
+use differential_dataflow::trace::cursor::{Cursor, cursor_list};
+use differential_dataflow::trace::implementations::{KeySpine, ValSpine};
+use timely::progress::Antichain;
+
+use super::arranged::{HeapSize, arrange_by_key, arrange_by_self};
+use super::compile::KeyEval;
+use super::{Diff, Rendered, Time, eval_op};
+use crate::error::DataflowError;
+use crate::row::Row;
+
+/// The rows of an index by key.
+type RowTrace = TraceAgent<ValSpine<Row, Row, Time, Diff>>;
+/// The errors of an index.
+type ErrorTrace = TraceAgent<KeySpine<DataflowError, Time, Diff>>;
+
+impl HeapSize for DataflowError {
+    fn heap_size(&self) -> usize {
+        self.code.len() + self.message.len()
+    }
+}
+
+/// One worker's part of an index.
+pub(crate) struct IndexTraces {
+    rows: RowTrace,
+    errors: ErrorTrace,
+    /// The time compaction was last allowed to.
+    since: Time,
+}
+
+/// What one worker answers to a peek: its rows with multiplicities, or an
+/// error the index holds at the peek's time.
+pub(crate) type PeekPart = Result<Vec<(Row, Diff)>, DataflowError>;
+
+/// Arrange `rendered` by `key` on every worker.
+pub(crate) fn render_index(rendered: Rendered<'_>, key: Arc<KeyEval>) -> IndexTraces {
+    let key_eval = Arc::clone(&key);
+    let (keyed, key_errors) = eval_op(
+        rendered.ok,
+        "IndexKey",
+        Arc::clone(&key.input),
+        move |batch, rows: &[Row]| key_eval.pair(batch, rows.iter().cloned()),
+    );
+    let rows = arrange_by_key(keyed, "Index");
+    let errors = arrange_by_self(rendered.err.concat(key_errors), "IndexErrors");
+    IndexTraces {
+        rows: rows.trace,
+        errors: errors.trace,
+        since: 0,
+    }
+}
+
+impl IndexTraces {
+    /// Times before this are complete on this worker.
+    pub fn upper(&mut self) -> Option<Time> {
+        let mut rows = Antichain::new();
+        self.rows.read_upper(&mut rows);
+        let mut errors = Antichain::new();
+        self.errors.read_upper(&mut errors);
+        match (rows.as_option(), errors.as_option()) {
+            (Some(a), Some(b)) => Some(*a.min(b)),
+            (Some(t), None) | (None, Some(t)) => Some(*t),
+            (None, None) => None,
+        }
+    }
+
+    /// Allow compaction up to `since`: peeks must read at or after it.
+    pub fn compact_to(&mut self, since: Time) {
+        if since <= self.since {
+            return;
+        }
+        self.since = since;
+        let frontier = Antichain::from_elem(since);
+        self.rows.set_logical_compaction(frontier.borrow());
+        self.rows.set_physical_compaction(frontier.borrow());
+        self.errors.set_logical_compaction(frontier.borrow());
+        self.errors.set_physical_compaction(frontier.borrow());
+    }
+
+    /// The rows at `time` (all of them, or those with `key`). The caller
+    /// ensures `since <= time < upper`.
+    pub fn peek(&mut self, time: Time, key: Option<&Row>) -> PeekPart {
+        let mut upper = Antichain::new();
+        self.errors.read_upper(&mut upper);
+        if let Some(batches) = self.errors.batches_through(upper.borrow()) {
+            let (mut cursor, storage) = cursor_list(batches);
+            while let Some(error) = cursor.get_key(&storage) {
+                let mut count = 0;
+                cursor.map_times(&storage, |t, d| {
+                    if *t <= time {
+                        count += *d;
+                    }
+                });
+                if count > 0 {
+                    return Err(error.clone());
+                }
+                cursor.step_key(&storage);
+            }
+        }
+        let mut out = Vec::new();
+        self.rows.read_upper(&mut upper);
+        let Some(batches) = self.rows.batches_through(upper.borrow()) else {
+            return Ok(out);
+        };
+        let (mut cursor, storage) = cursor_list(batches);
+        if let Some(key) = key {
+            cursor.seek_key(&storage, key);
+        }
+        while let Some(k) = cursor.get_key(&storage) {
+            if key.is_some_and(|key| key != k) {
+                break;
+            }
+            while let Some(row) = cursor.get_val(&storage) {
+                let mut count = 0;
+                cursor.map_times(&storage, |t, d| {
+                    if *t <= time {
+                        count += *d;
+                    }
+                });
+                if count != 0 {
+                    out.push((row.clone(), count));
+                }
+                cursor.step_val(&storage);
+            }
+            cursor.step_key(&storage);
+        }
+        Ok(out)
+    }
+}

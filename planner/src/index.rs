@@ -1,0 +1,363 @@
+//! Indexes: `CREATE [DEFAULT] INDEX`, the dataflow that maintains one, and
+//! the reads an index answers without a DataFusion plan (peeks).
+//!
+//! An index arranges a relation (a table, source, materialized view, or a
+//! plain view, which the index makes maintained) in memory by key columns.
+//! `SELECT * FROM obj` and `SELECT * FROM obj WHERE <key> = <constants>`
+//! on an indexed object are answered straight from the arrangement.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::Expr;
+use datafusion::sql::sqlparser::ast::{self, ObjectName};
+use freshet_catalog::{CatalogState, Item, ItemDef, ItemDetails, ItemKind};
+use freshet_compute::RelPlan;
+use freshet_repr::{GlobalId, RelationDesc};
+
+use crate::error::{PlanError, Result};
+use crate::plan::Plan;
+use crate::query::StatementContext;
+use crate::resolve::quote_if_needed;
+
+/// A read answered from an index.
+#[derive(Debug, Clone)]
+pub struct PeekPlan {
+    /// The index read.
+    pub index: GlobalId,
+    /// The object it indexes (whose columns the rows have).
+    pub on: GlobalId,
+    /// Rows whose key equals these values (in key order); `None`: all rows.
+    pub key: Option<Vec<ScalarValue>>,
+    /// Output columns (the object's).
+    pub desc: RelationDesc,
+    /// Storage collections behind the object: held for the read, as for
+    /// any query.
+    pub inputs: BTreeSet<GlobalId>,
+    /// `EXPLAIN`'s description.
+    pub explain: String,
+}
+
+/// `CREATE INDEX [name] ON obj (col, ...)`, or, with `keys` `None`,
+/// `CREATE DEFAULT INDEX ON obj` (keyed by every column).
+pub fn create_index(
+    cx: &StatementContext,
+    name: Option<&ObjectName>,
+    on: &ObjectName,
+    keys: Option<&[ast::IndexColumn]>,
+    if_not_exists: bool,
+) -> Result<Plan> {
+    let item = cx.resolver().resolve_item(on)?;
+    if !matches!(
+        item.kind,
+        ItemKind::Table | ItemKind::View | ItemKind::MaterializedView | ItemKind::Source
+    ) {
+        return Err(PlanError::WrongObjectType {
+            name: item.name.clone(),
+            expected: "a table, view, materialized view or source",
+        });
+    }
+    let desc = item
+        .desc
+        .as_ref()
+        .ok_or_else(|| PlanError::Internal(format!("{} has no columns", item.name)))?;
+    let columns: Vec<String> = match keys {
+        None => desc.columns.iter().map(|c| c.name.clone()).collect(),
+        Some(keys) => keys
+            .iter()
+            .map(|k| key_column(k, desc))
+            .collect::<Result<_>>()?,
+    };
+    let default_name = match keys {
+        None => format!("{}_primary_idx", item.name),
+        Some(_) => format!("{}_{}_idx", item.name, columns.join("_")),
+    };
+    let name = match name {
+        Some(n) => crate::parse::normalize_name(n)?
+            .pop()
+            .ok_or_else(|| PlanError::Syntax("empty index name".into()))?,
+        None => default_name,
+    };
+    let quoted: Vec<String> = columns
+        .iter()
+        .map(|c| quote_if_needed(c).to_string())
+        .collect();
+    let create_sql = format!(
+        "CREATE INDEX {} ON [{}] ({})",
+        quote_if_needed(&name),
+        item.id,
+        quoted.join(", ")
+    );
+    Ok(Plan::CreateItem {
+        def: ItemDef {
+            schema_id: item.schema_id,
+            name,
+            kind: ItemKind::Index,
+            create_sql,
+            desc: None,
+            references: vec![item.id],
+            details: ItemDetails::Index {
+                on: item.id,
+                keys: columns,
+            },
+        },
+        if_not_exists,
+        replace: None,
+    })
+}
+
+/// The column a key names; other key expressions are refused.
+fn key_column(key: &ast::IndexColumn, desc: &RelationDesc) -> Result<String> {
+    let ast::Expr::Identifier(ident) = &key.column.expr else {
+        return Err(PlanError::unsupported(format!(
+            "index key {} (index keys are columns)",
+            key.column.expr
+        )));
+    };
+    let name = crate::parse::normalize_ident(ident);
+    if !desc.columns.iter().any(|c| c.name == name) {
+        return Err(PlanError::UnknownColumn(name));
+    }
+    Ok(name)
+}
+
+/// The indexed object and key columns of index `id`.
+fn index_parts(catalog: &CatalogState, id: GlobalId) -> Result<(&Item, &[String])> {
+    let item = catalog.get_item(id)?;
+    let ItemDetails::Index { on, keys } = &item.details else {
+        return Err(PlanError::Internal(format!("{id} is not an index")));
+    };
+    Ok((catalog.get_item(*on)?, keys))
+}
+
+/// What maintains index `id`: the plan of its object's rows (a view's
+/// query, or its collection), and the key expressions over them.
+pub fn dataflow_plan(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+) -> Result<(RelPlan, Vec<Expr>, Arc<DFSchema>)> {
+    let (on, keys) = index_parts(catalog, id)?;
+    let desc = on
+        .desc
+        .clone()
+        .ok_or_else(|| PlanError::Internal(format!("{} has no columns", on.name)))?;
+    let plan = match on.kind {
+        ItemKind::View => crate::materialized::dataflow_plan(state, catalog, on.id)?,
+        _ => RelPlan::Get {
+            id: on.id,
+            schema: desc.arrow_schema(),
+        },
+    };
+    let schema = Arc::new(DFSchema::try_from(plan.schema().as_ref().clone())?);
+    // Unqualified columns of the plan's output, named exactly.
+    let keys = keys
+        .iter()
+        .map(|k| Expr::Column(datafusion::common::Column::new_unqualified(k)))
+        .collect();
+    Ok((plan, keys, schema))
+}
+
+/// `SELECT * FROM obj [WHERE key = constant AND ...]` on an indexed object,
+/// as a peek; `None` if the query has any other shape.
+pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<PeekPlan>> {
+    let ast::SetExpr::Select(select) = query.body.as_ref() else {
+        return Ok(None);
+    };
+    let plain = query.with.is_none()
+        && query.order_by.is_none()
+        && query.limit_clause.is_none()
+        && query.fetch.is_none()
+        && select.distinct.is_none()
+        && select.top.is_none()
+        && select.into.is_none()
+        && select.lateral_views.is_empty()
+        && matches!(&select.group_by, ast::GroupByExpr::Expressions(e, m) if e.is_empty() && m.is_empty())
+        && select.having.is_none()
+        && select.qualify.is_none()
+        && select.named_window.is_empty()
+        && matches!(select.projection.as_slice(), [ast::SelectItem::Wildcard(_)])
+        && select.from.len() == 1
+        && select.from[0].joins.is_empty();
+    if !plain {
+        return Ok(None);
+    }
+    let ast::TableFactor::Table {
+        name,
+        alias: None,
+        args: None,
+        ..
+    } = &select.from[0].relation
+    else {
+        return Ok(None);
+    };
+    let Ok(item) = cx.resolver().resolve_item(name) else {
+        return Ok(None);
+    };
+    let Some(desc) = item.desc.clone() else {
+        return Ok(None);
+    };
+    // `col = constant` conjuncts, by column.
+    let mut equalities = Vec::new();
+    if let Some(selection) = &select.selection
+        && !conjuncts_of_equalities(selection, &mut equalities)
+    {
+        return Ok(None);
+    }
+    let indexes = cx
+        .catalog
+        .items()
+        .filter(|i| matches!(&i.details, ItemDetails::Index { on, .. } if *on == item.id));
+    for index in indexes {
+        let ItemDetails::Index { keys, .. } = &index.details else {
+            continue;
+        };
+        let key = if equalities.is_empty() {
+            None
+        } else {
+            // Every equality must be on a key column, and every key column
+            // constrained exactly once.
+            let mut values = Vec::with_capacity(keys.len());
+            for k in keys {
+                let mut matching = equalities.iter().filter(|(c, _)| c == k);
+                match (matching.next(), matching.next()) {
+                    (Some((_, v)), None) => values.push(v.clone()),
+                    _ => break,
+                }
+            }
+            if values.len() != keys.len() || equalities.len() != keys.len() {
+                continue;
+            }
+            let typed = values
+                .iter()
+                .zip(keys)
+                .map(|(v, k)| constant(v, &desc, k))
+                .collect::<Option<Vec<_>>>();
+            match typed {
+                Some(values) => Some(values),
+                None => continue,
+            }
+        };
+        let explain = match &key {
+            None => format!("Peek index {} (all rows)", index.name),
+            Some(values) => format!(
+                "Peek index {} on ({}) = ({})",
+                index.name,
+                keys.join(", "),
+                values
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        return Ok(Some(PeekPlan {
+            index: index.id,
+            on: item.id,
+            key,
+            inputs: crate::query::inputs_of(cx, &BTreeSet::from([item.id])),
+            desc,
+            explain,
+        }));
+    }
+    Ok(None)
+}
+
+/// Collect `column = literal` conjuncts; false if `expr` is anything else.
+fn conjuncts_of_equalities(expr: &ast::Expr, out: &mut Vec<(String, ast::Value)>) -> bool {
+    match expr {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => conjuncts_of_equalities(left, out) && conjuncts_of_equalities(right, out),
+        ast::Expr::Nested(inner) => conjuncts_of_equalities(inner, out),
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } => match (left.as_ref(), right.as_ref()) {
+            (ast::Expr::Identifier(c), ast::Expr::Value(v))
+            | (ast::Expr::Value(v), ast::Expr::Identifier(c)) => {
+                out.push((crate::parse::normalize_ident(c), v.value.clone()));
+                true
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// A literal as a value of column `name`'s type; `None` when it is not a
+/// plain number or string of a comparable type (the general path decides).
+fn constant(value: &ast::Value, desc: &RelationDesc, name: &str) -> Option<ScalarValue> {
+    let column = desc.columns.iter().find(|c| c.name == name)?;
+    let target = column.ty.arrow_type();
+    let literal = match value {
+        ast::Value::Number(n, _) if target.is_integer() => {
+            ScalarValue::Int64(Some(n.parse().ok()?))
+        }
+        ast::Value::SingleQuotedString(s) if target == arrow::datatypes::DataType::Utf8 => {
+            ScalarValue::Utf8(Some(s.clone()))
+        }
+        _ => return None,
+    };
+    literal.cast_to(&target).ok()
+}
+
+/// `EXPLAIN INDEX name`: the dataflow that maintains it.
+pub fn explain_index(cx: &StatementContext, name: &ObjectName) -> Result<Plan> {
+    let item = cx.resolver().resolve_item(name)?;
+    if item.kind != ItemKind::Index {
+        return Err(PlanError::WrongObjectType {
+            name: item.name.clone(),
+            expected: "an index",
+        });
+    }
+    let (on, keys) = index_parts(cx.catalog, item.id)?;
+    let (plan, _, _) = dataflow_plan(cx.state, cx.catalog, item.id)?;
+    let on_name = cx
+        .catalog
+        .full_name(on.id)
+        .map(|(db, schema, name)| format!("{db}.{schema}.{name}"))
+        .unwrap_or_else(|| on.name.clone());
+    let head = format!(
+        "Arrange {on_name} by ({}) in memory (index {})",
+        keys.join(", "),
+        item.name
+    );
+    crate::materialized::explain_rows_under(cx.catalog, &plan, Some(head))
+}
+
+/// `SHOW INDEXES [ON obj]`: name, indexed object and key of each index.
+pub fn show_indexes(cx: &StatementContext, on: Option<&ObjectName>) -> Result<Plan> {
+    let on = on
+        .map(|n| cx.resolver().resolve_item(n).map(|i| i.id))
+        .transpose()?;
+    let mut rows: Vec<Vec<Option<String>>> = cx
+        .catalog
+        .items()
+        .filter_map(|i| match &i.details {
+            ItemDetails::Index { on: indexed, keys } if on.is_none_or(|o| o == *indexed) => {
+                let indexed_name = cx.catalog.get_item(*indexed).ok()?.name.clone();
+                Some(vec![
+                    Some(i.name.clone()),
+                    Some(indexed_name),
+                    Some(keys.join(", ")),
+                ])
+            }
+            _ => None,
+        })
+        .collect();
+    rows.sort();
+    crate::misc::text_rows(
+        &[
+            ("name", freshet_repr::PgType::Text),
+            ("on", freshet_repr::PgType::Text),
+            ("key", freshet_repr::PgType::Text),
+        ],
+        rows,
+    )
+}
