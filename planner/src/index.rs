@@ -63,6 +63,12 @@ pub fn create_index(
         .desc
         .as_ref()
         .ok_or_else(|| PlanError::Internal(format!("{} has no columns", item.name)))?;
+    // The rows the index holds: a view's at the numeric scales its query
+    // computes (planning it also checks that it can be maintained).
+    let rows_desc = match item.kind {
+        ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id)?.1,
+        _ => desc.clone(),
+    };
     let columns: Vec<String> = match keys {
         None => desc.columns.iter().map(|c| c.name.clone()).collect(),
         Some(keys) => keys
@@ -96,7 +102,7 @@ pub fn create_index(
             name,
             kind: ItemKind::Index,
             create_sql,
-            desc: None,
+            desc: Some(rows_desc),
             references: vec![item.id],
             details: ItemDetails::Index {
                 on: item.id,
@@ -145,7 +151,7 @@ pub fn dataflow_plan(
         .clone()
         .ok_or_else(|| PlanError::Internal(format!("{} has no columns", on.name)))?;
     let plan = match on.kind {
-        ItemKind::View => crate::materialized::dataflow_plan(state, catalog, on.id)?,
+        ItemKind::View => crate::materialized::view_dataflow(state, catalog, on.id)?.0,
         _ => RelPlan::Get {
             id: on.id,
             schema: desc.arrow_schema(),
@@ -258,7 +264,8 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
             on: item.id,
             key,
             inputs: crate::query::inputs_of(cx, &BTreeSet::from([item.id])),
-            desc,
+            // The index's rows carry the types it was created with.
+            desc: index.desc.clone().unwrap_or_else(|| desc.clone()),
             explain,
         }));
     }

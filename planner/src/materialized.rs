@@ -146,11 +146,37 @@ pub fn dataflow_plan(
     catalog: &CatalogState,
     id: GlobalId,
 ) -> Result<RelPlan> {
+    let (plan, desc) = planned_definition(state, catalog, id)?;
+    lower_view(state, &plan, &desc)
+}
+
+/// The dataflow of the stored plain view `id` (for an index on it), and
+/// the columns it produces: the view's, with numeric results at the scale
+/// the query computes them (as a materialized view stores them).
+pub fn view_dataflow(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+) -> Result<(RelPlan, RelationDesc)> {
+    let (plan, desc) = planned_definition(state, catalog, id)?;
+    let optimized = optimize(state, &plan)?;
+    let desc = stored_types(nullable(desc), &optimized);
+    let rel = lower_optimized(state, &optimized, &desc)?;
+    Ok((rel, desc))
+}
+
+/// The stored, id-resolved definition of view `id`, planned, with its
+/// columns.
+fn planned_definition(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+) -> Result<(QueryPlan, RelationDesc)> {
     let item = catalog.get_item(id)?;
     let desc = item
         .desc
         .clone()
-        .ok_or_else(|| PlanError::Internal(format!("materialized view {id} has no columns")))?;
+        .ok_or_else(|| PlanError::Internal(format!("view {id} has no columns")))?;
     let database = catalog
         .full_name(id)
         .map(|(db, _, _)| db.to_string())
@@ -174,8 +200,7 @@ pub fn dataflow_plan(
             "stored definition of {id} is not a view"
         )));
     };
-    let plan = plan_query(&cx, &cv.query)?;
-    lower_view(state, &plan, &desc)
+    Ok((plan_query(&cx, &cv.query)?, desc))
 }
 
 /// `EXPLAIN MATERIALIZED VIEW name`: the dataflow that maintains it.

@@ -235,6 +235,8 @@ impl QueryReader {
             "information_schema.columns" => self
                 .catalog
                 .items()
+                // Index rows are not columns of a relation.
+                .filter(|i| i.kind != ItemKind::Index)
                 .filter_map(|i| Some((i, in_db(i.schema_id)?)))
                 .flat_map(|(i, sc)| {
                     let defaults = match &i.details {
