@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::common::{DFSchema, ParamValues, ScalarValue};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::Expr;
 use datafusion::sql::sqlparser::ast::{self, ObjectName};
@@ -239,7 +239,7 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
             let typed = values
                 .iter()
                 .zip(keys)
-                .map(|(v, k)| constant(v, &desc, k))
+                .map(|(v, k)| constant(v, &desc, k, cx.params))
                 .collect::<Option<Vec<_>>>();
             match typed {
                 Some(values) => Some(values),
@@ -297,12 +297,31 @@ fn conjuncts_of_equalities(expr: &ast::Expr, out: &mut Vec<(String, ast::Value)>
     }
 }
 
-/// A literal as a value of column `name`'s type; `None` when it is not a
-/// plain number or string of a comparable type (the general path decides).
-fn constant(value: &ast::Value, desc: &RelationDesc, name: &str) -> Option<ScalarValue> {
+/// A literal (or bound `$n` parameter) as a value of column `name`'s type;
+/// `None` when it is not a plain number, string or parameter of a
+/// comparable type, or a parameter not yet bound (the general path then
+/// decides).
+fn constant(
+    value: &ast::Value,
+    desc: &RelationDesc,
+    name: &str,
+    params: Option<&ParamValues>,
+) -> Option<ScalarValue> {
     let column = desc.columns.iter().find(|c| c.name == name)?;
     let target = column.ty.arrow_type();
     let literal = match value {
+        ast::Value::Placeholder(p) => {
+            let ParamValues::List(values) = params? else {
+                return None;
+            };
+            let n: usize = p.strip_prefix('$')?.parse().ok()?;
+            let value = values.get(n.checked_sub(1)?)?.value.clone();
+            // NULL never equals a key: let the general path say so.
+            if value.is_null() {
+                return None;
+            }
+            value
+        }
         ast::Value::Number(n, _) if target.is_integer() => {
             ScalarValue::Int64(Some(n.parse().ok()?))
         }

@@ -814,6 +814,7 @@ impl Coordinator {
     /// read of its object would use, once the index is complete there.
     async fn peek(&self, session: &mut Session, peek: &PeekPlan) -> Result<RecordBatch> {
         let (ts, holds) = self.read_time(session, &peek.inputs)?;
+        tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
         let pending = self.compute.peek(peek.index, ts, peek.key.clone())?;
         let answer = tokio::task::spawn_blocking(move || {
             pending.wait(std::time::Duration::from_secs(PEEK_TIMEOUT_SECS))

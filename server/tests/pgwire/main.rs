@@ -9,6 +9,7 @@ mod differential;
 mod durability;
 mod endpoint;
 mod harness;
+mod indexes;
 mod mv_property;
 mod pg;
 mod protocol;
