@@ -101,6 +101,11 @@ impl FreshetServer {
         Ok(())
     }
 
+    /// The pgwire port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// A new session on database `freshet`.
     pub async fn connect(&self) -> Result<Client> {
         let conn = format!(

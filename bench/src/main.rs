@@ -21,6 +21,7 @@
 mod db;
 mod error;
 mod freshet;
+mod lookup;
 mod phases;
 mod postgres;
 mod report;
@@ -92,6 +93,19 @@ struct Args {
     /// materialized views exist. The numbers are then not MV maintenance.
     #[arg(long)]
     plain_view: bool,
+    /// Run the keyed-lookup benchmark (an indexed materialized view vs a
+    /// primary key, with pgbench) instead of the maintenance benchmark.
+    #[arg(long)]
+    lookup: bool,
+    /// Rows in the lookup benchmark's table.
+    #[arg(long, default_value_t = 100_000)]
+    lookup_rows: usize,
+    /// Client counts of the lookup benchmark, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    lookup_clients: Vec<u32>,
+    /// Seconds per pgbench run in the lookup benchmark.
+    #[arg(long, default_value_t = 10)]
+    lookup_seconds: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -129,6 +143,31 @@ async fn bench(args: &Args) -> Result<()> {
         Some(pg) => postgres_version(pg).await,
         None => "not run".to_string(),
     };
+    if args.lookup {
+        let lookup_settings = lookup::LookupSettings {
+            bin: &bin,
+            workers: args.freshet_workers,
+            rows: args.lookup_rows,
+            clients: args.lookup_clients.clone(),
+            seconds: args.lookup_seconds,
+        };
+        let rows = lookup::run(&lookup_settings, pg.as_ref()).await?;
+        drop(pg);
+        let env = environment(args, &bin, settings.view, pg_version, load_before);
+        let text = format!(
+            "{}
+{}",
+            report::render_environment(&env, &notes),
+            lookup::render(&rows, &lookup_settings)
+        );
+        print!("{text}");
+        if let Some(path) = &args.report {
+            std::fs::write(path, &text)
+                .context(format!("write the report to {}", path.display()))?;
+            eprintln!("report written to {}", path.display());
+        }
+        return Ok(());
+    }
     let mut runs = vec![];
     for &size in &args.sizes {
         eprintln!("[{size} orders] generating data");

@@ -125,6 +125,11 @@ impl PgServer {
         ))
     }
 
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// A new session on database `postgres` as user `postgres`.
     pub async fn connect(&self) -> Result<Client> {
         let conn = format!(

@@ -46,6 +46,17 @@ pub fn render(env: &Environment, runs: &[SizeRun], notes: &[String]) -> String {
     out
 }
 
+/// The heading and environment of a report that has no maintenance runs
+/// (the lookup benchmark), with `notes`.
+pub fn render_environment(env: &Environment, notes: &[String]) -> String {
+    let mut out = String::from("# Freshet keyed-lookup benchmark\n\n");
+    out.push_str(&environment(env));
+    for n in notes {
+        let _ = writeln!(out, "\n* {n}");
+    }
+    out
+}
+
 fn environment(env: &Environment) -> String {
     let mut s = String::from("## Environment\n\n| | |\n|---|---|\n");
     for (k, v) in &env.rows {

@@ -137,6 +137,9 @@ pub(crate) fn run_worker(
                 Err(mpsc::TryRecvError::Empty) => break,
             }
         }
+        // Answer what can be answered before parking: a peek of an index
+        // that is already complete at its time must not wait for a step.
+        peeks.retain_mut(|peek| !answer_peek(peek, &mut installed));
         worker.step_or_park(Some(Duration::from_millis(100)));
         let workers = worker.peers();
         for dataflow in installed.values_mut() {
