@@ -45,6 +45,13 @@ pub trait CollectionReader: Send + Sync + fmt::Debug {
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>>;
     /// The rows of a built-in relation (`schema.name`).
     fn system_table(&self, qualified_name: &str) -> DfResult<Vec<RecordBatch>>;
+    /// The rows index `index` holds at `as_of`, as batches of `schema`.
+    fn index_rows(
+        &self,
+        index: GlobalId,
+        as_of: Timestamp,
+        schema: SchemaRef,
+    ) -> DfResult<Vec<RecordBatch>>;
 }
 
 /// The time a query reads at and where it reads from, fixed once the
@@ -107,6 +114,8 @@ enum Contents {
     Collection(GlobalId),
     /// A built-in relation, by qualified name.
     System(String),
+    /// An indexed view, read from its index (by the index's id).
+    Index(GlobalId),
     /// The rows a write produced, for its RETURNING clause.
     WrittenRows,
 }
@@ -142,6 +151,11 @@ impl BoundTable {
                     .collect()
             }
             Contents::System(name) => self.binding.read()?.reader.system_table(name),
+            Contents::Index(index) => {
+                let read = self.binding.read()?;
+                read.reader
+                    .index_rows(*index, read.as_of, Arc::clone(&self.schema))
+            }
             Contents::WrittenRows => Ok(self.binding.rows.get().cloned().unwrap_or_default()),
         }
     }
@@ -155,7 +169,7 @@ impl TableProvider for BoundTable {
 
     fn table_type(&self) -> TableType {
         match self.contents {
-            Contents::Collection(_) => TableType::Base,
+            Contents::Collection(_) | Contents::Index(_) => TableType::Base,
             Contents::System(_) => TableType::View,
             Contents::WrittenRows => TableType::Temporary,
         }
@@ -286,18 +300,20 @@ impl<'a> PlanningContext<'a> {
                 }
                 // NOT NULL is enforced by the sequencer with Postgres's
                 // error; DataFusion sees every column as nullable.
-                let schema = desc.arrow_schema();
-                let schema = Arc::new(arrow::datatypes::Schema::new(
-                    schema
-                        .fields()
-                        .iter()
-                        .map(|f| f.as_ref().clone().with_nullable(true))
-                        .collect::<Vec<_>>(),
-                ));
+                let schema = nullable_schema(&desc.arrow_schema());
                 provider_as_source(Arc::new(BoundTable {
                     contents: Contents::Collection(id),
                     schema,
                     defaults,
+                    binding: Arc::clone(&self.binding),
+                }))
+            }
+            // An indexed view is read from its index, not recomputed.
+            ItemKind::View if let Some((index, rows)) = self.index_of(id) => {
+                provider_as_source(Arc::new(BoundTable {
+                    contents: Contents::Index(index),
+                    schema: nullable_schema(&rows.arrow_schema()),
+                    defaults: HashMap::new(),
                     binding: Arc::clone(&self.binding),
                 }))
             }
@@ -326,6 +342,17 @@ impl<'a> PlanningContext<'a> {
         };
         self.sources.borrow_mut().insert(id, Arc::clone(&source));
         Ok(source)
+    }
+
+    /// An index on `id` and the columns of the rows it holds, if any.
+    fn index_of(&self, id: GlobalId) -> Option<(GlobalId, &freshet_repr::RelationDesc)> {
+        self.resolver
+            .catalog
+            .items()
+            .find_map(|i| match (&i.details, &i.desc) {
+                (ItemDetails::Index { on, .. }, Some(rows)) if *on == id => Some((i.id, rows)),
+                _ => None,
+            })
     }
 
     /// Plan a stored view definition, naming its columns as the catalog does.
@@ -502,4 +529,15 @@ impl PlanningContext<'_> {
             binding: Arc::clone(&self.binding),
         }))
     }
+}
+
+/// `schema` with every column nullable.
+fn nullable_schema(schema: &arrow::datatypes::Schema) -> SchemaRef {
+    Arc::new(arrow::datatypes::Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+    ))
 }

@@ -13,7 +13,7 @@ use freshet_catalog::{
     implications,
 };
 use freshet_compute::plan::Export;
-use freshet_compute::{ComputeController, DataflowDesc, RowCodec};
+use freshet_compute::{ComputeController, DataflowDesc};
 use freshet_planner::index::PeekPlan;
 use freshet_planner::parse::Statement;
 use freshet_planner::{
@@ -817,28 +817,17 @@ impl Coordinator {
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
         let pending = self.compute.peek(peek.index, ts, peek.key.clone())?;
         let answer = tokio::task::spawn_blocking(move || {
-            pending.wait(std::time::Duration::from_secs(PEEK_TIMEOUT_SECS))
+            pending.wait(std::time::Duration::from_secs(
+                crate::peek::PEEK_TIMEOUT_SECS,
+            ))
         })
         .await
         .map_err(|e| AdapterError::Internal(format!("peek task failed: {e}")))??;
         drop(holds);
         let rows = answer.map_err(AdapterError::Dataflow)?;
         let schema = nullable_schema(&peek.desc.arrow_schema());
-        let codec = RowCodec::new(Arc::clone(&schema))
-            .map_err(|e| AdapterError::Internal(e.to_string()))?;
-        let mut expanded = Vec::with_capacity(rows.len());
-        for (row, n) in &rows {
-            if *n < 0 {
-                return Err(AdapterError::Internal(format!(
-                    "index {} holds a row with multiplicity {n}",
-                    peek.index
-                )));
-            }
-            expanded.extend(std::iter::repeat_n(row, *n as usize));
-        }
-        let batch = codec
-            .decode(expanded)
-            .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        let batch = crate::peek::rows_to_batch(peek.index, &rows, schema)
+            .map_err(AdapterError::Internal)?;
         // The columns' declared types (and nullability) as the query states.
         RecordBatch::try_new(peek.desc.arrow_schema(), batch.columns().to_vec())
             .or_else(|_| Ok(batch))
@@ -1215,10 +1204,6 @@ fn show_variable(session: &Session, name: &str) -> Result<ExecuteResponse> {
         tag: "SHOW".into(),
     })
 }
-
-/// How long a peek waits for workers before failing (statement_timeout
-/// usually ends it sooner).
-const PEEK_TIMEOUT_SECS: u64 = 300;
 
 /// `schema` with every column nullable: rows of dataflows are decoded so.
 fn nullable_schema(schema: &arrow::datatypes::Schema) -> arrow::datatypes::SchemaRef {

@@ -271,6 +271,37 @@ impl QueryReader {
 }
 
 impl CollectionReader for QueryReader {
+    fn index_rows(
+        &self,
+        index: GlobalId,
+        as_of: Timestamp,
+        schema: arrow::datatypes::SchemaRef,
+    ) -> DfResult<Vec<RecordBatch>> {
+        let pending = self
+            .compute
+            .peek(index, as_of, None)
+            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        let timeout = std::time::Duration::from_secs(crate::peek::PEEK_TIMEOUT_SECS);
+        // Scans are synchronous: wait for the workers without starving
+        // the runtime's other tasks where the runtime allows it.
+        let answer = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(|| pending.wait(timeout))
+            }
+            _ => pending.wait(timeout),
+        }
+        .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        let rows = answer.map_err(|e| {
+            DataFusionError::External(Box::new(SqlStateError {
+                code: e.sqlstate(),
+                message: e.message,
+            }))
+        })?;
+        let batch =
+            crate::peek::rows_to_batch(index, &rows, schema).map_err(DataFusionError::Execution)?;
+        Ok(vec![batch])
+    }
+
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
         let batches = self.storage.snapshot(id, as_of).map_err(external)?;
         // A view's errors at `as_of` fail the read with their SQLSTATE.
