@@ -16,7 +16,7 @@ use timely::communication::initialize::WorkerGuards;
 use crate::error::{ComputeError, DataflowError, Result};
 use crate::plan::wire::PlanCodec;
 use crate::plan::{DataflowDesc, Export};
-use crate::render::{PeekPart, compile, compile_index_key};
+use crate::render::{PeekPart, compile, compile_index_key, error_worker};
 use crate::row::{Row, RowCodec};
 use crate::worker::{Command, run_worker};
 
@@ -241,30 +241,28 @@ impl Drop for IndexHold {
     }
 }
 
-/// A peek on its way: every worker's answer, once each has it.
+/// A peek on its way: every worker's answer, once each has it. Awaiting
+/// it parks the requesting task, not a thread: workers wake it directly.
 #[derive(Debug)]
 pub struct PendingPeek {
-    answers: mpsc::Receiver<PeekPart>,
+    answers: futures::channel::mpsc::UnboundedReceiver<PeekPart>,
     workers: usize,
     _hold: IndexHold,
 }
 
 impl PendingPeek {
-    /// Wait (blocking) for all workers; the rows with their multiplicities,
-    /// or the error the index holds at the peek's time.
-    pub fn wait(
-        self,
-        timeout: std::time::Duration,
-    ) -> Result<std::result::Result<Vec<(Row, i64)>, DataflowError>> {
-        let deadline = Instant::now() + timeout;
+    /// All workers' answers: the rows with their multiplicities, or the
+    /// error the index holds at the peek's time. (The caller bounds the
+    /// wait, e.g. with the statement timeout; dropping the future releases
+    /// the index hold.)
+    pub async fn wait(mut self) -> Result<std::result::Result<Vec<(Row, i64)>, DataflowError>> {
+        use futures::StreamExt;
         let mut rows = Vec::new();
         for _ in 0..self.workers {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.answers.recv_timeout(left) {
-                Ok(Ok(part)) => rows.extend(part),
-                Ok(Err(e)) => return Ok(Err(e)),
-                Err(mpsc::RecvTimeoutError::Timeout) => return Err(ComputeError::PeekTimeout),
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(ComputeError::ShutDown),
+            match self.answers.next().await {
+                Some(Ok(part)) => rows.extend(part),
+                Some(Err(e)) => return Ok(Err(e)),
+                None => return Err(ComputeError::ShutDown),
             }
         }
         Ok(Ok(rows))
@@ -475,16 +473,37 @@ impl ComputeController {
             .ok_or(ComputeError::UnknownIndex(id))?;
         let key = key.map(|values| encode_key(codec, &values)).transpose()?;
         let hold = state.hold_index(time)?;
-        let (tx, rx) = mpsc::channel();
-        self.broadcast(|| Command::Peek {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let command = |key: Option<Row>| Command::Peek {
             id,
             time,
-            key: key.clone(),
+            key,
             answer: tx.clone(),
-        })?;
+        };
+        let workers = match key {
+            // Rows are spread over workers by their key's hash (as timely's
+            // exchange does): only the key's worker can hold them, and only
+            // the error worker can hold errors.
+            Some(key) => {
+                let n = self.workers as u64;
+                let owner = (differential_dataflow::Hashable::hashed(&key) % n) as usize;
+                let errors = error_worker(self.workers);
+                self.send_to(owner, command(Some(key.clone())))?;
+                if errors != owner {
+                    self.send_to(errors, command(Some(key)))?;
+                    2
+                } else {
+                    1
+                }
+            }
+            None => {
+                self.broadcast(|| command(None))?;
+                self.workers
+            }
+        };
         Ok(PendingPeek {
             answers: rx,
-            workers: self.workers,
+            workers,
             _hold: hold,
         })
     }
@@ -508,6 +527,19 @@ impl ComputeController {
     /// Every installed dataflow.
     pub fn dataflows(&self) -> Vec<Arc<DataflowState>> {
         self.dataflows.lock().values().cloned().collect()
+    }
+
+    /// Send `command` to one worker and wake it.
+    fn send_to(&self, worker: usize, command: Command) -> Result<()> {
+        let senders = self.senders.lock();
+        let tx = senders.get(worker).ok_or(ComputeError::ShutDown)?;
+        tx.send(command).map_err(|_| ComputeError::ShutDown)?;
+        if let Some(guards) = self.guards.lock().as_ref()
+            && let Some(g) = guards.guards().get(worker)
+        {
+            g.thread().unpark();
+        }
+        Ok(())
     }
 
     fn broadcast(&self, command: impl Fn() -> Command) -> Result<()> {

@@ -40,7 +40,7 @@ struct WaitingPeek {
     id: GlobalId,
     time: freshet_repr::Timestamp,
     key: Option<Row>,
-    answer: mpsc::Sender<PeekPart>,
+    answer: futures::channel::mpsc::UnboundedSender<PeekPart>,
 }
 
 /// What the controller asks every worker to do, in the same order.
@@ -57,7 +57,7 @@ pub(crate) enum Command {
         id: GlobalId,
         time: freshet_repr::Timestamp,
         key: Option<Row>,
-        answer: mpsc::Sender<PeekPart>,
+        answer: futures::channel::mpsc::UnboundedSender<PeekPart>,
     },
     /// Exit.
     Shutdown,
@@ -179,7 +179,7 @@ fn answer_peek(peek: &mut WaitingPeek, installed: &mut BTreeMap<GlobalId, Instal
     let Some(traces) = installed.get_mut(&peek.id).and_then(|d| d.traces.as_mut()) else {
         let _ = peek
             .answer
-            .send(Err(crate::error::DataflowError::internal(format!(
+            .unbounded_send(Err(crate::error::DataflowError::internal(format!(
                 "index {} was dropped",
                 peek.id
             ))));
@@ -189,6 +189,8 @@ fn answer_peek(peek: &mut WaitingPeek, installed: &mut BTreeMap<GlobalId, Instal
         return false;
     }
     // The requester may have gone away (timeout, cancel): nothing to do.
-    let _ = peek.answer.send(traces.peek(peek.time, peek.key.as_ref()));
+    let _ = peek
+        .answer
+        .unbounded_send(traces.peek(peek.time, peek.key.as_ref()));
     true
 }

@@ -816,13 +816,12 @@ impl Coordinator {
         let (ts, holds) = self.read_time(session, &peek.inputs)?;
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
         let pending = self.compute.peek(peek.index, ts, peek.key.clone())?;
-        let answer = tokio::task::spawn_blocking(move || {
-            pending.wait(std::time::Duration::from_secs(
-                crate::peek::PEEK_TIMEOUT_SECS,
-            ))
-        })
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(crate::peek::PEEK_TIMEOUT_SECS),
+            pending.wait(),
+        )
         .await
-        .map_err(|e| AdapterError::Internal(format!("peek task failed: {e}")))??;
+        .map_err(|_| AdapterError::Compute(freshet_compute::ComputeError::PeekTimeout))??;
         drop(holds);
         let rows = answer.map_err(AdapterError::Dataflow)?;
         let schema = nullable_schema(&peek.desc.arrow_schema());

@@ -281,14 +281,13 @@ impl CollectionReader for QueryReader {
             .compute
             .peek(index, as_of, None)
             .map_err(|e| DataFusionError::Execution(e.to_string()))?;
-        let timeout = std::time::Duration::from_secs(crate::peek::PEEK_TIMEOUT_SECS);
         // Scans are synchronous: wait for the workers without starving
         // the runtime's other tasks where the runtime allows it.
         let answer = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
-                tokio::task::block_in_place(|| pending.wait(timeout))
+                tokio::task::block_in_place(|| futures::executor::block_on(pending.wait()))
             }
-            _ => pending.wait(timeout),
+            _ => futures::executor::block_on(pending.wait()),
         }
         .map_err(|e| DataFusionError::Execution(e.to_string()))?;
         let rows = answer.map_err(|e| {

@@ -1,18 +1,20 @@
 //! Indexes: a dataflow's output arranged in memory by key, read by peeks.
 //!
 //! Each worker holds the part of the arrangement whose keys hash to it, so
-//! a peek asks every worker and unions their answers. Errors are arranged
-//! beside the rows: a peek at a time where any exists fails with it.
+//! a peek of every row asks every worker and unions their answers, and a
+//! peek of one key asks the key's worker. Errors are arranged beside the
+//! rows, all on one worker ([`error_worker`]), which every peek also asks:
+//! a peek at a time where any error exists fails with it.
 
 use std::sync::Arc;
 
 use differential_dataflow::operators::arrange::TraceAgent;
 use differential_dataflow::trace::TraceReader;
 use differential_dataflow::trace::cursor::{Cursor, cursor_list};
-use differential_dataflow::trace::implementations::{KeySpine, ValSpine};
+use differential_dataflow::trace::implementations::ValSpine;
 use timely::progress::Antichain;
 
-use super::arranged::{HeapSize, arrange_by_key, arrange_by_self};
+use super::arranged::{HeapSize, arrange_by_key};
 use super::compile::KeyEval;
 use super::{Diff, Rendered, Time, eval_op};
 use crate::error::DataflowError;
@@ -20,8 +22,14 @@ use crate::row::Row;
 
 /// The rows of an index by key.
 type RowTrace = TraceAgent<ValSpine<Row, Row, Time, Diff>>;
-/// The errors of an index.
-type ErrorTrace = TraceAgent<KeySpine<DataflowError, Time, Diff>>;
+/// The errors of an index, all under the key `()`.
+type ErrorTrace = TraceAgent<ValSpine<(), DataflowError, Time, Diff>>;
+
+/// The worker that holds every error of an index (of `workers`): the one
+/// timely's exchange sends the key `()` to.
+pub(crate) fn error_worker(workers: usize) -> usize {
+    (differential_dataflow::Hashable::hashed(&()) % workers.max(1) as u64) as usize
+}
 
 impl HeapSize for DataflowError {
     fn heap_size(&self) -> usize {
@@ -51,7 +59,10 @@ pub(crate) fn render_index(rendered: Rendered<'_>, key: Arc<KeyEval>) -> IndexTr
         move |batch, rows: &[Row]| key_eval.pair(batch, rows.iter().cloned()),
     );
     let rows = arrange_by_key(keyed, "Index");
-    let errors = arrange_by_self(rendered.err.concat(key_errors), "IndexErrors");
+    let errors = arrange_by_key(
+        rendered.err.concat(key_errors).map(|e| ((), e)),
+        "IndexErrors",
+    );
     IndexTraces {
         rows: rows.trace,
         errors: errors.trace,
@@ -93,15 +104,18 @@ impl IndexTraces {
         self.errors.read_upper(&mut upper);
         if let Some(batches) = self.errors.batches_through(upper.borrow()) {
             let (mut cursor, storage) = cursor_list(batches);
-            while let Some(error) = cursor.get_key(&storage) {
-                let mut count = 0;
-                cursor.map_times(&storage, |t, d| {
-                    if *t <= time {
-                        count += *d;
+            while cursor.key_valid(&storage) {
+                while let Some(error) = cursor.get_val(&storage) {
+                    let mut count = 0;
+                    cursor.map_times(&storage, |t, d| {
+                        if *t <= time {
+                            count += *d;
+                        }
+                    });
+                    if count > 0 {
+                        return Err(error.clone());
                     }
-                });
-                if count > 0 {
-                    return Err(error.clone());
+                    cursor.step_val(&storage);
                 }
                 cursor.step_key(&storage);
             }

@@ -35,7 +35,7 @@ use timely::worker::Worker;
 pub(crate) use arranged::SizeProbe;
 use compile::AsRow;
 pub(crate) use compile::{KeyEval, Node, compile, compile_index_key};
-pub(crate) use index::{IndexTraces, PeekPart};
+pub(crate) use index::{IndexTraces, PeekPart, error_worker};
 
 use crate::controller::DataflowState;
 use crate::error::DataflowError;
