@@ -126,12 +126,16 @@ impl DataflowState {
     }
 
     /// A worker's part of the index reached `upper`; the index's upper is
-    /// the least over workers. Returns how far that worker may compact.
+    /// the least over workers. Returns how far that worker may compact:
+    /// never past `read_ts` (the time strict-serializable reads choose, so
+    /// such a read always finds the index readable), a peek's hold, or
+    /// about a second behind the upper.
     pub(crate) fn index_progress(
         &self,
         worker: usize,
         workers: usize,
         upper: Option<Timestamp>,
+        read_ts: Timestamp,
     ) -> Timestamp {
         let mut inner = self.inner.lock();
         inner.index_uppers.insert(worker, upper);
@@ -148,7 +152,10 @@ impl DataflowState {
             None
         };
         if let Some(least) = least {
-            let mut since = least.saturating_sub(INDEX_HISTORY).max(self.as_of);
+            let mut since = least
+                .saturating_sub(INDEX_HISTORY)
+                .min(read_ts)
+                .max(self.as_of);
             if let Some((&held, _)) = inner.peek_holds.iter().next() {
                 since = since.min(held);
             }

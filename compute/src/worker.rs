@@ -142,12 +142,13 @@ pub(crate) fn run_worker(
         peeks.retain_mut(|peek| !answer_peek(peek, &mut installed));
         worker.step_or_park(Some(Duration::from_millis(100)));
         let workers = worker.peers();
+        let read_ts = storage.read_ts();
         for dataflow in installed.values_mut() {
             if let Some(traces) = dataflow.traces.as_mut() {
                 let upper = traces.upper();
                 let since = dataflow
                     .state
-                    .index_progress(worker.index(), workers, upper);
+                    .index_progress(worker.index(), workers, upper, read_ts);
                 traces.compact_to(since);
             }
         }

@@ -815,7 +815,17 @@ impl Coordinator {
     async fn peek(&self, session: &mut Session, peek: &PeekPlan) -> Result<RecordBatch> {
         let (ts, holds) = self.read_time(session, &peek.inputs)?;
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
-        let pending = self.compute.peek(peek.index, ts, peek.key.clone())?;
+        let pending = match self.compute.peek(peek.index, ts, peek.key.clone()) {
+            // A serializable read may pick a time the index has compacted
+            // past; outside a transaction any later time serves it (the
+            // inputs' holds at `ts` protect later times too).
+            Err(freshet_compute::ComputeError::NotReadable { since, .. })
+                if session.status != TxnStatus::InBlock =>
+            {
+                self.compute.peek(peek.index, since, peek.key.clone())?
+            }
+            other => other?,
+        };
         let answer = tokio::time::timeout(
             std::time::Duration::from_secs(crate::peek::PEEK_TIMEOUT_SECS),
             pending.wait(),
