@@ -590,6 +590,11 @@ fn encode_key(codec: &RowCodec, values: &[ScalarValue]) -> Result<Row> {
             values.len()
         )));
     }
+    // NULL equals no key (the index keeps rows with NULL keys for full
+    // scans, so a NULL lookup must not reach it).
+    if values.iter().any(ScalarValue::is_null) {
+        return Err(ComputeError::PlanWire("NULL is not a key value".into()));
+    }
     let columns = values
         .iter()
         .zip(fields)
