@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Freshet test: unit and integration tests (including the
 # PostgreSQL differential harness, the psql smoke test and the storage crash
-# harness) and the sqllogictest suites.
+# harness), the sqllogictest suites, and the driver tests (psycopg 3, in a
+# virtualenv this script creates next to the build cache).
 #
 # It sets up what the tests need itself: PostgreSQL refuses to run as root,
 # so when run as root it creates an unprivileged system user for the
@@ -27,5 +28,13 @@ cargo build -p freshet-server --bin freshet
 cargo run -p freshet-sqllogictest -- \
   --server-binary "${CARGO_TARGET_DIR:-target}/debug/freshet" \
   sqllogictest/tests/
+
+echo "== driver tests (psycopg 3) =="
+venv="${CARGO_TARGET_DIR:-target}/drivers-venv"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet --disable-pip-version-check "psycopg[binary]>=3.1,<4" "pytest>=7,<10"
+FRESHET_BIN="${CARGO_TARGET_DIR:-target}/debug/freshet" "$venv/bin/python" -m pytest -q tests/drivers
 
 echo "all tests passed"
