@@ -357,15 +357,26 @@ impl ComputeController {
     /// installing it: the planner calls this before committing a CREATE,
     /// so a committed view installs.
     pub fn validate(codec: &PlanCodec, plan: &crate::plan::RelPlan) -> Result<()> {
+        Self::validate_export(codec, plan, Export::Shard)
+    }
+
+    /// [`Self::validate`] for a plan exported as `export` (an index's keys
+    /// must also survive the wire form and compile).
+    pub fn validate_export(
+        codec: &PlanCodec,
+        plan: &crate::plan::RelPlan,
+        export: Export,
+    ) -> Result<()> {
         let desc = DataflowDesc {
             id: GlobalId::User(0),
-            export: crate::plan::Export::Shard,
+            export,
             plan: plan.clone(),
             as_of: 0,
             start: 0,
         };
         let decoded = codec.decode(&codec.encode(&desc)?)?;
-        compile(&decoded.plan).map(|_| ())
+        compile(&decoded.plan)?;
+        compile_index_key(&decoded).map(|_| ())
     }
 
     /// Install the dataflow `desc`, whose inputs are readable at

@@ -69,16 +69,22 @@ pub fn create_index(
         ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id)?.1,
         _ => desc.clone(),
     };
+    // Keys are stored as SQL over the object's columns: a column's quoted
+    // name, or an expression's text.
     let columns: Vec<String> = match keys {
-        None => desc.columns.iter().map(|c| c.name.clone()).collect(),
+        None => desc
+            .columns
+            .iter()
+            .map(|c| quote_if_needed(&c.name).to_string())
+            .collect(),
         Some(keys) => keys
             .iter()
-            .map(|k| key_column(k, desc))
+            .map(|k| key_sql(k, desc))
             .collect::<Result<_>>()?,
     };
     let default_name = match keys {
         None => format!("{}_primary_idx", item.name),
-        Some(_) => format!("{}_{}_idx", item.name, columns.join("_")),
+        Some(_) => format!("{}_{}_idx", item.name, name_part(&columns)),
     };
     let name = match name {
         Some(n) => crate::parse::normalize_name(n)?
@@ -86,16 +92,36 @@ pub fn create_index(
             .ok_or_else(|| PlanError::Syntax("empty index name".into()))?,
         None => default_name,
     };
-    let quoted: Vec<String> = columns
-        .iter()
-        .map(|c| quote_if_needed(c).to_string())
-        .collect();
     let create_sql = format!(
-        "CREATE INDEX {} ON [{}] ({})",
+        "CREATE INDEX {} ON {} ({})",
         quote_if_needed(&name),
-        item.id,
-        quoted.join(", ")
+        crate::resolve::id_name(item.id),
+        columns.join(", ")
     );
+    // The keys must plan, be deterministic, and render over the rows.
+    let rows_plan = match item.kind {
+        ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id)?.0,
+        _ => RelPlan::Get {
+            id: item.id,
+            schema: rows_desc.arrow_schema(),
+        },
+    };
+    let (keys_exprs, schema) = key_exprs(cx, item.id, &columns, &rows_plan)?;
+    freshet_compute::ComputeController::validate_export(
+        &crate::plan_codec::plan_codec(cx.state),
+        &rows_plan,
+        freshet_compute::plan::Export::Index {
+            keys: keys_exprs,
+            schema,
+        },
+    )
+    .map_err(|e| match e {
+        freshet_compute::ComputeError::Render(df) => PlanError::DataFusion(df),
+        freshet_compute::ComputeError::PlanEncode(what) => {
+            PlanError::unsupported(format!("in an index key, {what}"))
+        }
+        other => PlanError::Internal(other.to_string()),
+    })?;
     Ok(Plan::CreateItem {
         def: ItemDef {
             schema_id: item.schema_id,
@@ -114,19 +140,113 @@ pub fn create_index(
     })
 }
 
-/// The column a key names; other key expressions are refused.
-fn key_column(key: &ast::IndexColumn, desc: &RelationDesc) -> Result<String> {
-    let ast::Expr::Identifier(ident) = &key.column.expr else {
-        return Err(PlanError::unsupported(format!(
-            "index key {} (index keys are columns)",
-            key.column.expr
-        )));
-    };
-    let name = crate::parse::normalize_ident(ident);
-    if !desc.columns.iter().any(|c| c.name == name) {
-        return Err(PlanError::UnknownColumn(name));
+/// A key as stored: a column's quoted name, or the expression's text.
+fn key_sql(key: &ast::IndexColumn, desc: &RelationDesc) -> Result<String> {
+    if key.column.options.asc.is_some() || key.column.options.nulls_first.is_some() {
+        return Err(PlanError::unsupported("ASC/DESC/NULLS in an index key"));
     }
-    Ok(name)
+    match &key.column.expr {
+        ast::Expr::Identifier(ident) => {
+            let name = crate::parse::normalize_ident(ident);
+            if !desc.columns.iter().any(|c| c.name == name) {
+                return Err(PlanError::UnknownColumn(name));
+            }
+            Ok(quote_if_needed(&name).to_string())
+        }
+        other => Ok(format!("({other})")),
+    }
+}
+
+/// A name fragment for a default index name from its keys.
+fn name_part(keys: &[String]) -> String {
+    let words: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            k.chars()
+                .map(|c| {
+                    if c.is_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '_'
+                    }
+                })
+                .collect::<String>()
+                .split('_')
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join("_")
+        })
+        .collect();
+    words.join("_")
+}
+
+/// The column a stored key names (its unquoted name; an expression key
+/// names no column).
+fn key_column_name(key: &str) -> String {
+    match key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => key.to_string(),
+    }
+}
+
+/// The keys (stored SQL over `on`'s columns) as expressions over the rows
+/// of `rows` (`on`'s rows as the index's dataflow produces them), planned
+/// as any query's expressions are (PostgreSQL casts, checked arithmetic),
+/// and the schema they name.
+fn key_exprs(
+    cx: &StatementContext,
+    on: GlobalId,
+    keys: &[String],
+    rows: &RelPlan,
+) -> Result<(Vec<Expr>, Arc<DFSchema>)> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::LogicalPlan;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
+
+    let sql = format!(
+        "SELECT {} FROM {}",
+        keys.join(", "),
+        crate::resolve::id_name(on)
+    );
+    let query = match Parser::parse_sql(&PostgreSqlDialect {}, &sql)
+        .map_err(|e| PlanError::Syntax(format!("index key: {e}")))?
+        .pop()
+    {
+        Some(ast::Statement::Query(q)) => q,
+        _ => return Err(PlanError::Syntax(format!("index keys: {sql}"))),
+    };
+    let plan = crate::query::plan_query(cx, &query)?;
+    crate::lower::check_deterministic(&plan.logical)?;
+    let LogicalPlan::Projection(projection) = &plan.logical else {
+        return Err(PlanError::unsupported("this index key"));
+    };
+    let schema = Arc::new(DFSchema::try_from(rows.schema().as_ref().clone())?);
+    let exprs = projection
+        .expr
+        .iter()
+        .map(|e| {
+            if e.exists(|n| {
+                Ok(matches!(
+                    n,
+                    Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_)
+                ))
+            })? {
+                return Err(PlanError::unsupported("a subquery in an index key"));
+            }
+            // Name the object's columns as the dataflow's rows do.
+            let unqualified = e.clone().unalias().transform(|n| {
+                Ok(match n {
+                    Expr::Column(c) => Transformed::yes(Expr::Column(
+                        datafusion::common::Column::new_unqualified(c.name),
+                    )),
+                    other => Transformed::no(other),
+                })
+            })?;
+            Ok(unqualified.data)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((exprs, schema))
 }
 
 /// The indexed object and key columns of index `id`.
@@ -157,12 +277,9 @@ pub fn dataflow_plan(
             schema: desc.arrow_schema(),
         },
     };
-    let schema = Arc::new(DFSchema::try_from(plan.schema().as_ref().clone())?);
-    // Unqualified columns of the plan's output, named exactly.
-    let keys = keys
-        .iter()
-        .map(|k| Expr::Column(datafusion::common::Column::new_unqualified(k)))
-        .collect();
+    let (keys, schema) = crate::materialized::with_stored_context(state, catalog, id, |cx| {
+        key_exprs(cx, on.id, keys, &plan)
+    })?;
     Ok((plan, keys, schema))
 }
 
@@ -226,7 +343,8 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
             // Every equality must be on a key column, and every key column
             // constrained exactly once.
             let mut values = Vec::with_capacity(keys.len());
-            for k in keys {
+            let keys: Vec<String> = keys.iter().map(|k| key_column_name(k)).collect();
+            for k in &keys {
                 let mut matching = equalities.iter().filter(|(c, _)| c == k);
                 match (matching.next(), matching.next()) {
                     (Some((_, v)), None) => values.push(v.clone()),
@@ -238,7 +356,7 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
             }
             let typed = values
                 .iter()
-                .zip(keys)
+                .zip(&keys)
                 .map(|(v, k)| constant(v, &desc, k, cx.params))
                 .collect::<Option<Vec<_>>>();
             match typed {

@@ -173,10 +173,30 @@ fn planned_definition(
     id: GlobalId,
 ) -> Result<(QueryPlan, RelationDesc)> {
     let item = catalog.get_item(id)?;
+    let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &item.create_sql)
+        .map_err(|e| PlanError::Internal(format!("stored definition of {id} does not parse: {e}")))?
+        .pop();
+    let Some(ast::Statement::CreateView(cv)) = stmt else {
+        return Err(PlanError::Internal(format!(
+            "stored definition of {id} is not a view"
+        )));
+    };
     let desc = item
         .desc
         .clone()
         .ok_or_else(|| PlanError::Internal(format!("view {id} has no columns")))?;
+    let plan = with_stored_context(state, catalog, id, |cx| plan_query(cx, &cv.query))?;
+    Ok((plan, desc))
+}
+
+/// Run `f` in the context stored definitions are planned in: the
+/// database of item `id`, no search path (stored SQL names objects by id).
+pub(crate) fn with_stored_context<T>(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+    f: impl FnOnce(&StatementContext) -> Result<T>,
+) -> Result<T> {
     let database = catalog
         .full_name(id)
         .map(|(db, _, _)| db.to_string())
@@ -192,15 +212,7 @@ fn planned_definition(
         session: &session,
         params: None,
     };
-    let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &item.create_sql)
-        .map_err(|e| PlanError::Internal(format!("stored definition of {id} does not parse: {e}")))?
-        .pop();
-    let Some(ast::Statement::CreateView(cv)) = stmt else {
-        return Err(PlanError::Internal(format!(
-            "stored definition of {id} is not a view"
-        )));
-    };
-    Ok((plan_query(&cx, &cv.query)?, desc))
+    f(&cx)
 }
 
 /// `EXPLAIN MATERIALIZED VIEW name`: the dataflow that maintains it.
