@@ -2,9 +2,10 @@
 //! the reads an index answers without a DataFusion plan (peeks).
 //!
 //! An index arranges a relation (a table, source, materialized view, or a
-//! plain view, which the index makes maintained) in memory by key columns.
-//! `SELECT * FROM obj` and `SELECT * FROM obj WHERE <key> = <constants>`
-//! on an indexed object are answered straight from the arrangement.
+//! plain view, which the index makes maintained) in memory by its keys
+//! (columns or expressions over them). `SELECT * FROM obj` and `SELECT *
+//! FROM obj WHERE <key column> = <constant> ...` on an indexed object are
+//! answered straight from the arrangement.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -40,7 +41,7 @@ pub struct PeekPlan {
     pub explain: String,
 }
 
-/// `CREATE INDEX [name] ON obj (col, ...)`, or, with `keys` `None`,
+/// `CREATE INDEX [name] ON obj (expr, ...)`, or, with `keys` `None`,
 /// `CREATE DEFAULT INDEX ON obj` (keyed by every column).
 pub fn create_index(
     cx: &StatementContext,
@@ -65,9 +66,15 @@ pub fn create_index(
         .ok_or_else(|| PlanError::Internal(format!("{} has no columns", item.name)))?;
     // The rows the index holds: a view's at the numeric scales its query
     // computes (planning it also checks that it can be maintained).
-    let rows_desc = match item.kind {
-        ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id)?.1,
-        _ => desc.clone(),
+    let (rows_plan, rows_desc) = match item.kind {
+        ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id)?,
+        _ => (
+            RelPlan::Get {
+                id: item.id,
+                schema: desc.arrow_schema(),
+            },
+            desc.clone(),
+        ),
     };
     // Keys are stored as SQL over the object's columns: a column's quoted
     // name, or an expression's text.
@@ -99,13 +106,6 @@ pub fn create_index(
         columns.join(", ")
     );
     // The keys must plan, be deterministic, and render over the rows.
-    let rows_plan = match item.kind {
-        ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id)?.0,
-        _ => RelPlan::Get {
-            id: item.id,
-            schema: rows_desc.arrow_schema(),
-        },
-    };
     let (keys_exprs, schema) = key_exprs(cx, item.id, &columns, &rows_plan)?;
     freshet_compute::ComputeController::validate_export(
         &crate::plan_codec::plan_codec(cx.state),
