@@ -12,7 +12,7 @@ use freshet_repr::{ColumnDesc, GlobalId, RelationDesc};
 use crate::error::{PlanError, Result};
 use crate::parse::{ObjectKind, normalize_ident, normalize_name};
 use crate::plan::Plan;
-use crate::query::{StatementContext, plan_query};
+use crate::query::{StatementContext, plan_maintained_query};
 use crate::resolve::{Resolved, quote_if_needed};
 use crate::types::pg_type_of;
 
@@ -236,7 +236,7 @@ pub(crate) fn view_definition(
     let (schema, name) = resolver.create_target(&cv.name)?;
     let mut query = (*cv.query).clone();
     let refs = resolver.rewrite(&mut query)?;
-    let plan = plan_query(cx, &query)?;
+    let plan = plan_maintained_query(cx, &query)?;
     let (names, desc) = named_columns(&plan.desc, &cv.columns, &format!("CREATE {keyword}"))?;
     let create_sql = format!(
         "CREATE {keyword} {} ({}) AS {query}",

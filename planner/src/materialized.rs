@@ -20,7 +20,7 @@ use crate::lower::{cast_to, check_deterministic, lower};
 use crate::misc::text_rows;
 use crate::plan::{Plan, QueryPlan};
 use crate::plan_codec::plan_codec;
-use crate::query::{StatementContext, plan_query};
+use crate::query::{StatementContext, plan_maintained_query};
 use crate::resolve::{SessionInfo, humanize_ids};
 
 /// `CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name [(cols)] AS q`.
@@ -185,7 +185,9 @@ fn planned_definition(
         .desc
         .clone()
         .ok_or_else(|| PlanError::Internal(format!("view {id} has no columns")))?;
-    let plan = with_stored_context(state, catalog, id, |cx| plan_query(cx, &cv.query))?;
+    let plan = with_stored_context(state, catalog, id, |cx| {
+        plan_maintained_query(cx, &cv.query)
+    })?;
     Ok((plan, desc))
 }
 

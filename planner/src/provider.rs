@@ -207,6 +207,9 @@ pub struct PlanningContext<'a> {
     pub returning_rows: Option<SchemaRef>,
     sources: RefCell<HashMap<GlobalId, Arc<dyn TableSource>>>,
     view_stack: RefCell<Vec<GlobalId>>,
+    /// Whether indexed views are read from their indexes (ad hoc reads) or
+    /// inlined (plans that become dataflows, which read only storage).
+    read_indexes: bool,
 }
 
 impl fmt::Debug for PlanningContext<'_> {
@@ -239,7 +242,14 @@ impl<'a> PlanningContext<'a> {
             returning_rows: None,
             sources: RefCell::new(HashMap::new()),
             view_stack: RefCell::new(Vec::new()),
+            read_indexes: true,
         }
+    }
+
+    /// Inline every view, indexed or not: for plans that become dataflows.
+    pub fn inlining_views(mut self) -> Self {
+        self.read_indexes = false;
+        self
     }
 
     /// A DataFusion SQL planner over this context.
@@ -309,7 +319,9 @@ impl<'a> PlanningContext<'a> {
                 }))
             }
             // An indexed view is read from its index, not recomputed.
-            ItemKind::View if let Some((index, rows)) = self.index_of(id) => {
+            ItemKind::View
+                if let Some((index, rows)) = self.index_of(id).filter(|_| self.read_indexes) =>
+            {
                 provider_as_source(Arc::new(BoundTable {
                     contents: Contents::Index(index),
                     schema: nullable_schema(&rows.arrow_schema()),

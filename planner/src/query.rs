@@ -44,9 +44,22 @@ impl<'a> StatementContext<'a> {
 
 /// Plan a query.
 pub fn plan_query(cx: &StatementContext, query: &ast::Query) -> Result<QueryPlan> {
+    plan_query_in(cx, cx.planning(), query)
+}
+
+/// Plan a query that will become a dataflow: views are inlined even when
+/// indexed (dataflows read only storage collections).
+pub fn plan_maintained_query(cx: &StatementContext, query: &ast::Query) -> Result<QueryPlan> {
+    plan_query_in(cx, cx.planning().inlining_views(), query)
+}
+
+fn plan_query_in(
+    cx: &StatementContext,
+    pc: PlanningContext<'_>,
+    query: &ast::Query,
+) -> Result<QueryPlan> {
     let mut query = query.clone();
     let refs = cx.resolver().rewrite(&mut query)?;
-    let pc = cx.planning();
     let logical = pc.plan_sql_statement(ast::Statement::Query(Box::new(query.clone())))?;
     finish_query(cx, &pc, logical, Some(&query), &refs)
 }
