@@ -28,6 +28,8 @@ pub struct DataflowState {
     pub id: GlobalId,
     /// For an index: how its keys are encoded.
     index_key: Option<Arc<RowCodec>>,
+    /// For an index: no error exists at times before this (0: unknown).
+    errors_absent_through: AtomicU64,
     /// Inputs were read as of this time.
     pub as_of: Timestamp,
     /// Output began at this time.
@@ -174,6 +176,18 @@ impl DataflowState {
     /// The earliest time a peek of the index may read at.
     pub fn index_since(&self) -> Timestamp {
         self.inner.lock().index_since
+    }
+
+    /// Record that the index has no error before `through` (`None`: it
+    /// may have errors).
+    pub(crate) fn set_errors_absent_through(&self, through: Option<Timestamp>) {
+        self.errors_absent_through
+            .store(through.unwrap_or(0), Ordering::SeqCst);
+    }
+
+    /// Whether the index certainly has no error at `time`.
+    fn errors_absent_at(&self, time: Timestamp) -> bool {
+        time < self.errors_absent_through.load(Ordering::SeqCst)
     }
 
     /// Hold the index readable at `time` (refused below its since).
@@ -458,6 +472,7 @@ impl ComputeController {
         let state = Arc::new(DataflowState {
             id: desc.id,
             index_key,
+            errors_absent_through: AtomicU64::new(0),
             as_of: desc.as_of,
             start: desc.start,
             inputs: desc.plan.inputs().into_iter().collect(),
@@ -507,7 +522,7 @@ impl ComputeController {
                 let owner = (differential_dataflow::Hashable::hashed(&key) % n) as usize;
                 let errors = error_worker(self.workers);
                 self.send_to(owner, command(Some(key.clone())))?;
-                if errors != owner {
+                if errors != owner && !state.errors_absent_at(time) {
                     self.send_to(errors, command(Some(key)))?;
                     2
                 } else {

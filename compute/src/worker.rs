@@ -20,6 +20,7 @@ const HYDRATION_LOG_AFTER: Duration = Duration::from_secs(5);
 use crate::plan::wire::PlanCodec;
 use crate::render::{
     Context, IndexTraces, PeekPart, SizeProbe, build_dataflow, compile, compile_index_key,
+    error_worker,
 };
 use crate::row::Row;
 
@@ -143,6 +144,7 @@ pub(crate) fn run_worker(
         worker.step_or_park(Some(Duration::from_millis(100)));
         let workers = worker.peers();
         let read_ts = storage.read_ts();
+        let holds_errors = worker.index() == error_worker(workers);
         for dataflow in installed.values_mut() {
             if let Some(traces) = dataflow.traces.as_mut() {
                 let upper = traces.upper();
@@ -150,6 +152,13 @@ pub(crate) fn run_worker(
                     .state
                     .index_progress(worker.index(), workers, upper, read_ts);
                 traces.compact_to(since);
+                if holds_errors {
+                    // Lets keyed peeks skip this worker while there is
+                    // no error to find.
+                    dataflow
+                        .state
+                        .set_errors_absent_through(traces.errors_absent_through());
+                }
             }
         }
         peeks.retain_mut(|peek| !answer_peek(peek, &mut installed));

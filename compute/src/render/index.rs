@@ -84,6 +84,21 @@ impl IndexTraces {
         }
     }
 
+    /// `Some(upper)` of the error arrangement if it holds no update at all
+    /// (so the index has no error at any time before `upper`); `None` if
+    /// it holds some (or is closed).
+    pub fn errors_absent_through(&mut self) -> Option<Time> {
+        let mut upper = Antichain::new();
+        self.errors.read_upper(&mut upper);
+        let mut any = false;
+        self.errors.map_spans(|span| any |= span.inner.is_some());
+        if any {
+            None
+        } else {
+            upper.as_option().copied()
+        }
+    }
+
     /// Allow compaction up to `since`: peeks must read at or after it.
     pub fn compact_to(&mut self, since: Time) {
         if since <= self.since {
