@@ -243,13 +243,6 @@ pub struct IndexHold {
     time: Timestamp,
 }
 
-impl IndexHold {
-    /// The time held.
-    pub fn time(&self) -> Timestamp {
-        self.time
-    }
-}
-
 impl Drop for IndexHold {
     fn drop(&mut self) {
         let mut inner = self.state.inner.lock();

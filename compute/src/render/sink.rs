@@ -148,12 +148,17 @@ impl Writer {
             .collect();
         let data = self.codec.decode(rows.iter().copied())?;
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(data.num_columns() + 3);
-        for (column, field) in data.columns().iter().zip(data.schema().fields()) {
-            let padding = arrow::array::new_null_array(field.data_type(), errors.len());
-            columns.push(arrow::compute::concat(&[
-                column.as_ref(),
-                padding.as_ref(),
-            ])?);
+        if errors.is_empty() {
+            columns.extend(data.columns().iter().cloned());
+        } else {
+            // Error rows carry NULL in every column of the view.
+            for (column, field) in data.columns().iter().zip(data.schema().fields()) {
+                let padding = arrow::array::new_null_array(field.data_type(), errors.len());
+                columns.push(arrow::compute::concat(&[
+                    column.as_ref(),
+                    padding.as_ref(),
+                ])?);
+            }
         }
         let error_refs: Vec<&DataflowError> = errors.iter().map(|(e, _)| *e).collect();
         columns.push(error_values(rows.len(), &error_refs));
