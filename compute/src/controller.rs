@@ -62,6 +62,8 @@ struct StateInner {
     peek_holds: BTreeMap<Timestamp, usize>,
     /// An index may be compacted up to here; peeks read at or after it.
     index_since: Timestamp,
+    /// An index's distinct errors (its views' errors are in `errors`).
+    index_errors: usize,
 }
 
 /// How far an index's compaction trails its upper (ms), so reads that
@@ -112,7 +114,14 @@ impl DataflowState {
 
     /// How many distinct errors the output currently holds.
     pub fn error_count(&self) -> usize {
-        self.inner.lock().errors.len()
+        let inner = self.inner.lock();
+        inner.errors.len() + inner.index_errors
+    }
+
+    /// An index's distinct errors at its upper, as its error worker last
+    /// counted them.
+    pub(crate) fn set_index_errors(&self, count: usize) {
+        self.inner.lock().index_errors = count;
     }
 
     /// Count error changes written to (or found in) the output shard.

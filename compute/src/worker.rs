@@ -164,8 +164,12 @@ pub(crate) fn run_worker(
         peeks.retain_mut(|peek| !answer_peek(peek, &mut installed));
         if reported.elapsed() >= SIZE_REPORT_INTERVAL {
             reported = Instant::now();
+            let holds_errors = worker.index() == error_worker(worker.peers());
             for dataflow in installed.values_mut() {
                 let state = &dataflow.state;
+                if holds_errors && let Some(traces) = dataflow.traces.as_mut() {
+                    state.set_index_errors(traces.error_count());
+                }
                 let records = sizes.records(dataflow.index);
                 let bytes = dataflow.probes.iter_mut().map(SizeProbe::bytes).sum();
                 state.set_arranged(worker.index(), records, bytes);

@@ -99,6 +99,27 @@ impl IndexTraces {
         }
     }
 
+    /// Distinct errors the index holds at its latest complete time.
+    pub fn error_count(&mut self) -> usize {
+        let mut upper = Antichain::new();
+        self.errors.read_upper(&mut upper);
+        let Some(batches) = self.errors.batches_through(upper.borrow()) else {
+            return 0;
+        };
+        let (mut cursor, storage) = cursor_list(batches);
+        let mut count = 0;
+        while cursor.key_valid(&storage) {
+            while cursor.val_valid(&storage) {
+                let mut total = 0;
+                cursor.map_times(&storage, |_, d| total += *d);
+                count += usize::from(total > 0);
+                cursor.step_val(&storage);
+            }
+            cursor.step_key(&storage);
+        }
+        count
+    }
+
     /// Allow compaction up to `since`: peeks must read at or after it.
     pub fn compact_to(&mut self, since: Time) {
         if since <= self.since {

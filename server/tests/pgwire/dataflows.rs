@@ -76,3 +76,47 @@ async fn arrangement_records_and_bytes_follow_the_data() {
     let names: Vec<String> = left.iter().map(|r| r.get(0)).collect();
     assert_eq!(names, vec!["freshet.public.plain".to_string()]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_index_reports_its_errors() {
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE d (k int);
+         INSERT INTO d VALUES (1), (2);
+         CREATE VIEW inv AS SELECT k, 10 / k AS q FROM d;
+         CREATE INDEX inv_k ON inv (k)",
+    )
+    .await
+    .unwrap();
+    let errors = |want: i64| {
+        let c = &c;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let n: i64 = c
+                    .query_one(
+                        "SELECT errors FROM freshet_internal.dataflows \
+                         WHERE object_name = 'freshet.public.inv_k'",
+                        &[],
+                    )
+                    .await
+                    .expect("dataflow row")
+                    .get(0);
+                if n == want {
+                    return;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "errors stayed {n}, expected {want}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    errors(0).await;
+    c.batch_execute("INSERT INTO d VALUES (0)").await.unwrap();
+    errors(1).await;
+    c.batch_execute("DELETE FROM d WHERE k = 0").await.unwrap();
+    errors(0).await;
+}
