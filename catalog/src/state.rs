@@ -89,6 +89,13 @@ impl CatalogState {
         Some((db.name.clone(), schema.name.clone(), item.name.clone()))
     }
 
+    /// The indexes on item `id` (an object's indexes go wherever it goes).
+    pub fn indexes_on(&self, id: GlobalId) -> impl Iterator<Item = &Item> {
+        self.items.values().filter(
+            move |i| matches!(&i.details, crate::ItemDetails::Index { on, .. } if *on == id),
+        )
+    }
+
     /// Objects that depend directly on `id`: items referencing an item,
     /// items in a schema, schemas in a database.
     pub fn dependents(&self, id: GlobalId) -> Vec<GlobalId> {

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use arrow::array::RecordBatch;
 use datafusion::common::ScalarValue;
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{ReadHold, Storage};
@@ -26,8 +27,8 @@ use crate::worker::{Command, run_worker};
 pub struct DataflowState {
     /// The object maintained.
     pub id: GlobalId,
-    /// For an index: how its keys are encoded.
-    index_key: Option<Arc<RowCodec>>,
+    /// For an index: how its keys and its rows are encoded.
+    index_codecs: Option<IndexCodecs>,
     /// For an index: no error exists at times before this (0: unknown).
     errors_absent_through: AtomicU64,
     /// Inputs were read as of this time.
@@ -264,21 +265,30 @@ impl Drop for IndexHold {
     }
 }
 
+/// How an index's keys and rows are encoded.
+#[derive(Debug, Clone)]
+struct IndexCodecs {
+    key: Arc<RowCodec>,
+    rows: Arc<RowCodec>,
+}
+
 /// A peek on its way: every worker's answer, once each has it. Awaiting
 /// it parks the requesting task, not a thread: workers wake it directly.
 #[derive(Debug)]
 pub struct PendingPeek {
     answers: futures::channel::mpsc::UnboundedReceiver<PeekPart>,
     workers: usize,
+    rows: Arc<RowCodec>,
     _hold: IndexHold,
 }
 
 impl PendingPeek {
-    /// All workers' answers: the rows with their multiplicities, or the
-    /// error the index holds at the peek's time. (The caller bounds the
-    /// wait, e.g. with the statement timeout; dropping the future releases
-    /// the index hold.)
-    pub async fn wait(mut self) -> Result<std::result::Result<Vec<(Row, i64)>, DataflowError>> {
+    /// All workers' answers as one batch of the index's rows (each
+    /// repeated by its multiplicity; every column nullable), or the error
+    /// the index holds at the peek's time. (The caller bounds the wait,
+    /// e.g. with the statement timeout; dropping the future releases the
+    /// index hold.)
+    pub async fn wait(mut self) -> Result<std::result::Result<RecordBatch, DataflowError>> {
         use futures::StreamExt;
         let mut rows = Vec::new();
         for _ in 0..self.workers {
@@ -288,7 +298,14 @@ impl PendingPeek {
                 None => return Err(ComputeError::ShutDown),
             }
         }
-        Ok(Ok(rows))
+        let mut expanded = Vec::with_capacity(rows.len());
+        for (row, n) in &rows {
+            let n = usize::try_from(*n).map_err(|_| {
+                ComputeError::PlanWire(format!("an index holds a row with multiplicity {n}"))
+            })?;
+            expanded.extend(std::iter::repeat_n(row, n));
+        }
+        Ok(Ok(self.rows.decode(expanded)?))
     }
 }
 
@@ -455,8 +472,11 @@ impl ComputeController {
         let plan: Arc<[u8]> = self.codec.encode(&desc)?.into();
         let decoded = self.codec.decode(&plan)?;
         compile(&decoded.plan)?;
-        let index_key = compile_index_key(&decoded)?.map(|k| k.key_codec());
-        let state = self.new_state(&desc, acquired, index_key);
+        let index_codecs = compile_index_key(&decoded)?.map(|k| IndexCodecs {
+            key: k.key_codec(),
+            rows: Arc::clone(&k.input),
+        });
+        let state = self.new_state(&desc, acquired, index_codecs);
         self.broadcast(|| Command::Install {
             plan: Arc::clone(&plan),
             state: Arc::clone(&state),
@@ -469,11 +489,11 @@ impl ComputeController {
         &self,
         desc: &DataflowDesc,
         holds: Vec<ReadHold>,
-        index_key: Option<Arc<RowCodec>>,
+        index_codecs: Option<IndexCodecs>,
     ) -> Arc<DataflowState> {
         let state = Arc::new(DataflowState {
             id: desc.id,
-            index_key,
+            index_codecs,
             errors_absent_through: AtomicU64::new(0),
             as_of: desc.as_of,
             start: desc.start,
@@ -502,11 +522,13 @@ impl ComputeController {
         key: Option<Vec<ScalarValue>>,
     ) -> Result<PendingPeek> {
         let state = self.dataflow(id).ok_or(ComputeError::UnknownIndex(id))?;
-        let codec = state
-            .index_key
-            .as_ref()
+        let codecs = state
+            .index_codecs
+            .clone()
             .ok_or(ComputeError::UnknownIndex(id))?;
-        let key = key.map(|values| encode_key(codec, &values)).transpose()?;
+        let key = key
+            .map(|values| encode_key(&codecs.key, &values))
+            .transpose()?;
         let hold = state.hold_index(time)?;
         let (tx, rx) = futures::channel::mpsc::unbounded();
         let command = |key: Option<Row>| Command::Peek {
@@ -539,6 +561,7 @@ impl ComputeController {
         Ok(PendingPeek {
             answers: rx,
             workers,
+            rows: codecs.rows,
             _hold: hold,
         })
     }

@@ -129,3 +129,14 @@ impl From<datafusion_proto::protobuf::FromProtoError> for ComputeError {
         ComputeError::PlanWire(e.to_string())
     }
 }
+
+/// A query-visible error as DataFusion carries it, so a scan that meets
+/// one fails its query with the error's SQLSTATE.
+impl From<DataflowError> for DataFusionError {
+    fn from(e: DataflowError) -> Self {
+        DataFusionError::External(Box::new(freshet_repr::SqlStateError {
+            code: e.sqlstate(),
+            message: e.message,
+        }))
+    }
+}

@@ -110,9 +110,9 @@ pub(crate) fn run_worker(
                     );
                 }
                 Ok(Command::Drop(id)) => {
+                    // Dropping `dataflow` releases the trace handles its
+                    // probes and index traces hold.
                     if let Some(dataflow) = installed.remove(&id) {
-                        // The probes hold trace handles: release them too.
-                        drop(dataflow.probes);
                         worker.drop_dataflow(dataflow.index);
                         sizes.forget(dataflow.index);
                     }
@@ -130,7 +130,6 @@ pub(crate) fn run_worker(
                 }),
                 Ok(Command::Shutdown) | Err(mpsc::TryRecvError::Disconnected) => {
                     for (_, dataflow) in std::mem::take(&mut installed) {
-                        drop(dataflow.probes);
                         worker.drop_dataflow(dataflow.index);
                     }
                     return;
@@ -143,8 +142,13 @@ pub(crate) fn run_worker(
         peeks.retain_mut(|peek| !answer_peek(peek, &mut installed));
         worker.step_or_park(Some(Duration::from_millis(100)));
         let workers = worker.peers();
-        let read_ts = storage.read_ts();
         let holds_errors = worker.index() == error_worker(workers);
+        // Only indexes need the oracle's read time (their compaction bound).
+        let read_ts = if installed.values().any(|d| d.traces.is_some()) {
+            storage.read_ts()
+        } else {
+            0
+        };
         for dataflow in installed.values_mut() {
             if let Some(traces) = dataflow.traces.as_mut() {
                 let upper = traces.upper();

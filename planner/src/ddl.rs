@@ -445,11 +445,12 @@ pub fn drop_objects(
         // Materialize): they never make RESTRICT refuse.
         let mut with_indexes = ids.clone();
         for id in &ids {
-            with_indexes.extend(cx.catalog.dependents(*id).into_iter().filter(|d| {
+            with_indexes.extend(
                 cx.catalog
-                    .get_item(*d)
-                    .is_ok_and(|i| i.kind == ItemKind::Index && !ids.contains(d))
-            }));
+                    .indexes_on(*id)
+                    .map(|i| i.id)
+                    .filter(|i| !ids.contains(i)),
+            );
         }
         with_indexes
     };

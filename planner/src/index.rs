@@ -28,8 +28,6 @@ use crate::resolve::quote_if_needed;
 pub struct PeekPlan {
     /// The index read.
     pub index: GlobalId,
-    /// The object it indexes (whose columns the rows have).
-    pub on: GlobalId,
     /// Rows whose key equals these values (in key order); `None`: all rows.
     pub key: Option<Vec<ScalarValue>>,
     /// Output columns (the object's).
@@ -329,10 +327,7 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
     {
         return Ok(None);
     }
-    let indexes = cx
-        .catalog
-        .items()
-        .filter(|i| matches!(&i.details, ItemDetails::Index { on, .. } if *on == item.id));
+    let indexes = cx.catalog.indexes_on(item.id);
     for index in indexes {
         let ItemDetails::Index { keys, .. } = &index.details else {
             continue;
@@ -379,7 +374,6 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
         };
         return Ok(Some(PeekPlan {
             index: index.id,
-            on: item.id,
             key,
             inputs: crate::query::inputs_of(cx, &BTreeSet::from([item.id])),
             // The index's rows carry the types it was created with.

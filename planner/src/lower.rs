@@ -503,15 +503,8 @@ fn evaluate_rows(schema: &SchemaRef, rows: &[Vec<Expr>]) -> Result<RecordBatch> 
             arrow::compute::concat(&refs).map_err(arrow_err)?
         });
     }
-    let nullable = Arc::new(Schema::new(
-        schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone().with_nullable(true))
-            .collect::<Vec<_>>(),
-    ));
     RecordBatch::try_new_with_options(
-        nullable,
+        freshet_repr::nullable_schema(schema),
         columns,
         &RecordBatchOptions::new().with_row_count(Some(rows.len())),
     )

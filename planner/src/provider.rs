@@ -45,13 +45,8 @@ pub trait CollectionReader: Send + Sync + fmt::Debug {
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>>;
     /// The rows of a built-in relation (`schema.name`).
     fn system_table(&self, qualified_name: &str) -> DfResult<Vec<RecordBatch>>;
-    /// The rows index `index` holds at `as_of`, as batches of `schema`.
-    fn index_rows(
-        &self,
-        index: GlobalId,
-        as_of: Timestamp,
-        schema: SchemaRef,
-    ) -> DfResult<Vec<RecordBatch>>;
+    /// The rows index `index` holds at `as_of`.
+    fn index_rows(&self, index: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>>;
 }
 
 /// The time a query reads at and where it reads from, fixed once the
@@ -154,7 +149,16 @@ impl BoundTable {
             Contents::Index(index) => {
                 let read = self.binding.read()?;
                 read.reader
-                    .index_rows(*index, read.as_of, Arc::clone(&self.schema))
+                    .index_rows(*index, read.as_of)?
+                    .into_iter()
+                    // The view's column names and types, as planned.
+                    .map(|b| {
+                        Ok(RecordBatch::try_new(
+                            Arc::clone(&self.schema),
+                            b.columns().to_vec(),
+                        )?)
+                    })
+                    .collect()
             }
             Contents::WrittenRows => Ok(self.binding.rows.get().cloned().unwrap_or_default()),
         }
@@ -310,7 +314,7 @@ impl<'a> PlanningContext<'a> {
                 }
                 // NOT NULL is enforced by the sequencer with Postgres's
                 // error; DataFusion sees every column as nullable.
-                let schema = nullable_schema(&desc.arrow_schema());
+                let schema = freshet_repr::nullable_schema(&desc.arrow_schema());
                 provider_as_source(Arc::new(BoundTable {
                     contents: Contents::Collection(id),
                     schema,
@@ -324,7 +328,7 @@ impl<'a> PlanningContext<'a> {
             {
                 provider_as_source(Arc::new(BoundTable {
                     contents: Contents::Index(index),
-                    schema: nullable_schema(&rows.arrow_schema()),
+                    schema: freshet_repr::nullable_schema(&rows.arrow_schema()),
                     defaults: HashMap::new(),
                     binding: Arc::clone(&self.binding),
                 }))
@@ -360,11 +364,8 @@ impl<'a> PlanningContext<'a> {
     fn index_of(&self, id: GlobalId) -> Option<(GlobalId, &freshet_repr::RelationDesc)> {
         self.resolver
             .catalog
-            .items()
-            .find_map(|i| match (&i.details, &i.desc) {
-                (ItemDetails::Index { on, .. }, Some(rows)) if *on == id => Some((i.id, rows)),
-                _ => None,
-            })
+            .indexes_on(id)
+            .find_map(|i| Some((i.id, i.desc.as_ref()?)))
     }
 
     /// Plan a stored view definition, naming its columns as the catalog does.
@@ -541,15 +542,4 @@ impl PlanningContext<'_> {
             binding: Arc::clone(&self.binding),
         }))
     }
-}
-
-/// `schema` with every column nullable.
-fn nullable_schema(schema: &arrow::datatypes::Schema) -> SchemaRef {
-    Arc::new(arrow::datatypes::Schema::new(
-        schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone().with_nullable(true))
-            .collect::<Vec<_>>(),
-    ))
 }

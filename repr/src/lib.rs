@@ -12,7 +12,7 @@ mod types;
 
 pub use error::SqlStateError;
 pub use id::GlobalId;
-pub use relation::{ColumnDesc, RelationDesc};
+pub use relation::{ColumnDesc, RelationDesc, nullable_schema};
 pub use types::{PG_TYPE_METADATA_KEY, PgType, TypeError, UTC_TZ};
 
 /// A point in logical time: milliseconds handed out by the timestamp oracle.

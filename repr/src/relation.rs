@@ -68,6 +68,21 @@ impl RelationDesc {
     }
 }
 
+/// `schema` with every field nullable (names, types and metadata kept):
+/// what computed rows may hold wherever nullability analysis is optimistic
+/// (outer-join padding, aggregates of empty groups), and what DataFusion
+/// sees of stored columns (NOT NULL is enforced on writes).
+pub fn nullable_schema(schema: &Schema) -> SchemaRef {
+    Arc::new(Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -826,20 +826,11 @@ impl Coordinator {
             }
             other => other?,
         };
-        let answer = tokio::time::timeout(
-            std::time::Duration::from_secs(crate::peek::PEEK_TIMEOUT_SECS),
-            pending.wait(),
-        )
-        .await
-        .map_err(|_| AdapterError::Compute(freshet_compute::ComputeError::PeekTimeout))??;
+        let answer = tokio::time::timeout(PEEK_TIMEOUT, pending.wait())
+            .await
+            .map_err(|_| AdapterError::Compute(freshet_compute::ComputeError::PeekTimeout))??;
         drop(holds);
-        let rows = answer.map_err(AdapterError::Dataflow)?;
-        let schema = nullable_schema(&peek.desc.arrow_schema());
-        let batch = crate::peek::rows_to_batch(peek.index, &rows, schema)
-            .map_err(AdapterError::Internal)?;
-        // The columns' declared types (and nullability) as the query states.
-        RecordBatch::try_new(peek.desc.arrow_schema(), batch.columns().to_vec())
-            .or_else(|_| Ok(batch))
+        answer.map_err(AdapterError::Dataflow)
     }
 
     async fn explain(
@@ -1214,17 +1205,6 @@ fn show_variable(session: &Session, name: &str) -> Result<ExecuteResponse> {
     })
 }
 
-/// `schema` with every column nullable: rows of dataflows are decoded so.
-fn nullable_schema(schema: &arrow::datatypes::Schema) -> arrow::datatypes::SchemaRef {
-    Arc::new(arrow::datatypes::Schema::new(
-        schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone().with_nullable(true))
-            .collect::<Vec<_>>(),
-    ))
-}
-
 /// A one-column `QUERY PLAN` result of `lines`.
 fn query_plan_rows(lines: Vec<String>) -> Result<ExecuteResponse> {
     let desc = RelationDesc::new(vec![freshet_repr::ColumnDesc {
@@ -1243,3 +1223,7 @@ fn query_plan_rows(lines: Vec<String>) -> Result<ExecuteResponse> {
         tag: "EXPLAIN".into(),
     })
 }
+
+/// How long a peek waits for the workers before failing (statement_timeout
+/// usually ends it sooner).
+pub(crate) const PEEK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);

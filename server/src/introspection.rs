@@ -8,7 +8,7 @@ use freshet_catalog::{CatalogState, ItemKind};
 use freshet_compute::output::{CheckedSnapshotError, checked_snapshot};
 use freshet_planner::CollectionReader;
 use freshet_planner::system::{self, SYSTEM_SCHEMAS};
-use freshet_repr::{GlobalId, PgType, SqlStateError, Timestamp};
+use freshet_repr::{GlobalId, PgType, Timestamp};
 use freshet_storage::{CollectionKind, Storage};
 
 use crate::values::parse_text_array;
@@ -271,12 +271,7 @@ impl QueryReader {
 }
 
 impl CollectionReader for QueryReader {
-    fn index_rows(
-        &self,
-        index: GlobalId,
-        as_of: Timestamp,
-        schema: arrow::datatypes::SchemaRef,
-    ) -> DfResult<Vec<RecordBatch>> {
+    fn index_rows(&self, index: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
         let pending = self
             .compute
             .peek(index, as_of, None)
@@ -290,25 +285,14 @@ impl CollectionReader for QueryReader {
             _ => futures::executor::block_on(pending.wait()),
         }
         .map_err(|e| DataFusionError::Execution(e.to_string()))?;
-        let rows = answer.map_err(|e| {
-            DataFusionError::External(Box::new(SqlStateError {
-                code: e.sqlstate(),
-                message: e.message,
-            }))
-        })?;
-        let batch =
-            crate::peek::rows_to_batch(index, &rows, schema).map_err(DataFusionError::Execution)?;
-        Ok(vec![batch])
+        Ok(vec![answer?])
     }
 
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
         let batches = self.storage.snapshot(id, as_of).map_err(external)?;
         // A view's errors at `as_of` fail the read with their SQLSTATE.
         checked_snapshot(batches).map_err(|e| match e {
-            CheckedSnapshotError::Query(e) => DataFusionError::External(Box::new(SqlStateError {
-                code: e.sqlstate(),
-                message: e.message,
-            })),
+            CheckedSnapshotError::Query(e) => e.into(),
             CheckedSnapshotError::Arrow(e) => DataFusionError::ArrowError(Box::new(e), None),
         })
     }

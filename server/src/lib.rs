@@ -10,7 +10,6 @@ pub mod handler;
 pub mod http;
 pub mod introspection;
 pub mod params;
-pub mod peek;
 pub mod server;
 pub mod session;
 pub mod values;

@@ -98,7 +98,7 @@ impl PlanCodec {
             });
         }
         Ok(DataflowDesc {
-            id: id_from_proto(required(proto.id.as_ref(), "id")?)?,
+            id: id_from_proto(required(proto.id.as_ref(), "id")?),
             as_of: proto.as_of,
             start: proto.start,
             plan: self.decode_plan(required(proto.plan.as_ref(), "plan")?)?,
@@ -240,7 +240,7 @@ impl PlanCodec {
         };
         Ok(match required(proto.node.as_ref(), "node")? {
             Node::Get(g) => RelPlan::Get {
-                id: id_from_proto(required(g.id.as_ref(), "id")?)?,
+                id: id_from_proto(required(g.id.as_ref(), "id")?),
                 schema: schema_from_proto(&g.schema)?,
             },
             Node::Constant(c) => {
@@ -333,12 +333,12 @@ fn id_to_proto(id: GlobalId) -> IdProto {
     }
 }
 
-fn id_from_proto(id: &IdProto) -> Result<GlobalId> {
-    Ok(if id.system {
+fn id_from_proto(id: &IdProto) -> GlobalId {
+    if id.system {
         GlobalId::System(id.value)
     } else {
         GlobalId::User(id.value)
-    })
+    }
 }
 
 fn join_kind_to_proto(kind: JoinKind) -> i32 {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow::compute::filter_record_batch;
-use arrow::datatypes::{Field, FieldRef, Schema, SchemaRef};
+use arrow::datatypes::{Field, FieldRef, Schema};
 use datafusion::common::{DFSchemaRef, Result as DfResult, ScalarValue};
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::ExecutionProps;
@@ -302,7 +302,9 @@ pub(crate) fn compile_index_key(desc: &DataflowDesc) -> Result<Option<Arc<KeyEva
 }
 
 fn codec(schema: &Schema) -> Result<Arc<RowCodec>> {
-    Ok(Arc::new(RowCodec::new(nullable(schema))?))
+    Ok(Arc::new(RowCodec::new(freshet_repr::nullable_schema(
+        schema,
+    ))?))
 }
 
 fn physical(e: &Expr, schema: &DFSchemaRef) -> DfResult<Arc<dyn PhysicalExpr>> {
@@ -636,17 +638,4 @@ impl Collation {
         }
         Ok(out)
     }
-}
-
-/// The same schema with every field nullable: rows computed by
-/// expressions may hold NULLs wherever DataFusion's nullability analysis
-/// is optimistic (outer-join padding, aggregates of empty groups).
-fn nullable(schema: &Schema) -> SchemaRef {
-    Arc::new(Schema::new(
-        schema
-            .fields()
-            .iter()
-            .map(|f| Field::new(f.name(), f.data_type().clone(), true))
-            .collect::<Vec<_>>(),
-    ))
 }
