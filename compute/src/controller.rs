@@ -19,6 +19,7 @@ use crate::plan::wire::PlanCodec;
 use crate::plan::{DataflowDesc, Export};
 use crate::render::{PeekPart, compile, compile_index_key, error_worker};
 use crate::row::{Row, RowCodec};
+use crate::subscribe::{SubscribeQueue, Subscription};
 use crate::worker::{Command, run_worker};
 
 /// Live facts about one installed dataflow, shared by the controller (for
@@ -29,6 +30,8 @@ pub struct DataflowState {
     pub id: GlobalId,
     /// For an index: how its keys and its rows are encoded.
     index_codecs: Option<IndexCodecs>,
+    /// For a subscribe: where its updates go.
+    subscribe: Option<Arc<SubscribeQueue>>,
     /// For an index: no error exists at times before this (0: unknown).
     errors_absent_through: AtomicU64,
     /// Inputs were read as of this time.
@@ -224,7 +227,27 @@ impl DataflowState {
             return;
         }
         tracing::error!(dataflow = %self.id, %message, "dataflow failed");
+        if let Some(queue) = &self.subscribe {
+            queue.fail(DataflowError::internal(format!(
+                "subscribe failed: {message}"
+            )));
+        }
         self.inner.lock().failure.get_or_insert(message);
+    }
+
+    /// Where a subscribe's worker sends its updates (`None`: not a
+    /// subscribe).
+    pub(crate) fn subscribe_queue(&self) -> Option<&SubscribeQueue> {
+        self.subscribe.as_deref()
+    }
+
+    /// End a subscribe with `error`, which its consumer receives after
+    /// what is already queued (an input was dropped, the server is
+    /// shutting down). No effect on other dataflows.
+    pub fn end_subscribe(&self, error: DataflowError) {
+        if let Some(queue) = &self.subscribe {
+            queue.fail(error);
+        }
     }
 
     /// The sink wrote through `upper` with these error changes. Returns
@@ -418,23 +441,51 @@ impl ComputeController {
     ///
     /// `as_of` and `start` are adjusted to resume where the output shard's
     /// upper says an earlier incarnation stopped.
-    pub fn install(
+    pub fn install(&self, desc: DataflowDesc, holds: Vec<ReadHold>) -> Result<Arc<DataflowState>> {
+        self.install_with(desc, holds, None)
+    }
+
+    /// Start a subscribe: install `desc` (exported as
+    /// [`Export::Subscribe`], with a transient id) reading its inputs at
+    /// `desc.as_of` under `holds`, with at most `limit` updates waiting
+    /// for the consumer. Dropping the returned handle ends it.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        desc: DataflowDesc,
+        holds: Vec<ReadHold>,
+        limit: usize,
+    ) -> Result<Subscription> {
+        if !matches!(desc.export, Export::Subscribe { .. }) {
+            return Err(ComputeError::PlanWire(
+                "a subscribe must export as Export::Subscribe".into(),
+            ));
+        }
+        let codec = Arc::new(RowCodec::new(freshet_repr::nullable_schema(
+            &desc.plan.schema(),
+        ))?);
+        let queue = Arc::new(SubscribeQueue::new(limit));
+        let state = self.install_with(desc, holds, Some(Arc::clone(&queue)))?;
+        Ok(Subscription::new(Arc::clone(self), state, queue, codec))
+    }
+
+    fn install_with(
         &self,
         mut desc: DataflowDesc,
         mut holds: Vec<ReadHold>,
+        subscribe: Option<Arc<SubscribeQueue>>,
     ) -> Result<Arc<DataflowState>> {
         if self.dataflows.lock().contains_key(&desc.id) {
             return Err(ComputeError::AlreadyInstalled(desc.id));
         }
-        // An index has no shard: it always builds from `as_of`.
+        // An index or subscribe has no shard: it always builds from `as_of`.
         let upper = match desc.export {
-            Export::Index { .. } => 0,
+            Export::Index { .. } | Export::Subscribe { .. } => 0,
             Export::Shard => {
                 let (_, upper) = self.storage.frontiers(desc.id)?;
                 let Some(&upper) = upper.as_option() else {
                     // Sealed: the output is complete for all time.
                     tracing::info!(dataflow = %desc.id, "output is sealed; nothing to maintain");
-                    let state = self.new_state(&desc, Vec::new(), None);
+                    let state = self.new_state(&desc, Vec::new(), None, None);
                     state.advance(Timestamp::MAX, Vec::new());
                     return Ok(state);
                 };
@@ -476,7 +527,7 @@ impl ComputeController {
             key: k.key_codec(),
             rows: Arc::clone(&k.input),
         });
-        let state = self.new_state(&desc, acquired, index_codecs);
+        let state = self.new_state(&desc, acquired, index_codecs, subscribe);
         self.broadcast(|| Command::Install {
             plan: Arc::clone(&plan),
             state: Arc::clone(&state),
@@ -490,10 +541,12 @@ impl ComputeController {
         desc: &DataflowDesc,
         holds: Vec<ReadHold>,
         index_codecs: Option<IndexCodecs>,
+        subscribe: Option<Arc<SubscribeQueue>>,
     ) -> Arc<DataflowState> {
         let state = Arc::new(DataflowState {
             id: desc.id,
             index_codecs,
+            subscribe,
             errors_absent_through: AtomicU64::new(0),
             as_of: desc.as_of,
             start: desc.start,

@@ -15,6 +15,7 @@ pub mod plan;
 mod render;
 pub mod row;
 pub mod sqlstate;
+pub mod subscribe;
 mod worker;
 
 pub use controller::{ComputeController, DataflowState};
@@ -22,3 +23,4 @@ pub use error::{ComputeError, DataflowError};
 pub use plan::wire::PlanCodec;
 pub use plan::{DataflowDesc, JoinKind, RelPlan};
 pub use row::{Row, RowCodec};
+pub use subscribe::{SubscribeBatch, Subscription};

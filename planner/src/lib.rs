@@ -12,6 +12,7 @@ pub mod index;
 pub mod lower;
 pub mod materialized;
 pub mod parse;
+mod parse_subscribe;
 pub mod pgsql;
 pub mod pgtext;
 pub mod plan_codec;
@@ -34,6 +35,7 @@ pub mod naming;
 pub mod plan;
 pub mod query;
 pub mod statement;
+pub mod subscribe;
 
 pub use plan::{
     CopyFormat, CopyFromPlan, CopyOptions, ExplainKind, Plan, QueryPlan, SetValue, WriteKind,

@@ -165,6 +165,20 @@ pub fn view_dataflow(
     Ok((rel, desc))
 }
 
+/// The dataflow computing `query` (planned in `cx`, views inlined), the
+/// columns it produces (numeric results at the scale the query computes
+/// them), and the planned query: what a subscribe runs.
+pub(crate) fn query_dataflow(
+    cx: &StatementContext,
+    query: &ast::Query,
+) -> Result<(RelPlan, RelationDesc, QueryPlan)> {
+    let plan = plan_maintained_query(cx, query)?;
+    let optimized = optimize(cx.state, &plan)?;
+    let desc = stored_types(nullable(plan.desc.clone()), &optimized);
+    let rel = lower_optimized(cx.state, &optimized, &desc)?;
+    Ok((rel, desc, plan))
+}
+
 /// The stored, id-resolved definition of view `id`, planned, with its
 /// columns.
 fn planned_definition(

@@ -353,6 +353,45 @@ pub fn show_variable(variable: &[ast::Ident]) -> Plan {
     Plan::ShowVariable(name)
 }
 
+/// COPY options given as `(name, value)` pairs (as after `COPY
+/// (SUBSCRIBE ...) TO STDOUT`).
+pub fn copy_options_from_pairs(pairs: &[(String, Option<String>)]) -> Result<CopyOptions> {
+    let one_char = |name: &str, v: &Option<String>| -> Result<char> {
+        let v = v.as_deref().unwrap_or("");
+        let mut chars = v.chars();
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => Ok(c),
+            _ => Err(PlanError::InvalidParameter(format!(
+                "COPY {name} must be a single one-byte character"
+            ))),
+        }
+    };
+    let mut options = Vec::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        options.push(match name.as_str() {
+            "format" => CopyOption::Format(datafusion::sql::sqlparser::ast::Ident::new(
+                value.clone().unwrap_or_default(),
+            )),
+            "delimiter" => CopyOption::Delimiter(one_char(name, value)?),
+            "null" => CopyOption::Null(value.clone().unwrap_or_default()),
+            "header" => CopyOption::Header(!matches!(
+                value.as_deref().map(str::to_lowercase).as_deref(),
+                Some("false" | "off" | "0")
+            )),
+            "quote" => CopyOption::Quote(one_char(name, value)?),
+            "escape" => CopyOption::Escape(one_char(name, value)?),
+            "encoding" => CopyOption::Encoding(value.clone().unwrap_or_default()),
+            other => {
+                return Err(PlanError::unsupported(format!(
+                    "COPY option {}",
+                    other.to_uppercase()
+                )));
+            }
+        });
+    }
+    copy_options(&options, &[])
+}
+
 fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<CopyOptions> {
     let mut o = CopyOptions {
         format: CopyFormat::Text,

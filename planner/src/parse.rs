@@ -55,6 +55,33 @@ pub enum Statement {
         /// Skip (with a notice) if it exists.
         if_not_exists: bool,
     },
+    /// `SUBSCRIBE ...` (streamed as `COPY ... TO STDOUT`).
+    Subscribe(Box<SubscribeStatement>),
+    /// `COPY (SUBSCRIBE ...) TO STDOUT [WITH (option value, ...)]`.
+    CopySubscribe {
+        /// The subscribe.
+        subscribe: Box<SubscribeStatement>,
+        /// COPY options, names lower-cased (`format`, `delimiter`, ...).
+        options: Vec<(String, Option<String>)>,
+    },
+    /// `DECLARE name [NO SCROLL] CURSOR [WITHOUT HOLD] FOR <query or
+    /// SUBSCRIBE>`.
+    Declare {
+        /// The cursor's name.
+        name: String,
+        /// What it reads.
+        stmt: Box<Statement>,
+    },
+    /// `FETCH [FORWARD | NEXT] [count | ALL] [FROM | IN] name
+    /// [WITH (timeout = interval)]`.
+    Fetch {
+        /// The cursor.
+        name: String,
+        /// Rows wanted (`None`: all available).
+        count: Option<u64>,
+        /// How long to wait for a first row (`None`: until one comes).
+        timeout: Option<String>,
+    },
     /// `ALTER <kind> [IF EXISTS] name RENAME TO new_name`.
     AlterRename {
         /// What kind of object.
@@ -68,10 +95,114 @@ pub enum Statement {
     },
 }
 
+/// What a `SUBSCRIBE` reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SubscribeRelation {
+    /// A table, view, materialized view or source.
+    Name(ObjectName),
+    /// `(query)`.
+    Query(Box<ast::Query>),
+}
+
+/// The shape of a subscribe's output rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnvelopeKind {
+    /// `ENVELOPE UPSERT`: one row per changed key with its new value.
+    Upsert,
+    /// `ENVELOPE DEBEZIUM`: one row per changed key with before and after.
+    Debezium,
+}
+
+/// `SUBSCRIBE [TO] relation [ENVELOPE ...] [WITH (...)] [AS OF [AT LEAST]
+/// t] [UP TO t]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SubscribeStatement {
+    /// What to follow.
+    pub relation: SubscribeRelation,
+    /// `ENVELOPE UPSERT | DEBEZIUM (KEY (cols))`.
+    pub envelope: Option<(EnvelopeKind, Vec<Ident>)>,
+    /// `WITH (name [= value], ...)`, names lower-cased.
+    pub options: Vec<(String, Option<ast::Expr>)>,
+    /// `AS OF [AT LEAST] t`: whether `AT LEAST`, and `t`.
+    pub as_of: Option<(bool, ast::Expr)>,
+    /// `UP TO t`.
+    pub up_to: Option<ast::Expr>,
+}
+
+impl std::fmt::Display for SubscribeStatement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.relation {
+            SubscribeRelation::Name(n) => write!(f, "SUBSCRIBE {n}")?,
+            SubscribeRelation::Query(q) => write!(f, "SUBSCRIBE ({q})")?,
+        }
+        if let Some((kind, key)) = &self.envelope {
+            let keys: Vec<String> = key.iter().map(|k| k.to_string()).collect();
+            let kind = match kind {
+                EnvelopeKind::Upsert => "UPSERT",
+                EnvelopeKind::Debezium => "DEBEZIUM",
+            };
+            write!(f, " ENVELOPE {kind} (KEY ({}))", keys.join(", "))?;
+        }
+        if !self.options.is_empty() {
+            let options: Vec<String> = self
+                .options
+                .iter()
+                .map(|(n, v)| match v {
+                    Some(v) => format!("{} = {v}", n.to_uppercase()),
+                    None => n.to_uppercase(),
+                })
+                .collect();
+            write!(f, " WITH ({})", options.join(", "))?;
+        }
+        if let Some((at_least, t)) = &self.as_of {
+            write!(f, " AS OF {}{t}", if *at_least { "AT LEAST " } else { "" })?;
+        }
+        if let Some(t) = &self.up_to {
+            write!(f, " UP TO {t}")?;
+        }
+        Ok(())
+    }
+}
+
 impl std::fmt::Display for Statement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Statement::Sql(s) => write!(f, "{s}"),
+            Statement::Subscribe(s) => write!(f, "{s}"),
+            Statement::CopySubscribe { subscribe, options } => {
+                write!(f, "COPY ({subscribe}) TO STDOUT")?;
+                if !options.is_empty() {
+                    let options: Vec<String> = options
+                        .iter()
+                        .map(|(n, v)| match v {
+                            Some(v) => format!("{} '{}'", n.to_uppercase(), v.replace('\'', "''")),
+                            None => n.to_uppercase(),
+                        })
+                        .collect();
+                    write!(f, " WITH ({})", options.join(", "))?;
+                }
+                Ok(())
+            }
+            Statement::Declare { name, stmt } => write!(
+                f,
+                "DECLARE {} CURSOR FOR {stmt}",
+                crate::resolve::quote_if_needed(name)
+            ),
+            Statement::Fetch {
+                name,
+                count,
+                timeout,
+            } => {
+                match count {
+                    Some(n) => write!(f, "FETCH {n} ")?,
+                    None => write!(f, "FETCH ALL ")?,
+                }
+                write!(f, "{}", crate::resolve::quote_if_needed(name))?;
+                if let Some(t) = timeout {
+                    write!(f, " WITH (TIMEOUT = '{}')", t.replace('\'', "''"))?;
+                }
+                Ok(())
+            }
             Statement::ExplainTimestamp(s) => write!(f, "EXPLAIN TIMESTAMP FOR {s}"),
             Statement::ExplainMaterializedView(n) => write!(f, "EXPLAIN MATERIALIZED VIEW {n}"),
             Statement::ExplainIndex(n) => write!(f, "EXPLAIN INDEX {n}"),
@@ -144,6 +275,9 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
 }
 
 fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
+    if let Some(stmt) = crate::parse_subscribe::try_parse(parser)? {
+        return Ok(stmt);
+    }
     if parser.parse_keywords(&[Keyword::EXPLAIN, Keyword::TIMESTAMP, Keyword::FOR]) {
         return Ok(Statement::ExplainTimestamp(Box::new(
             parser.parse_statement()?,

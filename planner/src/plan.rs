@@ -223,4 +223,25 @@ pub enum Plan {
     Commit,
     /// `ROLLBACK`.
     Rollback,
+    /// `SUBSCRIBE` or `COPY (SUBSCRIBE ...) TO STDOUT`: streamed as COPY
+    /// data in these options.
+    Subscribe(Box<crate::subscribe::SubscribePlan>, CopyOptions),
+    /// `DECLARE name CURSOR FOR ...`: the planned query or subscribe.
+    Declare {
+        /// The cursor's name.
+        name: String,
+        /// What it reads: `Select`, `Peek` or `Subscribe`.
+        plan: Box<Plan>,
+    },
+    /// `FETCH`.
+    Fetch {
+        /// The cursor.
+        name: String,
+        /// Rows wanted (`None`: all available).
+        count: Option<u64>,
+        /// How long to wait for a first row (`None`: until one comes).
+        timeout: Option<std::time::Duration>,
+    },
+    /// `CLOSE name` (`None`: `CLOSE ALL`).
+    Close(Option<String>),
 }

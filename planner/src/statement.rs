@@ -39,6 +39,38 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
             name,
             new_name,
         } => ddl::rename(cx, *kind, name, new_name, *if_exists),
+        Statement::Subscribe(s) => Ok(Plan::Subscribe(
+            Box::new(crate::subscribe::plan_subscribe(cx, s)?),
+            misc::copy_options_from_pairs(&[])?,
+        )),
+        Statement::CopySubscribe { subscribe, options } => Ok(Plan::Subscribe(
+            Box::new(crate::subscribe::plan_subscribe(cx, subscribe)?),
+            misc::copy_options_from_pairs(options)?,
+        )),
+        Statement::Declare { name, stmt } => {
+            let plan = plan_statement(cx, stmt)?;
+            if !matches!(plan, Plan::Select(_) | Plan::Peek(_) | Plan::Subscribe(..)) {
+                return Err(PlanError::Syntax(
+                    "DECLARE CURSOR needs a query or SUBSCRIBE".into(),
+                ));
+            }
+            Ok(Plan::Declare {
+                name: name.clone(),
+                plan: Box::new(plan),
+            })
+        }
+        Statement::Fetch {
+            name,
+            count,
+            timeout,
+        } => Ok(Plan::Fetch {
+            name: name.clone(),
+            count: *count,
+            timeout: timeout
+                .as_deref()
+                .map(crate::subscribe::fetch_timeout)
+                .transpose()?,
+        }),
     }
 }
 
@@ -65,6 +97,10 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
             Some(&ci.columns),
             ci.if_not_exists,
         ),
+        S::Close { cursor } => Ok(Plan::Close(match cursor {
+            ast::CloseCursor::All => None,
+            ast::CloseCursor::Specific { name } => Some(crate::parse::normalize_ident(name)),
+        })),
         S::Insert(ins) => dml::insert(cx, ins),
         S::Update(upd) => dml::update(cx, upd),
         S::Delete(del) => dml::delete(cx, del),

@@ -14,13 +14,16 @@ pub enum GlobalId {
     System(u64),
     /// An object created by a user.
     User(u64),
+    /// A session-owned dataflow that is not a catalog object (a
+    /// `SUBSCRIBE`); never stored.
+    Transient(u64),
 }
 
 impl GlobalId {
     /// The numeric part of the id.
     pub fn inner(&self) -> u64 {
         match self {
-            GlobalId::System(n) | GlobalId::User(n) => *n,
+            GlobalId::System(n) | GlobalId::User(n) | GlobalId::Transient(n) => *n,
         }
     }
 }
@@ -30,6 +33,7 @@ impl fmt::Display for GlobalId {
         match self {
             GlobalId::System(n) => write!(f, "s{n}"),
             GlobalId::User(n) => write!(f, "u{n}"),
+            GlobalId::Transient(n) => write!(f, "t{n}"),
         }
     }
 }
@@ -44,6 +48,7 @@ impl FromStr for GlobalId {
         match kind {
             "s" => Ok(GlobalId::System(n)),
             "u" => Ok(GlobalId::User(n)),
+            "t" => Ok(GlobalId::Transient(n)),
             _ => Err(bad()),
         }
     }
@@ -55,7 +60,11 @@ mod tests {
 
     #[test]
     fn round_trips_through_text() {
-        for id in [GlobalId::System(3), GlobalId::User(42)] {
+        for id in [
+            GlobalId::System(3),
+            GlobalId::User(42),
+            GlobalId::Transient(7),
+        ] {
             assert_eq!(id.to_string().parse::<GlobalId>().unwrap(), id);
         }
         assert!("x1".parse::<GlobalId>().is_err());

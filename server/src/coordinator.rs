@@ -30,7 +30,8 @@ use pgwire::api::ConnectionManager;
 
 use crate::error::{AdapterError, Result};
 use crate::introspection::QueryReader;
-use crate::session::{PendingCopy, Session, TxnRead, TxnStatus};
+use crate::session::{Cursor, PendingCopy, Session, TxnRead, TxnStatus};
+use crate::subscribe::{SubscribeStream, Subscribes};
 use crate::values::check_rows;
 use crate::vars::Isolation;
 
@@ -56,6 +57,13 @@ pub enum ExecuteResponse {
     CopyIn {
         /// Number of columns in the data.
         columns: usize,
+    },
+    /// A running subscribe, streamed as COPY data in `options`' format.
+    Subscribe {
+        /// The subscribe.
+        stream: crate::subscribe::SubscribeStream,
+        /// COPY format options.
+        options: freshet_planner::CopyOptions,
     },
     /// COPY TO STDOUT data.
     CopyOut {
@@ -116,6 +124,10 @@ pub struct Coordinator {
     table_locks: Mutex<HashMap<GlobalId, Arc<tokio::sync::Mutex<()>>>>,
     /// Cancel-request registry (pgwire).
     pub connections: Arc<ConnectionManager>,
+    /// Running subscribes, ended when an input is dropped.
+    pub subscribes: Arc<Subscribes>,
+    /// The next transient (subscribe) dataflow id.
+    next_transient: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -159,6 +171,10 @@ pub fn command_tag(stmt: &Statement) -> String {
         Statement::CreateDefaultIndex { .. } => "CREATE INDEX".into(),
         Statement::ExplainIndex(_) => "EXPLAIN".into(),
         Statement::ShowIndexes(_) => "SHOW".into(),
+        Statement::Subscribe(_) => "SUBSCRIBE".into(),
+        Statement::CopySubscribe { .. } => "COPY".into(),
+        Statement::Declare { .. } => "DECLARE CURSOR".into(),
+        Statement::Fetch { .. } => "FETCH".into(),
     }
 }
 
@@ -192,6 +208,8 @@ impl Coordinator {
             base_df,
             table_locks: Mutex::new(HashMap::new()),
             connections: Arc::new(ConnectionManager::new()),
+            subscribes: Arc::new(Subscribes::default()),
+            next_transient: std::sync::atomic::AtomicU64::new(1),
         };
         // Boot is the same function as DDL: the whole catalog as one diff.
         coord.apply(&state.as_diff_from_empty(), Vec::new(), true)?;
@@ -308,8 +326,27 @@ impl Coordinator {
     /// `holds` to the dataflows it installs.
     async fn transact_holding(&self, ops: Vec<Op>, holds: Vec<ReadHold>) -> Result<Vec<GlobalId>> {
         let mut catalog = self.catalog.lock().await;
+        let before = self.catalog_state();
         let (diff, ids) = catalog.transact(ops)?;
         *self.state.write() = catalog.state();
+        // Subscribes reading a dropped object end before its collection
+        // goes away (which they could not tell from completion).
+        let removed: Vec<GlobalId> = diff
+            .changes
+            .iter()
+            .filter_map(|c| match c {
+                freshet_catalog::Change::Removed(o) => Some(o.id()),
+                _ => None,
+            })
+            .collect();
+        if !removed.is_empty() {
+            self.subscribes.end_dependents(&removed, |id| {
+                before
+                    .full_name(id)
+                    .map(|(d, s, i)| format!("\"{d}.{s}.{i}\""))
+                    .unwrap_or_else(|| id.to_string())
+            });
+        }
         if let Err(e) = self.apply(&diff, holds, false) {
             tracing::error!(error = %e, "applying a committed catalog change failed; it will be retried at boot");
             return Err(e);
@@ -547,7 +584,190 @@ impl Coordinator {
             }
             Plan::Commit => self.end_transaction(session, true, ctx).await,
             Plan::Rollback => self.end_transaction(session, false, ctx).await,
+            Plan::Subscribe(plan, options) => Ok(ExecuteResponse::Subscribe {
+                stream: self.subscribe(session, *plan)?,
+                options,
+            }),
+            Plan::Declare { name, plan } => self.declare(session, name, *plan).await,
+            Plan::Fetch {
+                name,
+                count,
+                timeout,
+            } => self.fetch(session, &name, count, timeout).await,
+            Plan::Close(None) => {
+                session.txn.cursors.clear();
+                Ok(ExecuteResponse::Command("CLOSE CURSOR ALL".into()))
+            }
+            Plan::Close(Some(name)) => match session.txn.cursors.remove(&name) {
+                Some(_) => Ok(ExecuteResponse::Command("CLOSE CURSOR".into())),
+                None => Err(AdapterError::UnknownCursor(name)),
+            },
         }
+    }
+
+    /// Start a subscribe for `session`: at `AS OF`, or at the time a
+    /// query would read at now, with holds on its inputs that follow its
+    /// progress.
+    fn subscribe(
+        &self,
+        session: &Session,
+        plan: freshet_planner::subscribe::SubscribePlan,
+    ) -> Result<SubscribeStream> {
+        use freshet_planner::subscribe::SubscribeAsOf;
+        let (as_of, holds) = match plan.as_of {
+            None => self.choose_and_hold(&plan.inputs, session.isolation())?,
+            Some(SubscribeAsOf::Exact(t)) => (t, self.hold_at(&plan.inputs, t)?),
+            Some(SubscribeAsOf::AtLeast(t)) => {
+                let mut ts = t;
+                for id in &plan.inputs {
+                    let (since, _) = self.storage.frontiers(*id)?;
+                    if let Some(s) = since.as_option() {
+                        ts = ts.max(*s);
+                    }
+                }
+                (ts, self.hold_at(&plan.inputs, ts)?)
+            }
+        };
+        let id = GlobalId::Transient(
+            self.next_transient
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
+        let desc = DataflowDesc {
+            id,
+            plan: plan.plan,
+            export: Export::Subscribe {
+                snapshot: plan.snapshot,
+                up_to: plan.up_to,
+            },
+            as_of,
+            start: as_of,
+        };
+        let subscription =
+            self.compute
+                .subscribe(desc, holds, session.vars.subscribe_buffer_limit)?;
+        let registration = self
+            .subscribes
+            .register(plan.depends_on.clone(), Arc::clone(subscription.state()));
+        // An input dropped while this started was not seen by the drop.
+        let catalog = self.catalog_state();
+        if let Some(gone) = plan
+            .depends_on
+            .iter()
+            .find(|id| catalog.item(**id).is_none())
+        {
+            return Err(AdapterError::data(
+                "57014",
+                format!(
+                    "subscribe has been terminated because underlying relation {gone} was dropped"
+                ),
+            ));
+        }
+        tracing::debug!(subscribe = %id, as_of, "subscribe started");
+        SubscribeStream::new(
+            subscription,
+            registration,
+            &plan.relation,
+            plan.output,
+            plan.envelope,
+            plan.progress,
+        )
+    }
+
+    /// `DECLARE name CURSOR FOR ...`: a query's rows computed now, or a
+    /// subscribe started now, fetched later in the transaction.
+    async fn declare(
+        &self,
+        session: &mut Session,
+        name: String,
+        plan: Plan,
+    ) -> Result<ExecuteResponse> {
+        if session.status != TxnStatus::InBlock {
+            return Err(AdapterError::data(
+                "25P01",
+                "DECLARE CURSOR can only be used in transaction blocks",
+            ));
+        }
+        if session.txn.cursors.contains_key(&name) {
+            return Err(AdapterError::DuplicateCursor(name));
+        }
+        let cursor = match plan {
+            Plan::Select(q) => Cursor {
+                rows: self.read(session, &q).await?.into(),
+                desc: q.desc,
+                subscribe: None,
+            },
+            Plan::Peek(p) => Cursor {
+                rows: vec![self.peek(session, &p).await?].into(),
+                desc: p.desc,
+                subscribe: None,
+            },
+            Plan::Subscribe(plan, _) => {
+                let stream = self.subscribe(session, *plan)?;
+                Cursor {
+                    desc: stream.desc().clone(),
+                    rows: Default::default(),
+                    subscribe: Some(stream),
+                }
+            }
+            _ => {
+                return Err(AdapterError::Internal(
+                    "a cursor over something other than a query".into(),
+                ));
+            }
+        };
+        session.txn.cursors.insert(name, cursor);
+        Ok(ExecuteResponse::Command("DECLARE CURSOR".into()))
+    }
+
+    /// `FETCH`: up to `count` rows of a cursor. A subscribe's cursor waits
+    /// (up to `timeout`, if given) until at least one row is available,
+    /// then returns what is available without waiting further.
+    async fn fetch(
+        &self,
+        session: &mut Session,
+        name: &str,
+        count: Option<u64>,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<ExecuteResponse> {
+        let cursor = session
+            .txn
+            .cursors
+            .get_mut(name)
+            .ok_or_else(|| AdapterError::UnknownCursor(name.to_string()))?;
+        let want = count.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let mut out = Vec::new();
+        let have = take_rows(&mut cursor.rows, want, &mut out);
+        if let Some(stream) = cursor.subscribe.as_mut() {
+            if have == 0 && want > 0 && !stream.is_done() && cursor.rows.is_empty() {
+                let first = async {
+                    loop {
+                        match stream.next().await {
+                            Some(Ok(b)) if b.num_rows() == 0 => continue,
+                            other => return other,
+                        }
+                    }
+                };
+                let first = match timeout {
+                    Some(t) => tokio::time::timeout(t, first).await.unwrap_or(None),
+                    None => first.await,
+                };
+                if let Some(batch) = first {
+                    cursor.rows.push_back(batch?);
+                }
+            }
+            while have + cursor.rows.iter().map(|b| b.num_rows()).sum::<usize>() < want {
+                match stream.try_next() {
+                    Some(batch) => cursor.rows.push_back(batch?),
+                    None => break,
+                }
+            }
+            take_rows(&mut cursor.rows, want - have, &mut out);
+        }
+        Ok(ExecuteResponse::Rows {
+            desc: cursor.desc.clone(),
+            batches: out,
+            tag: "FETCH".into(),
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -691,6 +911,11 @@ impl Coordinator {
                 }
             }
         }
+        Ok((ts, self.hold_at(inputs, ts)?))
+    }
+
+    /// Hold `inputs` readable at `ts`, or say which one no longer is.
+    fn hold_at(&self, inputs: &BTreeSet<GlobalId>, ts: Timestamp) -> Result<Vec<ReadHold>> {
         let mut holds = Vec::with_capacity(inputs.len());
         for id in inputs {
             match self.storage.acquire_read_hold(*id, ts) {
@@ -708,7 +933,7 @@ impl Coordinator {
                 Err(e) => return Err(e.into()),
             }
         }
-        Ok((ts, holds))
+        Ok(holds)
     }
 
     fn describe(&self, id: GlobalId) -> String {
@@ -1138,6 +1363,32 @@ impl Coordinator {
 fn check_rows_unchecked(desc: &RelationDesc, batch: RecordBatch) -> Result<RecordBatch> {
     RecordBatch::try_new(desc.arrow_schema(), batch.columns().to_vec())
         .map_err(|e| AdapterError::Internal(e.to_string()))
+}
+
+/// Move up to `want` rows from the front of `rows` into `out`; returns how
+/// many moved.
+fn take_rows(
+    rows: &mut std::collections::VecDeque<RecordBatch>,
+    want: usize,
+    out: &mut Vec<RecordBatch>,
+) -> usize {
+    let mut moved = 0;
+    while moved < want {
+        let Some(batch) = rows.pop_front() else {
+            break;
+        };
+        let n = batch.num_rows();
+        if moved + n <= want {
+            moved += n;
+            out.push(batch);
+        } else {
+            let k = want - moved;
+            out.push(batch.slice(0, k));
+            rows.push_front(batch.slice(k, n - k));
+            moved = want;
+        }
+    }
+    moved
 }
 
 fn is_txn_end(stmt: &Statement) -> bool {

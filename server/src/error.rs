@@ -75,6 +75,15 @@ pub enum AdapterError {
     /// (its read fails with the error the query would raise ad hoc).
     #[error("{}", .0.message)]
     Dataflow(freshet_compute::DataflowError),
+    /// Arrow refused a conversion (a bug, or a value it cannot hold).
+    #[error(transparent)]
+    Arrow(#[from] arrow::error::ArrowError),
+    /// A cursor that is not open.
+    #[error("cursor \"{0}\" does not exist")]
+    UnknownCursor(String),
+    /// A cursor name already in use.
+    #[error("cursor \"{0}\" already exists")]
+    DuplicateCursor(String),
     /// A bug or unexpected state.
     #[error("internal error: {0}")]
     Internal(String),
@@ -120,6 +129,9 @@ impl AdapterError {
             }
             AdapterError::Compute(_) => ("XX000", self.to_string()),
             AdapterError::Dataflow(e) => (e.sqlstate(), e.message.clone()),
+            AdapterError::Arrow(_) => ("XX000", self.to_string()),
+            AdapterError::UnknownCursor(_) => ("34000", self.to_string()),
+            AdapterError::DuplicateCursor(_) => ("42P03", self.to_string()),
             AdapterError::Internal(_) => ("XX000", self.to_string()),
         }
     }

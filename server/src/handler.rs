@@ -31,7 +31,7 @@ use pgwire::api::{
     RandomPidSecretKeyGenerator, Type,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::types::format::FormatOptions;
@@ -183,6 +183,10 @@ fn to_response(resp: ExecuteResponse, vars: &Vars, format: &Format) -> PgWireRes
         ExecuteResponse::CopyIn { columns } => {
             Response::CopyIn(CopyResponse::new(0, columns, stream::empty()))
         }
+        ExecuteResponse::Subscribe { .. } => {
+            // Subscribes stream through `FreshetHandler::stream_subscribe`.
+            return Err(AdapterError::Internal("a subscribe reached to_response".into()).into());
+        }
         ExecuteResponse::CopyOut {
             desc,
             batches,
@@ -205,6 +209,99 @@ fn to_response(resp: ExecuteResponse, vars: &Vars, format: &Format) -> PgWireRes
 }
 
 impl FreshetHandler {
+    /// Answer a statement: stream a subscribe, or turn any other result
+    /// into its response.
+    async fn respond<C>(
+        &self,
+        client: &mut C,
+        session: &Session,
+        resp: ExecuteResponse,
+        format: &Format,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match resp {
+            ExecuteResponse::Subscribe { stream, options } => {
+                self.stream_subscribe(client, session, stream, options)
+                    .await
+            }
+            other => to_response(other, &session.vars, format),
+        }
+    }
+
+    /// Stream a subscribe to the client as COPY data, flushing as each
+    /// completed time's rows are written, until it completes, fails, or
+    /// the client goes away (noticed even while no rows flow). Dropping
+    /// this future (CancelRequest) ends the subscribe.
+    async fn stream_subscribe<C>(
+        &self,
+        client: &mut C,
+        session: &Session,
+        mut stream: crate::subscribe::SubscribeStream,
+        mut options: freshet_planner::CopyOptions,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let columns = stream.desc().arity();
+        let arity = i16::try_from(columns)
+            .map_err(|_| AdapterError::Unsupported("too many columns to COPY".into()))?;
+        client
+            .send(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+                0,
+                arity,
+                vec![0; columns],
+            )))
+            .await?;
+        let watch = self.sockets.watch(&client.socket_addr());
+        let time_zone = arrow_time_zone(&session.vars);
+        let format_options = format_options(&session.vars);
+        let mut sent = 0usize;
+        loop {
+            let next = match &watch {
+                Some(w) => tokio::select! {
+                    next = stream.next() => next,
+                    _ = w.closed() => {
+                        tracing::debug!("subscribe client went away");
+                        return Err(AdapterError::ConnectionClosed.into());
+                    }
+                },
+                None => stream.next().await,
+            };
+            let batch = match next {
+                None => break,
+                Some(Ok(batch)) => batch,
+                Some(Err(e)) => return Ok(Response::Error(Box::new(e.to_error_info()))),
+            };
+            if batch.num_rows() == 0 && !options.header {
+                continue;
+            }
+            let rows = batch.num_rows();
+            let data = crate::copy::render(
+                stream.desc(),
+                &[batch],
+                &options,
+                &time_zone,
+                &format_options,
+            )?;
+            options.header = false;
+            for d in data {
+                client.feed(PgWireBackendMessage::CopyData(d)).await?;
+            }
+            client.flush().await?;
+            sent += rows;
+        }
+        client
+            .send(PgWireBackendMessage::CopyDone(CopyDone::new()))
+            .await?;
+        Ok(Response::Execution(Tag::new("COPY").with_rows(sent)))
+    }
+
     /// Execute one statement with the session's timeout, watching for the
     /// client going away.
     async fn run<C>(
@@ -397,7 +494,14 @@ impl SimpleQueryHandler for FreshetHandler {
             match self.run(client, &mut session, stmt, None).await {
                 Ok(resp) => {
                     let copy_in = matches!(resp, ExecuteResponse::CopyIn { .. });
-                    responses.push(to_response(resp, &session.vars, &Format::UnifiedText)?);
+                    let response = self
+                        .respond(client, &session, resp, &Format::UnifiedText)
+                        .await?;
+                    let failed = matches!(response, Response::Error(_));
+                    responses.push(response);
+                    if failed {
+                        break;
+                    }
                     if copy_in {
                         // The rest of the query string waits for the COPY data,
                         // which this protocol flow cannot interleave.
@@ -458,6 +562,17 @@ fn describe(
             ])),
         ),
         Plan::ShowVariable(name) => (vec![], Some(text(&name))),
+        Plan::Fetch { name, .. } => (
+            vec![],
+            Some(
+                session
+                    .txn
+                    .cursors
+                    .get(&name)
+                    .map(|c| c.desc.clone())
+                    .ok_or(AdapterError::UnknownCursor(name))?,
+            ),
+        ),
         _ => (vec![], None),
     })
 }
@@ -609,7 +724,8 @@ impl ExtendedQueryHandler for FreshetHandler {
         let resp = self
             .run(client, &mut session, stmt, params.as_ref())
             .await?;
-        to_response(resp, &session.vars, &portal.result_column_format)
+        self.respond(client, &session, resp, &portal.result_column_format)
+            .await
     }
 }
 

@@ -12,6 +12,7 @@ pub mod introspection;
 pub mod params;
 pub mod server;
 pub mod session;
+pub mod subscribe;
 pub mod values;
 pub mod vars;
 pub mod watch;

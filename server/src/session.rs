@@ -53,6 +53,19 @@ pub struct Transaction {
     /// Session-level values while `SET LOCAL` overrides are in effect;
     /// they take over at `COMMIT`.
     pub session_vars: Option<Vars>,
+    /// Open cursors, closed when the transaction ends.
+    pub cursors: std::collections::BTreeMap<String, Cursor>,
+}
+
+/// An open cursor (`DECLARE ... CURSOR FOR`).
+#[derive(Debug)]
+pub struct Cursor {
+    /// Its columns.
+    pub desc: freshet_repr::RelationDesc,
+    /// Rows computed and not yet fetched.
+    pub rows: std::collections::VecDeque<arrow::array::RecordBatch>,
+    /// For a cursor over `SUBSCRIBE`: where further rows come from.
+    pub subscribe: Option<crate::subscribe::SubscribeStream>,
 }
 
 /// One client connection's state.

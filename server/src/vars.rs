@@ -64,7 +64,14 @@ pub struct Vars {
     pub search_path: Vec<String>,
     /// `transaction_isolation`
     pub transaction_isolation: Isolation,
+    /// `subscribe_buffer_limit`: most updates a subscribe may hold for a
+    /// client that reads slower than they come before it ends with an
+    /// error (so a slow consumer never stalls writers).
+    pub subscribe_buffer_limit: usize,
 }
+
+/// The default `subscribe_buffer_limit`.
+pub const DEFAULT_SUBSCRIBE_BUFFER_LIMIT: usize = 1_000_000;
 
 impl Default for Vars {
     fn default() -> Self {
@@ -78,6 +85,7 @@ impl Default for Vars {
             statement_timeout: Duration::ZERO,
             search_path: vec!["$user".into(), "public".into()],
             transaction_isolation: Isolation::StrictSerializable,
+            subscribe_buffer_limit: DEFAULT_SUBSCRIBE_BUFFER_LIMIT,
         }
     }
 }
@@ -218,6 +226,21 @@ impl Vars {
                     Some(v) => parse_duration(name, &v)?,
                 };
             }
+            "subscribe_buffer_limit" => {
+                self.subscribe_buffer_limit = match one(name, value)? {
+                    None => defaults.subscribe_buffer_limit,
+                    Some(v) => v
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| {
+                            AdapterError::InvalidParameterValue(format!(
+                                "invalid value for parameter \"subscribe_buffer_limit\": \"{v}\""
+                            ))
+                        })?,
+                };
+            }
             "search_path" => {
                 self.search_path = match value {
                     SetValue::Default => defaults.search_path,
@@ -286,6 +309,7 @@ impl Vars {
             "transaction_isolation" | "default_transaction_isolation" => {
                 self.transaction_isolation.name().into()
             }
+            "subscribe_buffer_limit" => self.subscribe_buffer_limit.to_string(),
             "server_version" => SERVER_VERSION.into(),
             "server_version_num" => SERVER_VERSION_NUM.into(),
             "server_encoding" => "UTF8".into(),
@@ -313,6 +337,7 @@ impl Vars {
             "server_version_num",
             "standard_conforming_strings",
             "statement_timeout",
+            "subscribe_buffer_limit",
             "TimeZone",
             "transaction_isolation",
         ]

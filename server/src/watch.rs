@@ -47,10 +47,25 @@ pub struct ConnWatch {
 }
 
 impl ConnWatch {
-    /// Resolves once the peer has closed or reset the connection.
+    /// Resolves once the peer has closed or reset the connection (also
+    /// when messages it sent before closing are still unread, e.g. the
+    /// `Sync` after an `Execute` that is streaming).
     pub async fn closed(&self) {
+        use rustix::event::{PollFd, PollFlags, Timespec};
         let mut buf = [0u8; 1];
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         loop {
+            let mut fds = [PollFd::new(&*self.socket, PollFlags::RDHUP)];
+            if rustix::event::poll(&mut fds, Some(&now)).is_ok()
+                && fds[0]
+                    .revents()
+                    .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR)
+            {
+                return;
+            }
             // The descriptor shares the original's O_NONBLOCK, so this
             // never blocks.
             match self.socket.peek(&mut buf) {

@@ -343,6 +343,15 @@ pub enum Export {
         /// The output schema as the key expressions name it.
         schema: DFSchemaRef,
     },
+    /// A subscribe: consolidated updates per completed time, sent to the
+    /// session that asked (see [`crate::subscribe`]).
+    Subscribe {
+        /// Whether the contents at `as_of` are sent first (otherwise only
+        /// changes after it).
+        snapshot: bool,
+        /// Stop before this time (exclusive).
+        up_to: Option<Timestamp>,
+    },
 }
 
 /// Everything needed to install one maintained dataflow.

@@ -77,11 +77,18 @@ impl PlanCodec {
             start: desc.start,
             plan: Some(self.encode_plan(&desc.plan)?),
             index: match &desc.export {
-                Export::Shard => None,
+                Export::Shard | Export::Subscribe { .. } => None,
                 Export::Index { keys, schema } => Some(IndexProto {
                     keys: serialize_exprs(keys, self.extension.as_ref())?,
                     schema: Some(dfschema_to_proto(schema)?),
                 }),
+            },
+            subscribe: match &desc.export {
+                Export::Subscribe { snapshot, up_to } => Some(SubscribeProto {
+                    snapshot: *snapshot,
+                    up_to: *up_to,
+                }),
+                _ => None,
             },
         };
         Ok(proto.encode_to_vec())
@@ -102,12 +109,16 @@ impl PlanCodec {
             as_of: proto.as_of,
             start: proto.start,
             plan: self.decode_plan(required(proto.plan.as_ref(), "plan")?)?,
-            export: match &proto.index {
-                None => Export::Shard,
-                Some(index) => Export::Index {
+            export: match (&proto.index, &proto.subscribe) {
+                (Some(index), _) => Export::Index {
                     keys: parse_exprs(&index.keys, &self.functions, self.extension.as_ref())?,
                     schema: dfschema_from_proto(&index.schema)?,
                 },
+                (None, Some(s)) => Export::Subscribe {
+                    snapshot: s.snapshot,
+                    up_to: s.up_to,
+                },
+                (None, None) => Export::Shard,
             },
         })
     }
@@ -321,23 +332,23 @@ fn usize_from_proto(n: u64) -> Result<usize> {
 }
 
 fn id_to_proto(id: GlobalId) -> IdProto {
-    match id {
-        GlobalId::System(n) => IdProto {
-            system: true,
-            value: n,
-        },
-        GlobalId::User(n) => IdProto {
-            system: false,
-            value: n,
-        },
+    let (system, transient, value) = match id {
+        GlobalId::System(n) => (true, false, n),
+        GlobalId::User(n) => (false, false, n),
+        GlobalId::Transient(n) => (false, true, n),
+    };
+    IdProto {
+        system,
+        value,
+        transient,
     }
 }
 
 fn id_from_proto(id: &IdProto) -> GlobalId {
-    if id.system {
-        GlobalId::System(id.value)
-    } else {
-        GlobalId::User(id.value)
+    match (id.system, id.transient) {
+        (true, _) => GlobalId::System(id.value),
+        (false, true) => GlobalId::Transient(id.value),
+        (false, false) => GlobalId::User(id.value),
     }
 }
 
@@ -421,6 +432,17 @@ struct DataflowProto {
     /// Set for an index; a materialized view writes its shard.
     #[prost(message, optional, tag = "6")]
     index: Option<IndexProto>,
+    /// Set for a subscribe.
+    #[prost(message, optional, tag = "7")]
+    subscribe: Option<SubscribeProto>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct SubscribeProto {
+    #[prost(bool, tag = "1")]
+    snapshot: bool,
+    #[prost(uint64, optional, tag = "2")]
+    up_to: Option<u64>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -437,6 +459,8 @@ struct IdProto {
     system: bool,
     #[prost(uint64, tag = "2")]
     value: u64,
+    #[prost(bool, tag = "3")]
+    transient: bool,
 }
 
 /// One relational operator.

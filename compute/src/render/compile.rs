@@ -292,7 +292,7 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
 /// The key of an index dataflow (`None` for a materialized view).
 pub(crate) fn compile_index_key(desc: &DataflowDesc) -> Result<Option<Arc<KeyEval>>> {
     match &desc.export {
-        Export::Shard => Ok(None),
+        Export::Shard | Export::Subscribe { .. } => Ok(None),
         Export::Index { keys, schema } => {
             let input = codec(&desc.plan.schema())?;
             // NULL keys are kept: a peek of `SELECT *` must see every row.

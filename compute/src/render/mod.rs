@@ -16,6 +16,7 @@ mod ordered;
 mod reduce;
 mod sink;
 mod source;
+mod subscribe;
 
 use std::sync::Arc;
 
@@ -39,7 +40,7 @@ pub(crate) use index::{IndexTraces, PeekPart, error_worker};
 
 use crate::controller::DataflowState;
 use crate::error::DataflowError;
-use crate::plan::DataflowDesc;
+use crate::plan::{DataflowDesc, Export};
 use crate::row::{Row, RowCodec};
 
 /// Dataflow time: storage timestamps.
@@ -76,9 +77,12 @@ pub(crate) fn build_dataflow(
     let probes = arranged::collect_probes(|| {
         worker.dataflow_named::<Time, _, _>(&name, |scope| {
             let rendered = render(scope, node, &ctx);
-            match index_key {
-                Some(key) => index = Some(index::render_index(rendered, key)),
-                None => sink::render_sink(rendered, Arc::clone(&ctx)),
+            match (index_key, &ctx.desc.export) {
+                (Some(key), _) => index = Some(index::render_index(rendered, key)),
+                (None, Export::Subscribe { snapshot, up_to }) => {
+                    subscribe::render_subscribe(rendered, Arc::clone(&ctx), *snapshot, *up_to)
+                }
+                (None, _) => sink::render_sink(rendered, Arc::clone(&ctx)),
             }
         })
     });

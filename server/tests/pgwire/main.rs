@@ -14,5 +14,6 @@ mod mv_property;
 mod pg;
 mod protocol;
 mod psql_smoke;
+mod subscribe;
 mod transactions;
 mod types;
