@@ -27,6 +27,7 @@ mod postgres;
 mod report;
 mod run;
 mod stats;
+mod subscribe;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -106,6 +107,23 @@ struct Args {
     /// Seconds per pgbench run in the lookup benchmark.
     #[arg(long, default_value_t = 10)]
     lookup_seconds: u64,
+    /// Run the SUBSCRIBE latency benchmark (write commit → row delivered)
+    /// instead of the maintenance benchmark.
+    #[arg(long)]
+    subscribe: bool,
+    /// Write rates of the subscribe benchmark (writes/s), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    subscribe_rates: Vec<u32>,
+    /// Seconds of writing per rate in the subscribe benchmark.
+    #[arg(long, default_value_t = 10)]
+    subscribe_seconds: u64,
+    /// Writer connections in the subscribe benchmark.
+    #[arg(long, default_value_t = 32)]
+    subscribe_writers: u32,
+    /// Rows per INSERT in the subscribe benchmark, one per rate
+    /// (comma-separated; the last repeats).
+    #[arg(long, value_delimiter = ',', default_value = "1,10")]
+    subscribe_rows_per_insert: Vec<u32>,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -138,6 +156,31 @@ async fn bench(args: &Args) -> Result<()> {
     };
     let load_before = load_average();
     let mut notes = vec![];
+    if args.subscribe {
+        let sub_settings = subscribe::SubscribeSettings {
+            bin: &bin,
+            workers: args.freshet_workers,
+            rates: args.subscribe_rates.clone(),
+            seconds: args.subscribe_seconds,
+            writers: args.subscribe_writers,
+            rows_per_insert: args.subscribe_rows_per_insert.clone(),
+        };
+        let rows = subscribe::run(&sub_settings).await?;
+        notes.push("PostgreSQL has no SUBSCRIBE; this section measures Freshet alone.".into());
+        let env = environment(args, &bin, settings.view, "not run".into(), load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment(&env, &notes),
+            subscribe::render(&rows, &sub_settings)
+        );
+        print!("{text}");
+        if let Some(path) = &args.report {
+            std::fs::write(path, &text)
+                .context(format!("write the report to {}", path.display()))?;
+            eprintln!("report written to {}", path.display());
+        }
+        return Ok(());
+    }
     let pg = start_postgres(args, &mut notes);
     let pg_version = match &pg {
         Some(pg) => postgres_version(pg).await,
@@ -198,6 +241,9 @@ async fn bench(args: &Args) -> Result<()> {
 fn validate(args: &Args) -> Result<()> {
     if args.sizes.is_empty() || args.sizes.contains(&0) {
         return failed("--sizes must list positive numbers of orders");
+    }
+    if args.subscribe_rates.contains(&0) || args.subscribe_writers == 0 {
+        return failed("--subscribe-rates and --subscribe-writers must be positive");
     }
     if args.changes == 0 || args.batch == 0 || args.batches == 0 {
         return failed("--changes, --batch and --batches must be positive");

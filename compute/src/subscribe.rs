@@ -3,9 +3,10 @@
 //! at a time.
 //!
 //! Worker 0 pushes into a [`SubscribeQueue`] and never waits: a consumer
-//! that falls behind by more than the queue's bound ends its subscribe
-//! with an error instead of stalling the workers (and through them every
-//! other dataflow and writer). Progress with no updates coalesces into the
+//! that leaves more than the queue's bound of updates unread (beyond one
+//! batch, however large) ends its subscribe with an error instead of
+//! stalling the workers (and through them every other dataflow and
+//! writer). Progress with no updates coalesces into the
 //! newest queued event, so an idle, unread subscribe holds O(1) memory.
 
 use std::collections::VecDeque;
@@ -75,7 +76,9 @@ impl SubscribeQueue {
         if q.ended {
             return false;
         }
-        if q.buffered + updates.len() > self.limit {
+        // A consumer that has taken everything may receive any one batch
+        // (a large snapshot); only a backlog past the bound ends it.
+        if q.buffered > 0 && q.buffered + updates.len() > self.limit {
             q.events.push_back(QueuedEvent::Failed(DataflowError {
                 code: "53400".into(),
                 message: format!(

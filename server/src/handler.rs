@@ -25,13 +25,14 @@ use pgwire::api::results::{
     QueryResponse, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
-use pgwire::api::store::PortalStore;
+use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, PgWireServerHandlers, PidSecretKeyGenerator,
+    ClientInfo, ClientPortalStore, DEFAULT_NAME, PgWireServerHandlers, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator, Type,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
+use pgwire::messages::extendedquery::{Bind, BindComplete};
 use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::types::format::FormatOptions;
@@ -697,11 +698,45 @@ impl ExtendedQueryHandler for FreshetHandler {
         )?))
     }
 
+    /// Bind as the pgwire crate does, but queue `BindComplete` instead of
+    /// flushing it: like PostgreSQL, the response reaches the socket at
+    /// `Sync` (or `Flush`) in one write with the execution's.
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statement = message.statement_name.as_deref().unwrap_or(DEFAULT_NAME);
+        match client.portal_store().get_statement(statement) {
+            Some(Entry::Value(stored)) => {
+                let portal = Portal::try_new(&message, stored)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) if message.parameters.is_empty() => client
+                .portal_store()
+                .put_empty_portal(message.portal_name.as_deref().unwrap_or(DEFAULT_NAME)),
+            Some(Entry::Empty) => {
+                return Err(AdapterError::Protocol(format!(
+                    "bind message supplies {} parameters, but prepared statement \"{statement}\" requires 0",
+                    message.parameters.len()
+                ))
+                .into());
+            }
+            None => return Err(PgWireError::StatementNotFound(statement.to_owned())),
+        }
+        client
+            .feed(PgWireBackendMessage::BindComplete(BindComplete::new()))
+            .await?;
+        Ok(())
+    }
+
     async fn do_query<C>(
         &self,
         client: &mut C,
         portal: &Portal<Self::Statement>,
-        _max_rows: usize,
+        max_rows: usize,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -724,6 +759,21 @@ impl ExtendedQueryHandler for FreshetHandler {
         let resp = self
             .run(client, &mut session, stmt, params.as_ref())
             .await?;
+        if let ExecuteResponse::Rows { desc, batches, tag } = &resp
+            && max_rows == 0
+        {
+            // All rows at once: queue them and answer with the tag, so the
+            // pgwire crate queues CommandComplete too instead of flushing
+            // it (its portal path would), and the Sync flushes once.
+            let options = format_options(&session.vars);
+            let fields = Arc::new(field_infos(desc, &portal.result_column_format, &options));
+            let rows = encode_rows(desc, &fields, batches, &arrow_time_zone(&session.vars))?;
+            let n = rows.len();
+            for row in rows {
+                client.feed(PgWireBackendMessage::DataRow(row)).await?;
+            }
+            return Ok(Response::Execution(Tag::new(tag).with_rows(n)));
+        }
         self.respond(client, &session, resp, &portal.result_column_format)
             .await
     }

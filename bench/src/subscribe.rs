@@ -1,0 +1,264 @@
+//! SUBSCRIBE latency: how long after a write commits its row reaches a
+//! subscribed client, at a paced write rate.
+//!
+//! One client runs `COPY (SUBSCRIBE ev WITH (SNAPSHOT = false)) TO STDOUT`
+//! and timestamps each row as it arrives. Writer connections insert rows
+//! (`INSERT ... VALUES (i)`, or `INSERT ... SELECT generate_series(i, j)` of
+//! `rows_per_insert` rows; one autocommit transaction each) on an
+//! open-loop schedule of `rate` rows per second, timestamping when each INSERT is sent and when its
+//! acknowledgement (CommandComplete) arrives. Commit happens between the
+//! two, so `sent → delivered` bounds commit → delivered from above and
+//! `acknowledged → delivered` from below (negative when the row reached
+//! the subscriber before the writer heard back).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use tokio::sync::Mutex;
+
+use crate::db;
+use crate::error::{Context, Result, failed};
+use crate::freshet::FreshetServer;
+
+/// What the subscribe benchmark needs to know.
+pub struct SubscribeSettings<'a> {
+    /// The freshet binary.
+    pub bin: &'a std::path::Path,
+    /// `--workers` for freshet.
+    pub workers: Option<u32>,
+    /// Target write rates (writes per second).
+    pub rates: Vec<u32>,
+    /// Seconds of writing per rate.
+    pub seconds: u64,
+    /// Writer connections.
+    pub writers: u32,
+    /// Rows per INSERT for each rate (a write is a row; 1: single-row
+    /// transactions); the last entry repeats.
+    pub rows_per_insert: Vec<u32>,
+}
+
+/// One rate's figures.
+#[derive(Debug, Clone)]
+pub struct SubscribeRow {
+    /// Target rate (rows/s).
+    pub rate: u32,
+    /// Rows per INSERT.
+    pub rows_per_insert: u32,
+    /// Writes acknowledged per second, as achieved.
+    pub achieved: f64,
+    /// Writes measured.
+    pub writes: usize,
+    /// p50 and p99 of sent → delivered (ms).
+    pub sent: (f64, f64),
+    /// p50 and p99 of acknowledged → delivered (ms).
+    pub acked: (f64, f64),
+}
+
+/// Per write: when sent, when acknowledged, when delivered.
+#[derive(Debug, Default, Clone, Copy)]
+struct Times {
+    sent: Option<Instant>,
+    acked: Option<Instant>,
+    delivered: Option<Instant>,
+}
+
+/// Run every rate against a fresh server.
+pub async fn run(settings: &SubscribeSettings<'_>) -> Result<Vec<SubscribeRow>> {
+    let mut out = Vec::new();
+    for (i, &rate) in settings.rates.iter().enumerate() {
+        let per = settings
+            .rows_per_insert
+            .get(i)
+            .or(settings.rows_per_insert.last())
+            .copied()
+            .unwrap_or(1);
+        eprintln!(
+            "subscribe: {rate} writes/s, {per} per INSERT, for {} s",
+            settings.seconds
+        );
+        let server = FreshetServer::start(settings.bin, settings.workers).await?;
+        out.push(one_rate(&server, rate, per, settings).await?);
+        drop(server);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(out)
+}
+
+async fn one_rate(
+    server: &FreshetServer,
+    rate: u32,
+    per: u32,
+    settings: &SubscribeSettings<'_>,
+) -> Result<SubscribeRow> {
+    let setup = server.connect().await?;
+    db::exec(&setup, "CREATE TABLE ev (id bigint)", "Freshet").await?;
+    let total = rate as usize * settings.seconds as usize;
+    let times: Arc<Mutex<HashMap<i64, Times>>> =
+        Arc::new(Mutex::new(HashMap::with_capacity(total)));
+
+    // The subscriber.
+    let subscriber = server.connect().await?;
+    let stream = subscriber
+        .copy_out("COPY (SUBSCRIBE ev WITH (SNAPSHOT = false)) TO STDOUT")
+        .await
+        .context("start the subscribe")?;
+    let reader_times = Arc::clone(&times);
+    let reader = tokio::spawn(async move {
+        let mut stream = Box::pin(stream);
+        let mut pending = String::new();
+        let mut seen = 0usize;
+        while seen < total {
+            let chunk: Option<std::result::Result<Bytes, _>> = stream.next().await;
+            let Some(Ok(chunk)) = chunk else { break };
+            let now = Instant::now();
+            pending.push_str(&String::from_utf8_lossy(&chunk));
+            let mut map = reader_times.lock().await;
+            while let Some(i) = pending.find('\n') {
+                let line: String = pending.drain(..=i).collect();
+                // mz_timestamp, mz_diff, id
+                if let Some(id) = line
+                    .trim_end()
+                    .split('\t')
+                    .nth(2)
+                    .and_then(|v| v.parse().ok())
+                {
+                    map.entry(id).or_default().delivered = Some(now);
+                    seen += 1;
+                }
+            }
+        }
+        seen
+    });
+
+    // Writers on an open-loop schedule: INSERT j (rows j*r .. j*r+r-1) is
+    // due at start + j*r/rate.
+    let per = per.max(1) as usize;
+    let statements = total.div_ceil(per);
+    let interval = Duration::from_secs_f64(per as f64 / f64::from(rate));
+    let start = Instant::now() + Duration::from_millis(200);
+    let mut tasks = Vec::new();
+    for w in 0..settings.writers {
+        let client = server.connect().await?;
+        let times = Arc::clone(&times);
+        let writers = settings.writers as usize;
+        tasks.push(tokio::spawn(async move {
+            let mut j = w as usize;
+            while j < statements {
+                let due = start + interval * j as u32;
+                tokio::time::sleep_until(due.into()).await;
+                let first = (j * per) as i64;
+                let last = ((j + 1) * per).min(total) as i64 - 1;
+                let sent = Instant::now();
+                let sql = if first == last {
+                    format!("INSERT INTO ev VALUES ({first})")
+                } else {
+                    format!("INSERT INTO ev SELECT generate_series({first}, {last})")
+                };
+                client
+                    .batch_execute(&sql)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let acked = Instant::now();
+                let mut map = times.lock().await;
+                for id in first..=last {
+                    let t = map.entry(id).or_default();
+                    t.sent = Some(sent);
+                    t.acked = Some(acked);
+                }
+                drop(map);
+                j += writers;
+            }
+            Ok::<_, String>(())
+        }));
+    }
+    for t in tasks {
+        match t.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return failed(format!("a writer failed: {e}")),
+            Err(e) => return failed(format!("a writer panicked: {e}")),
+        }
+    }
+    let elapsed = start.elapsed();
+    let seen = match tokio::time::timeout(Duration::from_secs(60), reader).await {
+        Ok(Ok(seen)) => seen,
+        Ok(Err(e)) => return failed(format!("the subscriber task failed: {e}")),
+        Err(_) => return failed("the subscriber did not see every row within 60 s"),
+    };
+    if seen < total {
+        return failed(format!("the subscriber saw {seen} of {total} rows"));
+    }
+    let map = times.lock().await;
+    let mut sent = Vec::with_capacity(total);
+    let mut acked = Vec::with_capacity(total);
+    for t in map.values() {
+        if let (Some(s), Some(a), Some(d)) = (t.sent, t.acked, t.delivered) {
+            sent.push(signed_ms(d, s));
+            acked.push(signed_ms(d, a));
+        }
+    }
+    Ok(SubscribeRow {
+        rate,
+        rows_per_insert: per as u32,
+        achieved: total as f64 / elapsed.as_secs_f64(),
+        writes: sent.len(),
+        sent: p50_p99(&mut sent),
+        acked: p50_p99(&mut acked),
+    })
+}
+
+/// `later - earlier` in milliseconds, negative if `later` came first.
+fn signed_ms(later: Instant, earlier: Instant) -> f64 {
+    if later >= earlier {
+        (later - earlier).as_secs_f64() * 1e3
+    } else {
+        -((earlier - later).as_secs_f64() * 1e3)
+    }
+}
+
+/// Nearest-rank p50 and p99.
+fn p50_p99(values: &mut [f64]) -> (f64, f64) {
+    values.sort_by(|a, b| a.total_cmp(b));
+    let rank = |p: f64| {
+        let r = (p / 100.0 * values.len() as f64).ceil() as usize;
+        values
+            .get(r.clamp(1, values.len().max(1)) - 1)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    (rank(50.0), rank(99.0))
+}
+
+/// The Markdown section of the subscribe benchmark.
+pub fn render(rows: &[SubscribeRow], settings: &SubscribeSettings<'_>) -> String {
+    let mut s = format!(
+        "## SUBSCRIBE latency: write commit → row delivered\n\n\
+         One client streams `COPY (SUBSCRIBE ev WITH (SNAPSHOT = false)) TO STDOUT`; {} writer \
+         connections insert rows (`INSERT INTO ev VALUES (i)`, or `INSERT INTO ev SELECT \
+         generate_series(i, j)` of *rows/INSERT* rows; simple protocol, one autocommit transaction \
+         each) on an open-loop schedule for {} s \
+         per rate; a write is a row. A row's commit lies between \
+         its INSERT being sent and acknowledged, so *sent → delivered* bounds commit → delivered \
+         from above and *acknowledged → delivered* from below (negative: the subscriber had the row \
+         before the writer had its acknowledgement).\n\n\
+         | target writes/s | rows/INSERT | achieved writes/s | writes | sent → delivered p50 / p99 (ms) | \
+         acknowledged → delivered p50 / p99 (ms) |\n|---:|---:|---:|---:|---:|---:|\n",
+        settings.writers, settings.seconds
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {:.0} | {} | {:.2} / {:.2} | {:.2} / {:.2} |\n",
+            r.rate,
+            r.rows_per_insert,
+            r.achieved,
+            r.writes,
+            r.sent.0,
+            r.sent.1,
+            r.acked.0,
+            r.acked.1
+        ));
+    }
+    s
+}
