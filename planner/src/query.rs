@@ -79,8 +79,12 @@ pub fn parameter_types(
 /// Positional placeholder types of a logical plan.
 pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
     let types = plan.get_parameter_types()?;
+    let casts = placeholder_casts(plan)?;
     let mut out = Vec::new();
     for (name, ty) in types {
+        // As in PostgreSQL, `$n::type` gives a parameter its type when
+        // nothing else does.
+        let ty = ty.or_else(|| casts.get(&name).cloned());
         let idx: usize = name
             .trim_start_matches('$')
             .parse()
@@ -94,6 +98,33 @@ pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatyp
         out[idx - 1] = ty;
     }
     Ok(out)
+}
+
+/// The type each placeholder is first cast to (`$1::bigint`).
+fn placeholder_casts(
+    plan: &LogicalPlan,
+) -> Result<std::collections::HashMap<String, arrow::datatypes::DataType>> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::Expr;
+    let mut casts = std::collections::HashMap::new();
+    plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                let cast = match e {
+                    Expr::Cast(c) => Some((c.expr.as_ref(), &c.field)),
+                    Expr::TryCast(c) => Some((c.expr.as_ref(), &c.field)),
+                    _ => None,
+                };
+                if let Some((Expr::Placeholder(p), field)) = cast {
+                    casts
+                        .entry(p.id.clone())
+                        .or_insert_with(|| field.data_type().clone());
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    })?;
+    Ok(casts)
 }
 
 /// Bind parameters, run the analyzer (Postgres literal types, type

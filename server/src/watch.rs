@@ -2,8 +2,9 @@
 //!
 //! The pgwire crate does not read a connection while a handler runs, so a
 //! client that disconnects mid-query would go unnoticed until the result is
-//! written. The server keeps a duplicate of each accepted socket and peeks
-//! at it (without consuming data) while a statement waits.
+//! written. The server keeps a duplicate of each accepted socket and, while
+//! a statement waits or a subscribe streams, polls it for the peer's
+//! hang-up and peeks at it, never consuming data.
 
 use std::collections::HashMap;
 use std::io::ErrorKind;
@@ -57,12 +58,17 @@ impl ConnWatch {
             tv_sec: 0,
             tv_nsec: 0,
         };
+        // POLLRDHUP (the peer's FIN) is Linux's; elsewhere only a reset or
+        // hang-up is seen this way, and a clean close once the socket is
+        // drained (the peek below).
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let closed = PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let closed = PollFlags::HUP | PollFlags::ERR;
         loop {
-            let mut fds = [PollFd::new(&*self.socket, PollFlags::RDHUP)];
+            let mut fds = [PollFd::new(&*self.socket, closed)];
             if rustix::event::poll(&mut fds, Some(&now)).is_ok()
-                && fds[0]
-                    .revents()
-                    .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR)
+                && fds[0].revents().intersects(closed)
             {
                 return;
             }

@@ -106,6 +106,20 @@ async fn extended_protocol_with_typed_and_untyped_parameters() {
         .unwrap();
     let row = c.query_one(&stmt, &[&41i32]).await.unwrap();
     assert_eq!(row.get::<_, i32>(0), 42);
+    // A cast gives an otherwise untyped parameter its type, as in
+    // PostgreSQL.
+    let stmt = c
+        .prepare("INSERT INTO t SELECT generate_series($1::bigint, $2::bigint), 'g', 0")
+        .await
+        .unwrap();
+    assert_eq!(
+        stmt.params(),
+        &[
+            tokio_postgres::types::Type::INT8,
+            tokio_postgres::types::Type::INT8
+        ]
+    );
+    assert_eq!(c.execute(&stmt, &[&10i64, &12i64]).await.unwrap(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread")]
