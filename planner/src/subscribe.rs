@@ -297,7 +297,7 @@ pub fn fetch_timeout(text: &str) -> Result<Duration> {
         _ => return Err(bad_timeout(&text)),
     };
     let seconds = value * scale;
-    if !seconds.is_finite() || seconds < 0.0 || seconds > 86_400.0 * 365.0 {
+    if !seconds.is_finite() || !(0.0..=86_400.0 * 365.0).contains(&seconds) {
         return Err(bad_timeout(&text));
     }
     Ok(Duration::from_secs_f64(seconds))

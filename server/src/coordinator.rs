@@ -61,7 +61,7 @@ pub enum ExecuteResponse {
     /// A running subscribe, streamed as COPY data in `options`' format.
     Subscribe {
         /// The subscribe.
-        stream: crate::subscribe::SubscribeStream,
+        stream: Box<crate::subscribe::SubscribeStream>,
         /// COPY format options.
         options: freshet_planner::CopyOptions,
     },
@@ -585,7 +585,7 @@ impl Coordinator {
             Plan::Commit => self.end_transaction(session, true, ctx).await,
             Plan::Rollback => self.end_transaction(session, false, ctx).await,
             Plan::Subscribe(plan, options) => Ok(ExecuteResponse::Subscribe {
-                stream: self.subscribe(session, *plan)?,
+                stream: Box::new(self.subscribe(session, *plan)?),
                 options,
             }),
             Plan::Declare { name, plan } => self.declare(session, name, *plan).await,

@@ -241,7 +241,7 @@ impl FreshetHandler {
         &self,
         client: &mut C,
         session: &Session,
-        mut stream: crate::subscribe::SubscribeStream,
+        mut stream: Box<crate::subscribe::SubscribeStream>,
         mut options: freshet_planner::CopyOptions,
     ) -> PgWireResult<Response>
     where

@@ -282,7 +282,9 @@ async fn envelopes_say_what_each_key_became() {
         changes(&debezium.until_progress().await.0, 2),
         [row(&["insert", "1", "\\N", "a"])]
     );
-    let steps: [(&str, Vec<Vec<String>>, Vec<Vec<String>>); 4] = [
+    // (write, upsert rows, Debezium rows)
+    type Rows = Vec<Vec<String>>;
+    let steps: [(&str, Rows, Rows); 4] = [
         (
             "UPDATE t SET v = 'b' WHERE k = 1",
             vec![row(&["upsert", "1", "b"])],
