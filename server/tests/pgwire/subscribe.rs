@@ -574,3 +574,96 @@ async fn subscribes_over_queries_carry_their_errors_and_refuse_what_cannot_be_ma
     let err = copy_error(&c, "SUBSCRIBE t_idx").await;
     assert_eq!(sqlstate(&err), "42809", "{err}");
 }
+
+/// Fold a subscribe's rows into the multiset they describe, up to and
+/// including time `through` (rows are `mz_timestamp, mz_progressed,
+/// mz_diff, columns...`).
+fn accumulate(rows: &[Vec<String>], through: u64) -> Vec<Vec<String>> {
+    let mut counts: std::collections::BTreeMap<Vec<String>, i64> = Default::default();
+    for r in rows {
+        if r[1] == "t" || r[0].parse::<u64>().unwrap() > through {
+            continue;
+        }
+        *counts.entry(r[3..].to_vec()).or_default() += r[2].parse::<i64>().unwrap();
+    }
+    let mut out = Vec::new();
+    for (row, n) in counts {
+        assert!(n >= 0, "negative multiplicity {n} for {row:?}");
+        out.extend(std::iter::repeat_n(row, n as usize));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscribe_accumulates_to_its_query_at_every_read() {
+    let s = Server::start();
+    let c = s.connect().await;
+    let sub = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE a (k int, x int); CREATE TABLE b (k int, label text); \
+         INSERT INTO a VALUES (1, 10), (2, 20); INSERT INTO b VALUES (1, 'one')",
+    )
+    .await
+    .unwrap();
+    let query = "SELECT b.label, count(*) AS n, sum(a.x) AS total \
+                 FROM a JOIN b ON a.k = b.k GROUP BY b.label";
+    let mut lines = Lines::open(
+        &sub,
+        &format!("COPY (SUBSCRIBE ({query}) WITH (PROGRESS)) TO STDOUT"),
+    )
+    .await;
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    // A fixed pseudo-random sequence of writes; after each, the query's
+    // answer now must equal the subscribe's rows folded up to a time the
+    // subscribe has passed that covers the read.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for step in 0..25 {
+        let k = next(5);
+        let sql = match next(4) {
+            0 => format!("INSERT INTO a VALUES ({k}, {})", next(100)),
+            1 => format!("INSERT INTO b VALUES ({k}, 'l{}')", next(3)),
+            2 => format!("DELETE FROM a WHERE k = {k}"),
+            _ => format!("UPDATE a SET x = x + 1 WHERE k = {k}"),
+        };
+        c.batch_execute(&sql).await.unwrap();
+        // The time a strict-serializable read picks now covers the write.
+        let ts: u64 = rows(&c, &format!("EXPLAIN TIMESTAMP FOR {query}"))
+            .await
+            .iter()
+            .find_map(|r| {
+                r[0].as_deref()?
+                    .trim()
+                    .strip_prefix("query timestamp:")
+                    .and_then(|v| v.trim().split_whitespace().next()?.parse().ok())
+            })
+            .expect("EXPLAIN TIMESTAMP names the query timestamp");
+        let mut want: Vec<Vec<String>> = rows(&c, query)
+            .await
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|v| v.unwrap_or_else(|| "\\N".into()))
+                    .collect()
+            })
+            .collect();
+        want.sort();
+        // Read the subscribe until it has progressed past `ts`.
+        loop {
+            let l = lines.line().await;
+            let progressed = l[1] == "t" && l[0].parse::<u64>().unwrap() > ts;
+            seen.push(l);
+            if progressed {
+                break;
+            }
+        }
+        let mut got = accumulate(&seen, ts);
+        got.sort();
+        assert_eq!(got, want, "after step {step}: {sql}");
+    }
+}
