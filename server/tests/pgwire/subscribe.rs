@@ -640,7 +640,7 @@ async fn a_subscribe_accumulates_to_its_query_at_every_read() {
                 r[0].as_deref()?
                     .trim()
                     .strip_prefix("query timestamp:")
-                    .and_then(|v| v.trim().split_whitespace().next()?.parse().ok())
+                    .and_then(|v| v.split_whitespace().next()?.parse().ok())
             })
             .expect("EXPLAIN TIMESTAMP names the query timestamp");
         let mut want: Vec<Vec<String>> = rows(&c, query)
