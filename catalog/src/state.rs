@@ -151,6 +151,15 @@ impl CatalogState {
         out
     }
 
+    /// The storage collections `id` reads, through views: what must stay
+    /// readable for a dataflow that reads `id`.
+    pub fn collections_behind(&self, id: GlobalId) -> Vec<GlobalId> {
+        self.transitive_references(id)
+            .into_iter()
+            .filter(|r| self.items.get(r).is_some_and(|i| i.kind.has_collection()))
+            .collect()
+    }
+
     /// A human description for errors: `table t`, `view public.v`.
     pub fn describe(&self, id: GlobalId) -> String {
         if let Some(d) = self.databases.get(&id) {

@@ -441,8 +441,27 @@ impl ComputeController {
     ///
     /// `as_of` and `start` are adjusted to resume where the output shard's
     /// upper says an earlier incarnation stopped.
-    pub fn install(&self, desc: DataflowDesc, holds: Vec<ReadHold>) -> Result<Arc<DataflowState>> {
-        self.install_with(desc, holds, None)
+    ///
+    /// A plan that imports indexes' arrangements ([`RelPlan::ArrangedGet`])
+    /// is replaced by `from_storage` (the same relation read from storage)
+    /// when an index cannot serve the dataflow's start time (it is gone,
+    /// or compacted past it, as after a restart).
+    pub fn install(
+        &self,
+        desc: DataflowDesc,
+        holds: Vec<ReadHold>,
+        from_storage: Option<crate::plan::RelPlan>,
+    ) -> Result<Arc<DataflowState>> {
+        self.install_with(desc, holds, from_storage, None)
+    }
+
+    /// Whether every index `plan` imports is installed and readable at
+    /// `time`.
+    fn imports_readable(&self, plan: &crate::plan::RelPlan, time: Timestamp) -> bool {
+        plan.imported_indexes().into_iter().all(|index| {
+            self.dataflow(index)
+                .is_some_and(|d| d.index_codecs.is_some() && d.index_since() <= time)
+        })
     }
 
     /// Start a subscribe: install `desc` (exported as
@@ -453,6 +472,7 @@ impl ComputeController {
         self: &Arc<Self>,
         desc: DataflowDesc,
         holds: Vec<ReadHold>,
+        from_storage: Option<crate::plan::RelPlan>,
         limit: usize,
     ) -> Result<Subscription> {
         if !matches!(desc.export, Export::Subscribe { .. }) {
@@ -464,7 +484,7 @@ impl ComputeController {
             &desc.plan.schema(),
         ))?);
         let queue = Arc::new(SubscribeQueue::new(limit));
-        let state = self.install_with(desc, holds, Some(Arc::clone(&queue)))?;
+        let state = self.install_with(desc, holds, from_storage, Some(Arc::clone(&queue)))?;
         Ok(Subscription::new(Arc::clone(self), state, queue, codec))
     }
 
@@ -472,6 +492,7 @@ impl ComputeController {
         &self,
         mut desc: DataflowDesc,
         mut holds: Vec<ReadHold>,
+        from_storage: Option<crate::plan::RelPlan>,
         subscribe: Option<Arc<SubscribeQueue>>,
     ) -> Result<Arc<DataflowState>> {
         if self.dataflows.lock().contains_key(&desc.id) {
@@ -503,6 +524,13 @@ impl ComputeController {
         }
         desc.as_of = as_of;
         desc.start = as_of.max(upper);
+        if let Some(from_storage) = from_storage
+            && !self.imports_readable(&desc.plan, as_of)
+        {
+            tracing::info!(dataflow = %desc.id, as_of,
+                "an index it would reuse cannot serve its start; reading storage instead");
+            desc.plan = from_storage;
+        }
         let mut acquired = Vec::new();
         for input in desc.plan.inputs() {
             let held = holds.iter().position(|h| h.id() == input);
@@ -527,10 +555,22 @@ impl ComputeController {
             key: k.key_codec(),
             rows: Arc::clone(&k.input),
         });
+        // Imported indexes must stay readable at `as_of` until every
+        // worker has built the dataflow.
+        let mut index_holds = Vec::new();
+        for index in desc.plan.imported_indexes() {
+            let imported = self
+                .dataflow(index)
+                .filter(|d| d.index_codecs.is_some())
+                .ok_or(ComputeError::UnknownIndex(index))?;
+            index_holds.push(imported.hold_index(desc.as_of)?);
+        }
+        let index_holds = Arc::new(index_holds);
         let state = self.new_state(&desc, acquired, index_codecs, subscribe);
         self.broadcast(|| Command::Install {
             plan: Arc::clone(&plan),
             state: Arc::clone(&state),
+            index_holds: Arc::clone(&index_holds),
         })?;
         tracing::info!(dataflow = %desc.id, as_of = desc.as_of, start = desc.start, "dataflow installed");
         Ok(state)

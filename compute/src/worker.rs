@@ -50,6 +50,9 @@ pub(crate) enum Command {
     Install {
         plan: Arc<[u8]>,
         state: Arc<DataflowState>,
+        /// Keep the indexes it imports readable at its `as_of` until it
+        /// is built.
+        index_holds: Arc<Vec<crate::controller::IndexHold>>,
     },
     /// Tear one down.
     Drop(GlobalId),
@@ -72,13 +75,22 @@ pub(crate) fn run_worker(
     codec: &PlanCodec,
 ) {
     let mut installed: BTreeMap<GlobalId, Installed> = BTreeMap::new();
+    // Which dataflows import each index; an index dropped while imported
+    // keeps running (unreachable for peeks) until its importers are gone,
+    // since an imported arrangement nobody maintains would stall them.
+    let mut imported_by: BTreeMap<GlobalId, std::collections::BTreeSet<GlobalId>> = BTreeMap::new();
+    let mut orphans: std::collections::BTreeSet<GlobalId> = Default::default();
     let mut peeks: Vec<WaitingPeek> = Vec::new();
     let sizes = ArrangementSizes::register(worker);
     let mut reported = Instant::now();
     loop {
         loop {
             match commands.try_recv() {
-                Ok(Command::Install { plan, state }) => {
+                Ok(Command::Install {
+                    plan,
+                    state,
+                    index_holds,
+                }) => {
                     // Every worker builds the same dataflow or none: the
                     // controller decoded and compiled this plan already.
                     let built = codec.decode(&plan).and_then(|desc| {
@@ -93,12 +105,24 @@ pub(crate) fn run_worker(
                     };
                     let index = worker.next_dataflow_index();
                     let id = desc.id;
+                    let mut imports = BTreeMap::new();
+                    for imported in desc.plan.imported_indexes() {
+                        if let Some(traces) =
+                            installed.get(&imported).and_then(|d| d.traces.as_ref())
+                        {
+                            imports.insert(imported, traces.import());
+                            imported_by.entry(imported).or_default().insert(id);
+                        }
+                    }
                     let ctx = Arc::new(Context {
                         storage: Arc::clone(&storage),
                         desc: Arc::new(desc),
                         state: Arc::clone(&state),
                     });
-                    let (probes, traces) = build_dataflow(worker, &node, index_key, ctx);
+                    let (probes, traces) =
+                        build_dataflow(worker, &node, index_key, ctx, &mut imports);
+                    // Built: the imports read what they need from here on.
+                    drop(index_holds);
                     installed.insert(
                         id,
                         Installed {
@@ -110,11 +134,29 @@ pub(crate) fn run_worker(
                     );
                 }
                 Ok(Command::Drop(id)) => {
-                    // Dropping `dataflow` releases the trace handles its
-                    // probes and index traces hold.
-                    if let Some(dataflow) = installed.remove(&id) {
-                        worker.drop_dataflow(dataflow.index);
-                        sizes.forget(dataflow.index);
+                    let mut dropping = vec![id];
+                    while let Some(id) = dropping.pop() {
+                        if imported_by.get(&id).is_some_and(|i| !i.is_empty()) {
+                            orphans.insert(id);
+                            continue;
+                        }
+                        imported_by.remove(&id);
+                        orphans.remove(&id);
+                        // Dropping `dataflow` releases the trace handles its
+                        // probes and index traces hold.
+                        if let Some(dataflow) = installed.remove(&id) {
+                            worker.drop_dataflow(dataflow.index);
+                            sizes.forget(dataflow.index);
+                        }
+                        // Indexes it imported that were dropped meanwhile.
+                        for (index, importers) in imported_by.iter_mut() {
+                            if importers.remove(&id)
+                                && importers.is_empty()
+                                && orphans.contains(index)
+                            {
+                                dropping.push(*index);
+                            }
+                        }
                     }
                 }
                 Ok(Command::Peek {

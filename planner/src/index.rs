@@ -65,7 +65,7 @@ pub fn create_index(
     // The rows the index holds: a view's at the numeric scales its query
     // computes (planning it also checks that it can be maintained).
     let (rows_plan, rows_desc) = match item.kind {
-        ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id)?,
+        ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id, false)?,
         _ => (
             RelPlan::Get {
                 id: item.id,
@@ -262,14 +262,25 @@ pub fn dataflow_plan(
     state: &SessionState,
     catalog: &CatalogState,
     id: GlobalId,
+    reuse: bool,
 ) -> Result<(RelPlan, Vec<Expr>, Arc<DFSchema>)> {
     let (on, keys) = index_parts(catalog, id)?;
     let desc = on
         .desc
         .clone()
         .ok_or_else(|| PlanError::Internal(format!("{} has no columns", on.name)))?;
-    let plan = match on.kind {
-        ItemKind::View => crate::materialized::view_dataflow(state, catalog, on.id)?.0,
+    // Another index on the same view already holds its rows.
+    let sibling = catalog
+        .indexes_on(on.id)
+        .find(|i| i.id < id)
+        .and_then(|i| Some((i.id, i.desc.clone()?)));
+    let plan = match (on.kind, sibling) {
+        (ItemKind::View, Some((index, rows))) if reuse => RelPlan::ArrangedGet {
+            index,
+            inputs: catalog.collections_behind(on.id),
+            schema: freshet_repr::nullable_schema(&rows.arrow_schema()),
+        },
+        (ItemKind::View, _) => crate::materialized::view_dataflow(state, catalog, on.id, reuse)?.0,
         _ => RelPlan::Get {
             id: on.id,
             schema: desc.arrow_schema(),
@@ -455,7 +466,7 @@ pub fn explain_index(cx: &StatementContext, name: &ObjectName) -> Result<Plan> {
         });
     }
     let (on, keys) = index_parts(cx.catalog, item.id)?;
-    let (plan, _, _) = dataflow_plan(cx.state, cx.catalog, item.id)?;
+    let (plan, _, _) = dataflow_plan(cx.state, cx.catalog, item.id, true)?;
     let on_name = cx
         .catalog
         .full_name(on.id)

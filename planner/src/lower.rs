@@ -82,16 +82,24 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
             let bound = any
                 .downcast_ref::<BoundTable>()
                 .ok_or_else(|| unsupported(format!("reading {}", scan.table_name)))?;
-            let id = bound.collection().ok_or_else(|| {
-                unsupported(format!(
-                    "a materialized view over the built-in relation {}",
-                    scan.table_name
-                ))
-            })?;
             let full = provider.schema();
-            let get = RelPlan::Get {
-                id,
-                schema: Arc::clone(&full),
+            let get = match (bound.collection(), bound.index()) {
+                (Some(id), _) => RelPlan::Get {
+                    id,
+                    schema: Arc::clone(&full),
+                },
+                // An indexed view: reuse the index's arrangement.
+                (None, Some((index, inputs))) => RelPlan::ArrangedGet {
+                    index,
+                    inputs: inputs.to_vec(),
+                    schema: Arc::clone(&full),
+                },
+                (None, None) => {
+                    return Err(unsupported(format!(
+                        "a materialized view over the built-in relation {}",
+                        scan.table_name
+                    )));
+                }
             };
             if scan.projection.is_none() && scan.filters.is_empty() {
                 return Ok(get);

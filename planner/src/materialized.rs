@@ -20,7 +20,7 @@ use crate::lower::{cast_to, check_deterministic, lower};
 use crate::misc::text_rows;
 use crate::plan::{Plan, QueryPlan};
 use crate::plan_codec::plan_codec;
-use crate::query::{StatementContext, plan_maintained_query};
+use crate::query::StatementContext;
 use crate::resolve::{SessionInfo, humanize_ids};
 
 /// `CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name [(cols)] AS q`.
@@ -140,13 +140,15 @@ fn lower_optimized(
 }
 
 /// The dataflow plan of the stored materialized view `id`, planned from its
-/// id-resolved definition (names are never re-resolved).
+/// id-resolved definition (names are never re-resolved). With `reuse`,
+/// indexed views it reads come from their indexes' arrangements.
 pub fn dataflow_plan(
     state: &SessionState,
     catalog: &CatalogState,
     id: GlobalId,
+    reuse: bool,
 ) -> Result<RelPlan> {
-    let (plan, desc) = planned_definition(state, catalog, id)?;
+    let (plan, desc) = planned_definition(state, catalog, id, reuse)?;
     lower_view(state, &plan, &desc)
 }
 
@@ -157,22 +159,25 @@ pub fn view_dataflow(
     state: &SessionState,
     catalog: &CatalogState,
     id: GlobalId,
+    reuse: bool,
 ) -> Result<(RelPlan, RelationDesc)> {
-    let (plan, desc) = planned_definition(state, catalog, id)?;
+    let (plan, desc) = planned_definition(state, catalog, id, reuse)?;
     let optimized = optimize(state, &plan)?;
     let desc = stored_types(nullable(desc), &optimized);
     let rel = lower_optimized(state, &optimized, &desc)?;
     Ok((rel, desc))
 }
 
-/// The dataflow computing `query` (planned in `cx`, views inlined), the
-/// columns it produces (numeric results at the scale the query computes
-/// them), and the planned query: what a subscribe runs.
+/// The dataflow computing `query` (planned in `cx`; views inlined, or
+/// with `reuse` indexed views read from their indexes), the columns it
+/// produces (numeric results at the scale the query computes them), and
+/// the planned query: what a subscribe runs.
 pub(crate) fn query_dataflow(
     cx: &StatementContext,
     query: &ast::Query,
+    reuse: bool,
 ) -> Result<(RelPlan, RelationDesc, QueryPlan)> {
-    let plan = plan_maintained_query(cx, query)?;
+    let plan = crate::query::plan_dataflow_query(cx, query, reuse)?;
     let optimized = optimize(cx.state, &plan)?;
     let desc = stored_types(nullable(plan.desc.clone()), &optimized);
     let rel = lower_optimized(cx.state, &optimized, &desc)?;
@@ -185,6 +190,7 @@ fn planned_definition(
     state: &SessionState,
     catalog: &CatalogState,
     id: GlobalId,
+    reuse: bool,
 ) -> Result<(QueryPlan, RelationDesc)> {
     let item = catalog.get_item(id)?;
     let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &item.create_sql)
@@ -200,7 +206,7 @@ fn planned_definition(
         .clone()
         .ok_or_else(|| PlanError::Internal(format!("view {id} has no columns")))?;
     let plan = with_stored_context(state, catalog, id, |cx| {
-        plan_maintained_query(cx, &cv.query)
+        crate::query::plan_dataflow_query(cx, &cv.query, reuse)
     })?;
     Ok((plan, desc))
 }
@@ -240,7 +246,7 @@ pub fn explain_materialized_view(cx: &StatementContext, name: &ObjectName) -> Re
             expected: "a materialized view",
         });
     }
-    let plan = dataflow_plan(cx.state, cx.catalog, item.id)?;
+    let plan = dataflow_plan(cx.state, cx.catalog, item.id, true)?;
     explain_rows(cx.catalog, &plan)
 }
 
@@ -269,6 +275,14 @@ pub(crate) fn explain_rows_under(
         other => PlanError::Internal(other.to_string()),
     })?;
     let mut text = humanize_ids(catalog, &explained);
+    for index in plan.imported_indexes() {
+        if let Some((db, schema, item)) = catalog.full_name(index) {
+            text = text.replace(
+                &format!("Get {index} ("),
+                &format!("Get {db}.{schema}.{item} ("),
+            );
+        }
+    }
     for id in plan.inputs() {
         if let Some((db, schema, item)) = catalog.full_name(id) {
             text = text.replace(

@@ -109,8 +109,9 @@ enum Contents {
     Collection(GlobalId),
     /// A built-in relation, by qualified name.
     System(String),
-    /// An indexed view, read from its index (by the index's id).
-    Index(GlobalId),
+    /// An indexed view, read from its index (by the index's id), with
+    /// the storage collections behind the view.
+    Index(GlobalId, Vec<GlobalId>),
     /// The rows a write produced, for its RETURNING clause.
     WrittenRows,
 }
@@ -134,6 +135,15 @@ impl BoundTable {
         }
     }
 
+    /// For an indexed view: the index, and the storage collections the
+    /// view reads.
+    pub fn index(&self) -> Option<(GlobalId, &[GlobalId])> {
+        match &self.contents {
+            Contents::Index(index, inputs) => Some((*index, inputs)),
+            _ => None,
+        }
+    }
+
     fn batches(&self) -> DfResult<Vec<RecordBatch>> {
         match &self.contents {
             Contents::Collection(id) => {
@@ -146,7 +156,7 @@ impl BoundTable {
                     .collect()
             }
             Contents::System(name) => self.binding.read()?.reader.system_table(name),
-            Contents::Index(index) => {
+            Contents::Index(index, _) => {
                 let read = self.binding.read()?;
                 read.reader
                     .index_rows(*index, read.as_of)?
@@ -173,7 +183,7 @@ impl TableProvider for BoundTable {
 
     fn table_type(&self) -> TableType {
         match self.contents {
-            Contents::Collection(_) | Contents::Index(_) => TableType::Base,
+            Contents::Collection(_) | Contents::Index(..) => TableType::Base,
             Contents::System(_) => TableType::View,
             Contents::WrittenRows => TableType::Temporary,
         }
@@ -250,7 +260,9 @@ impl<'a> PlanningContext<'a> {
         }
     }
 
-    /// Inline every view, indexed or not: for plans that become dataflows.
+    /// Inline every view, indexed or not: for plans that become dataflows
+    /// reading only storage. (Otherwise a dataflow reads an indexed view
+    /// from the index's arrangement.)
     pub fn inlining_views(mut self) -> Self {
         self.read_indexes = false;
         self
@@ -327,7 +339,7 @@ impl<'a> PlanningContext<'a> {
                 if let Some((index, rows)) = self.index_of(id).filter(|_| self.read_indexes) =>
             {
                 provider_as_source(Arc::new(BoundTable {
-                    contents: Contents::Index(index),
+                    contents: Contents::Index(index, self.resolver.catalog.collections_behind(id)),
                     schema: freshet_repr::nullable_schema(&rows.arrow_schema()),
                     defaults: HashMap::new(),
                     binding: Arc::clone(&self.binding),

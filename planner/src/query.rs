@@ -48,9 +48,23 @@ pub fn plan_query(cx: &StatementContext, query: &ast::Query) -> Result<QueryPlan
 }
 
 /// Plan a query that will become a dataflow: views are inlined even when
-/// indexed (dataflows read only storage collections).
+/// indexed (the dataflow reads only storage collections).
 pub fn plan_maintained_query(cx: &StatementContext, query: &ast::Query) -> Result<QueryPlan> {
     plan_query_in(cx, cx.planning().inlining_views(), query)
+}
+
+/// [`plan_maintained_query`], or with `reuse`, reading indexed views from
+/// their indexes' arrangements instead of recomputing them.
+pub fn plan_dataflow_query(
+    cx: &StatementContext,
+    query: &ast::Query,
+    reuse: bool,
+) -> Result<QueryPlan> {
+    if reuse {
+        plan_query_in(cx, cx.planning(), query)
+    } else {
+        plan_maintained_query(cx, query)
+    }
 }
 
 fn plan_query_in(

@@ -51,8 +51,12 @@ pub enum SubscribeAsOf {
 /// A planned subscribe.
 #[derive(Debug, Clone)]
 pub struct SubscribePlan {
-    /// The dataflow computing the relation.
+    /// The dataflow computing the relation (reading indexed views from
+    /// their indexes' arrangements).
     pub plan: RelPlan,
+    /// The same relation computed from storage alone, if `plan` imports
+    /// indexes: used when they cannot serve the subscribe's start time.
+    pub from_storage: Option<RelPlan>,
     /// The relation's columns (as the dataflow produces them).
     pub relation: RelationDesc,
     /// The columns clients receive.
@@ -101,9 +105,14 @@ pub fn plan_subscribe(cx: &StatementContext, stmt: &SubscribeStatement) -> Resul
             }
         }
     };
-    let (plan, relation, query) = crate::materialized::query_dataflow(cx, &query)?;
+    let (plan, relation, planned) = crate::materialized::query_dataflow(cx, &query, true)?;
+    let from_storage = if plan.imported_indexes().is_empty() {
+        None
+    } else {
+        Some(crate::materialized::query_dataflow(cx, &query, false)?.0)
+    };
     let mut depends_on = BTreeSet::new();
-    for id in &query.references {
+    for id in &planned.references {
         depends_on.insert(*id);
         depends_on.extend(cx.catalog.transitive_references(*id));
     }
@@ -155,9 +164,10 @@ pub fn plan_subscribe(cx: &StatementContext, stmt: &SubscribeStatement) -> Resul
     let output = output_desc(&relation, &envelope, progress);
     Ok(SubscribePlan {
         plan,
+        from_storage,
         relation,
         output,
-        inputs: query.inputs,
+        inputs: planned.inputs,
         depends_on,
         snapshot,
         progress,

@@ -283,22 +283,38 @@ impl Coordinator {
     fn install_dataflow(&self, id: GlobalId, holds: &mut Vec<ReadHold>) -> Result<()> {
         let catalog = self.catalog_state();
         let item = catalog.get_item(id)?;
-        let (plan, export) = match item.kind {
-            ItemKind::MaterializedView => (
-                freshet_planner::materialized::dataflow_plan(&self.base_df, &catalog, id)?,
-                Export::Shard,
-            ),
-            ItemKind::Index => {
-                let (plan, keys, schema) =
-                    freshet_planner::index::dataflow_plan(&self.base_df, &catalog, id)?;
-                (plan, Export::Index { keys, schema })
-            }
-            other => {
-                return Err(AdapterError::Unsupported(format!(
-                    "dataflows for {} are not supported yet",
-                    other.name()
-                )));
-            }
+        // The plan reuses indexes' arrangements where it reads indexed
+        // views; compute falls back to the plan reading storage when they
+        // cannot serve the dataflow's start.
+        let plan_for = |reuse: bool| -> Result<(freshet_compute::RelPlan, Export)> {
+            Ok(match item.kind {
+                ItemKind::MaterializedView => (
+                    freshet_planner::materialized::dataflow_plan(
+                        &self.base_df,
+                        &catalog,
+                        id,
+                        reuse,
+                    )?,
+                    Export::Shard,
+                ),
+                ItemKind::Index => {
+                    let (plan, keys, schema) =
+                        freshet_planner::index::dataflow_plan(&self.base_df, &catalog, id, reuse)?;
+                    (plan, Export::Index { keys, schema })
+                }
+                other => {
+                    return Err(AdapterError::Unsupported(format!(
+                        "dataflows for {} are not supported yet",
+                        other.name()
+                    )));
+                }
+            })
+        };
+        let (plan, export) = plan_for(true)?;
+        let from_storage = if plan.imported_indexes().is_empty() {
+            None
+        } else {
+            Some(plan_for(false)?.0)
         };
         let as_of = match &item.details {
             ItemDetails::MaterializedView { as_of: Some(t), .. } => *t,
@@ -318,6 +334,7 @@ impl Coordinator {
                 start: as_of,
             },
             mine,
+            from_storage,
         )?;
         Ok(())
     }
@@ -642,9 +659,12 @@ impl Coordinator {
             as_of,
             start: as_of,
         };
-        let subscription =
-            self.compute
-                .subscribe(desc, holds, session.vars.subscribe_buffer_limit)?;
+        let subscription = self.compute.subscribe(
+            desc,
+            holds,
+            plan.from_storage,
+            session.vars.subscribe_buffer_limit,
+        )?;
         let registration = self
             .subscribes
             .register(plan.depends_on.clone(), Arc::clone(subscription.state()));

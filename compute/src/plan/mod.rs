@@ -46,6 +46,17 @@ pub enum RelPlan {
         /// Its columns.
         schema: SchemaRef,
     },
+    /// The rows of an index's arrangement, imported into this dataflow
+    /// instead of recomputing what the index maintains (a view's query).
+    ArrangedGet {
+        /// The index.
+        index: GlobalId,
+        /// The storage collections behind it: held like a `Get`'s, so
+        /// the dataflow could also be rebuilt from storage.
+        inputs: Vec<GlobalId>,
+        /// Its rows' columns.
+        schema: SchemaRef,
+    },
     /// Rows fixed at planning time (VALUES, empty relations).
     Constant {
         /// Columns.
@@ -160,6 +171,7 @@ impl RelPlan {
     pub fn schema(&self) -> SchemaRef {
         match self {
             RelPlan::Get { schema, .. }
+            | RelPlan::ArrangedGet { schema, .. }
             | RelPlan::Constant { schema, .. }
             | RelPlan::Mfp { schema, .. }
             | RelPlan::Join { schema, .. }
@@ -171,12 +183,26 @@ impl RelPlan {
         }
     }
 
-    /// The storage collections the plan reads.
+    /// The storage collections the plan reads (directly, or behind the
+    /// indexes it imports).
     pub fn inputs(&self) -> BTreeSet<GlobalId> {
         let mut out = BTreeSet::new();
-        self.visit(&mut |p| {
-            if let RelPlan::Get { id, .. } = p {
+        self.visit(&mut |p| match p {
+            RelPlan::Get { id, .. } => {
                 out.insert(*id);
+            }
+            RelPlan::ArrangedGet { inputs, .. } => out.extend(inputs.iter().copied()),
+            _ => {}
+        });
+        out
+    }
+
+    /// The indexes whose arrangements the plan imports.
+    pub fn imported_indexes(&self) -> BTreeSet<GlobalId> {
+        let mut out = BTreeSet::new();
+        self.visit(&mut |p| {
+            if let RelPlan::ArrangedGet { index, .. } = p {
+                out.insert(*index);
             }
         });
         out
@@ -185,7 +211,7 @@ impl RelPlan {
     fn visit(&self, f: &mut impl FnMut(&RelPlan)) {
         f(self);
         match self {
-            RelPlan::Get { .. } | RelPlan::Constant { .. } => {}
+            RelPlan::Get { .. } | RelPlan::ArrangedGet { .. } | RelPlan::Constant { .. } => {}
             RelPlan::Mfp { input, .. }
             | RelPlan::Reduce { input, .. }
             | RelPlan::Window { input, .. }
@@ -210,6 +236,9 @@ impl RelPlan {
         };
         match self {
             RelPlan::Get { id, .. } => writeln!(f, "{pad}Get {id}"),
+            RelPlan::ArrangedGet { index, .. } => {
+                writeln!(f, "{pad}Get {index} (the index's arrangement, reused)")
+            }
             RelPlan::Constant { batches, .. } => writeln!(
                 f,
                 "{pad}Constant ({} rows)",

@@ -131,6 +131,15 @@ impl PlanCodec {
                 id: Some(id_to_proto(*id)),
                 schema: Some(schema_to_proto(schema)?),
             }),
+            RelPlan::ArrangedGet {
+                index,
+                inputs,
+                schema,
+            } => Node::ArrangedGet(ArrangedGetProto {
+                index: Some(id_to_proto(*index)),
+                inputs: inputs.iter().map(|i| id_to_proto(*i)).collect(),
+                schema: Some(schema_to_proto(schema)?),
+            }),
             RelPlan::Constant { schema, batches } => Node::Constant(ConstantProto {
                 schema: Some(schema_to_proto(schema)?),
                 ipc: batches_to_ipc(schema, batches)?,
@@ -252,6 +261,11 @@ impl PlanCodec {
         Ok(match required(proto.node.as_ref(), "node")? {
             Node::Get(g) => RelPlan::Get {
                 id: id_from_proto(required(g.id.as_ref(), "id")?),
+                schema: schema_from_proto(&g.schema)?,
+            },
+            Node::ArrangedGet(g) => RelPlan::ArrangedGet {
+                index: id_from_proto(required(g.index.as_ref(), "index")?),
+                inputs: g.inputs.iter().map(id_from_proto).collect(),
                 schema: schema_from_proto(&g.schema)?,
             },
             Node::Constant(c) => {
@@ -466,7 +480,7 @@ struct IdProto {
 /// One relational operator.
 #[derive(Clone, PartialEq, Message)]
 struct RelProto {
-    #[prost(oneof = "Node", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9")]
+    #[prost(oneof = "Node", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
     node: Option<Node>,
 }
 
@@ -494,6 +508,8 @@ mod rel_proto {
         TopK(Box<TopKProto>),
         #[prost(message, tag = "9")]
         Union(UnionProto),
+        #[prost(message, tag = "10")]
+        ArrangedGet(ArrangedGetProto),
     }
 }
 
@@ -502,6 +518,16 @@ struct GetProto {
     #[prost(message, optional, tag = "1")]
     id: Option<IdProto>,
     #[prost(message, optional, tag = "2")]
+    schema: Option<protobuf::Schema>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ArrangedGetProto {
+    #[prost(message, optional, tag = "1")]
+    index: Option<IdProto>,
+    #[prost(message, repeated, tag = "2")]
+    inputs: Vec<IdProto>,
+    #[prost(message, optional, tag = "3")]
     schema: Option<protobuf::Schema>,
 }
 

@@ -32,6 +32,9 @@ pub(crate) enum Node {
         id: GlobalId,
         codec: Arc<RowCodec>,
     },
+    ArrangedGet {
+        index: GlobalId,
+    },
     Constant {
         rows: Vec<Row>,
     },
@@ -69,7 +72,7 @@ impl Node {
     /// `Display` prints the reductions (pre-order, children in order).
     pub(crate) fn reduce_strategies(&self, out: &mut Vec<&'static str>) {
         match self {
-            Node::Get { .. } | Node::Constant { .. } => {}
+            Node::Get { .. } | Node::ArrangedGet { .. } | Node::Constant { .. } => {}
             Node::Mfp { input, .. }
             | Node::Distinct { input }
             | Node::Window { input, .. }
@@ -102,6 +105,7 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
             id: *id,
             codec: codec(schema)?,
         },
+        RelPlan::ArrangedGet { index, .. } => Node::ArrangedGet { index: *index },
         RelPlan::Constant { schema, batches } => {
             let codec = codec(schema)?;
             let mut rows = Vec::new();

@@ -70,7 +70,48 @@ pub(crate) fn render_index(rendered: Rendered<'_>, key: Arc<KeyEval>) -> IndexTr
     }
 }
 
+/// Handles on one worker's part of an index, for another dataflow to
+/// import (each import gets its own handle, so it never holds back the
+/// index's compaction once built).
+pub(crate) struct IndexImport {
+    rows: RowTrace,
+    errors: ErrorTrace,
+}
+
+impl IndexImport {
+    /// The index's rows and errors as collections of the dataflow being
+    /// built in `scope`, times before `start` advanced to it (the index
+    /// is readable at `start`: the controller holds it there).
+    pub(crate) fn render<'s>(
+        &mut self,
+        scope: timely::dataflow::Scope<'s, Time>,
+        name: &str,
+        start: Time,
+    ) -> Rendered<'s> {
+        let ok = self
+            .rows
+            .import_named(scope, &format!("Import {name}"))
+            .as_collection(|_key, row: &Row| row.clone());
+        let err = self
+            .errors
+            .import_named(scope, &format!("Import {name} errors"))
+            .as_collection(|_key, e: &DataflowError| e.clone());
+        Rendered {
+            ok: ok.delay(move |t| (*t).max(start)),
+            err: err.delay(move |t| (*t).max(start)),
+        }
+    }
+}
+
 impl IndexTraces {
+    /// Handles for a dataflow importing this part of the index.
+    pub(crate) fn import(&self) -> IndexImport {
+        IndexImport {
+            rows: self.rows.clone(),
+            errors: self.errors.clone(),
+        }
+    }
+
     /// Times before this are complete on this worker.
     pub fn upper(&mut self) -> Option<Time> {
         let mut rows = Antichain::new();

@@ -36,7 +36,7 @@ use timely::worker::Worker;
 pub(crate) use arranged::SizeProbe;
 use compile::AsRow;
 pub(crate) use compile::{KeyEval, Node, compile, compile_index_key};
-pub(crate) use index::{IndexTraces, PeekPart, error_worker};
+pub(crate) use index::{IndexImport, IndexTraces, PeekPart, error_worker};
 
 use crate::controller::DataflowState;
 use crate::error::DataflowError;
@@ -66,17 +66,21 @@ pub(crate) struct Context {
 /// Build the dataflow for `desc` on this worker, exporting to its shard or,
 /// given an index key, to an index. Returns probes for the bytes its
 /// arrangements hold, and this worker's part of the index.
+///
+/// `imports` holds this worker's handles on the indexes the plan reads by
+/// arrangement ([`Node::ArrangedGet`]).
 pub(crate) fn build_dataflow(
     worker: &mut Worker,
     node: &Node,
     index_key: Option<Arc<KeyEval>>,
     ctx: Arc<Context>,
+    imports: &mut std::collections::BTreeMap<freshet_repr::GlobalId, IndexImport>,
 ) -> (Vec<SizeProbe>, Option<IndexTraces>) {
     let name = format!("{}", ctx.desc.id);
     let mut index = None;
     let probes = arranged::collect_probes(|| {
         worker.dataflow_named::<Time, _, _>(&name, |scope| {
-            let rendered = render(scope, node, &ctx);
+            let rendered = render(scope, node, &ctx, imports);
             match (index_key, &ctx.desc.export) {
                 (Some(key), _) => index = Some(index::render_index(rendered, key)),
                 (None, Export::Subscribe { snapshot, up_to }) => {
@@ -89,15 +93,31 @@ pub(crate) fn build_dataflow(
     (probes, index)
 }
 
-fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Rendered<'s> {
+fn render<'s>(
+    scope: Scope<'s, Time>,
+    node: &Node,
+    ctx: &Arc<Context>,
+    imports: &mut Imports,
+) -> Rendered<'s> {
     match node {
         Node::Get { id, codec } => source::render_get(scope, ctx, *id, Arc::clone(codec)),
+        Node::ArrangedGet { index } => match imports.get_mut(index) {
+            Some(import) => import.render(scope, &index.to_string(), ctx.desc.start),
+            None => {
+                ctx.state
+                    .fail(format!("index {index} is not installed on this worker"));
+                Rendered {
+                    ok: source::render_constant(scope, ctx.desc.start, Vec::new()),
+                    err: source::render_constant(scope, ctx.desc.start, Vec::new()),
+                }
+            }
+        },
         Node::Constant { rows } => Rendered {
             ok: source::render_constant(scope, ctx.desc.start, rows.clone()),
             err: source::render_constant(scope, ctx.desc.start, Vec::new()),
         },
         Node::Mfp { input, eval } => {
-            let input = render(scope, input, ctx);
+            let input = render(scope, input, ctx, imports);
             let eval = Arc::clone(eval);
             let (ok, err) = eval_op(
                 input.ok,
@@ -111,29 +131,33 @@ fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Render
             }
         }
         Node::Join { left, right, spec } => {
-            let left = render(scope, left, ctx);
-            let right = render(scope, right, ctx);
+            let left = render(scope, left, ctx, imports);
+            let right = render(scope, right, ctx, imports);
             join::render_join(left, right, Arc::clone(spec))
         }
         Node::Reduce { input, spec } => {
-            let input = render(scope, input, ctx);
+            let input = render(scope, input, ctx, imports);
             reduce::render_reduce(scope, input, Arc::clone(spec), ctx.desc.start)
         }
         Node::Distinct { input } => {
-            let input = render(scope, input, ctx);
+            let input = render(scope, input, ctx, imports);
             Rendered {
                 ok: arranged::threshold(input.ok, "Distinct", |_, r| Diff::from(*r > 0)),
                 err: input.err,
             }
         }
         Node::Window { input, spec } => {
-            ordered::render_window(render(scope, input, ctx), Arc::clone(spec))
+            ordered::render_window(render(scope, input, ctx, imports), Arc::clone(spec))
         }
         Node::TopK { input, spec } => {
-            ordered::render_topk(render(scope, input, ctx), Arc::clone(spec))
+            ordered::render_topk(render(scope, input, ctx, imports), Arc::clone(spec))
         }
         Node::Union { inputs } => {
-            let mut parts = inputs.iter().map(|i| render(scope, i, ctx));
+            let mut parts = inputs
+                .iter()
+                .map(|i| render(scope, i, ctx, imports))
+                .collect::<Vec<_>>()
+                .into_iter();
             let first = parts.next().unwrap_or_else(|| Rendered {
                 ok: source::render_constant(scope, ctx.desc.start, Vec::new()),
                 err: source::render_constant(scope, ctx.desc.start, Vec::new()),
@@ -146,6 +170,9 @@ fn render<'s>(scope: Scope<'s, Time>, node: &Node, ctx: &Arc<Context>) -> Render
         }
     }
 }
+
+/// This worker's handles on imported indexes, by index.
+type Imports = std::collections::BTreeMap<freshet_repr::GlobalId, IndexImport>;
 
 /// A group's rows, each repeated by its multiplicity; a negative one is a
 /// bug upstream and becomes an error of the view.

@@ -482,11 +482,17 @@ async fn dropping_an_input_ends_the_subscribe_with_an_error() {
     let s = Server::start();
     let c = s.connect().await;
     let ddl = s.connect().await;
-    c.batch_execute("CREATE TABLE t (k int); CREATE VIEW v AS SELECT k + 1 AS k1 FROM t; INSERT INTO t VALUES (1)")
-        .await
-        .unwrap();
+    // The view is indexed: the subscribe reads the index's arrangement.
+    c.batch_execute(
+        "CREATE TABLE t (k int); CREATE VIEW v AS SELECT k + 1 AS k1 FROM t; \
+         CREATE DEFAULT INDEX ON v; INSERT INTO t VALUES (1)",
+    )
+    .await
+    .unwrap();
     let mut lines = Lines::open(&c, "COPY (SUBSCRIBE v) TO STDOUT").await;
     assert_eq!(lines.line().await[2], "2");
+    ddl.batch_execute("INSERT INTO t VALUES (5)").await.unwrap();
+    assert_eq!(lines.line().await[1..], ["1", "6"]);
     ddl.batch_execute("DROP VIEW v").await.unwrap();
     let err = lines.next().await.unwrap_err();
     assert!(message(&err).contains("was dropped"), "{err}");
