@@ -1,6 +1,7 @@
 """SUBSCRIBE through psycopg 3: the COPY stream (`cursor.copy`), cursors
 with FETCH timeouts, the upsert envelope, and cancellation."""
 
+import os
 import threading
 import time
 
@@ -76,3 +77,31 @@ def test_cursor_fetch_with_timeout_and_upsert_envelope(conninfo, conn):
         # mz_timestamp is numeric: psycopg reads it as a Decimal.
         assert int(got[0][0]) > 0
         sub.rollback()
+
+
+def holds_on(conn, table):
+    return conn.execute(
+        "SELECT count(*) FROM freshet_internal.read_holds WHERE object_name LIKE %s",
+        ("%." + table,),
+    ).fetchone()[0]
+
+
+def test_a_vanished_client_releases_its_subscribe(conninfo, conn):
+    conn.execute("CREATE TABLE gone (k int)")
+    conn.execute("INSERT INTO gone VALUES (1)")
+    sub = psycopg.connect(conninfo, autocommit=True)
+    cur = sub.cursor()
+    # Entered by hand (and kept referenced) so that no context exit cancels
+    # the COPY on our behalf.
+    streaming = cur.copy("COPY (SUBSCRIBE gone) TO STDOUT")
+    copy = streaming.__enter__()
+    first = next(lines(copy))
+    assert first[1:] == ["1", "1"]
+    assert holds_on(conn, "gone") == 1
+    # The client goes away mid-stream without a word (no Terminate, no
+    # cancel): the socket just closes, while no rows are flowing.
+    os.close(sub.pgconn.socket)
+    deadline = time.time() + 30
+    while holds_on(conn, "gone") > 0:
+        assert time.time() < deadline, "the subscribe's holds were not released"
+        time.sleep(0.05)

@@ -150,6 +150,12 @@ SELECT name, price FROM fruit ORDER BY id LIMIT 2;
 \set n 3
 SELECT :n + 1 AS n_plus_one;
 SELECT NULL::text AS nothing, '' AS empty;
+COPY (SUBSCRIBE (SELECT 'sub' || 'scribed' AS c)) TO STDOUT;
+BEGIN;
+DECLARE fc CURSOR FOR SUBSCRIBE (SELECT name FROM fruit WHERE id = 1) ENVELOPE UPSERT (KEY (name));
+FETCH ALL fc;
+FETCH ALL fc WITH (timeout = '10ms');
+COMMIT;
 \echo walkthrough end
 ",
         tsv = tsv.display(),
@@ -265,6 +271,27 @@ fn psql_walkthrough_produces_the_expected_output() {
         "---------+-------",
         "         | ",
         "(1 row)",
+    ]));
+    // A subscribe of a constant completes after its snapshot; a cursor
+    // over a subscribe fetches the contents, then nothing new.
+    assert!(run.stdout.contains("\t1\tsubscribed\n"), "{}", run.stdout);
+    run.assert_stdout_contains(&block(&[
+        "BEGIN",
+        "DECLARE CURSOR",
+        " mz_timestamp  | mz_state | name  ",
+        "---------------+----------+-------",
+    ]));
+    assert!(
+        run.stdout.contains(" | upsert   | apple\n(1 row)"),
+        "{}",
+        run.stdout
+    );
+    run.assert_stdout_contains(&block(&[
+        " mz_timestamp | mz_state | name ",
+        "--------------+----------+------",
+        "(0 rows)",
+        "",
+        "COMMIT",
     ]));
     assert!(
         run.stdout.ends_with("\nwalkthrough end\n"),
