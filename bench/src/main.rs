@@ -173,13 +173,7 @@ async fn bench(args: &Args) -> Result<()> {
             report::render_environment(&env, &notes),
             subscribe::render(&rows, &sub_settings)
         );
-        print!("{text}");
-        if let Some(path) = &args.report {
-            std::fs::write(path, &text)
-                .context(format!("write the report to {}", path.display()))?;
-            eprintln!("report written to {}", path.display());
-        }
-        return Ok(());
+        return emit(args, &text);
     }
     let pg = start_postgres(args, &mut notes);
     let pg_version = match &pg {
@@ -198,18 +192,11 @@ async fn bench(args: &Args) -> Result<()> {
         drop(pg);
         let env = environment(args, &bin, settings.view, pg_version, load_before);
         let text = format!(
-            "{}
-{}",
+            "{}\n{}",
             report::render_environment(&env, &notes),
             lookup::render(&rows, &lookup_settings)
         );
-        print!("{text}");
-        if let Some(path) = &args.report {
-            std::fs::write(path, &text)
-                .context(format!("write the report to {}", path.display()))?;
-            eprintln!("report written to {}", path.display());
-        }
-        return Ok(());
+        return emit(args, &text);
     }
     let mut runs = vec![];
     for &size in &args.sizes {
@@ -229,9 +216,14 @@ async fn bench(args: &Args) -> Result<()> {
     drop(pg);
     let env = environment(args, &bin, settings.view, pg_version, load_before);
     let text = report::render(&env, &runs, &notes);
+    emit(args, &text)
+}
+
+/// Print the report, and save it where `--report` says.
+fn emit(args: &Args, text: &str) -> Result<()> {
     print!("{text}");
     if let Some(path) = &args.report {
-        std::fs::write(path, &text).context(format!("write the report to {}", path.display()))?;
+        std::fs::write(path, text).context(format!("write the report to {}", path.display()))?;
         eprintln!("report written to {}", path.display());
     }
     Ok(())

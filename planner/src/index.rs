@@ -48,16 +48,7 @@ pub fn create_index(
     keys: Option<&[ast::IndexColumn]>,
     if_not_exists: bool,
 ) -> Result<Plan> {
-    let item = cx.resolver().resolve_item(on)?;
-    if !matches!(
-        item.kind,
-        ItemKind::Table | ItemKind::View | ItemKind::MaterializedView | ItemKind::Source
-    ) {
-        return Err(PlanError::WrongObjectType {
-            name: item.name.clone(),
-            expected: "a table, view, materialized view or source",
-        });
-    }
+    let item = cx.resolver().resolve_readable_item(on)?;
     let desc = item
         .desc
         .as_ref()

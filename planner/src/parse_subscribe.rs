@@ -177,21 +177,24 @@ fn parse_copy_options(parser: &mut Parser) -> Result<Vec<(String, Option<String>
         let name = p.parse_identifier()?.value.to_lowercase();
         let value = match p.peek_token().token {
             Token::Comma | Token::RParen => None,
-            _ => match p.next_token().token {
-                Token::Word(w) => Some(w.value),
-                Token::SingleQuotedString(s) => Some(s),
-                Token::Number(n, _) => Some(n),
-                other => {
-                    return Err(ParserError::ParserError(format!(
-                        "unexpected COPY option value {other}"
-                    )));
-                }
-            },
+            _ => Some(option_value(p, "COPY")?),
         };
         Ok((name, value))
     })?;
     parser.expect_token(&Token::RParen)?;
     Ok(options)
+}
+
+/// An option's value as text: a word, a quoted string or a number.
+fn option_value(parser: &mut Parser, statement: &str) -> Result<String, ParserError> {
+    match parser.next_token().token {
+        Token::Word(w) => Ok(w.value),
+        Token::SingleQuotedString(s) => Ok(s),
+        Token::Number(n, _) => Ok(n),
+        other => Err(ParserError::ParserError(format!(
+            "unexpected {statement} option value {other}"
+        ))),
+    }
 }
 
 /// After `FETCH`: `[FORWARD | NEXT] [count | ALL] [FROM | IN] name [WITH
@@ -220,16 +223,7 @@ fn parse_fetch(parser: &mut Parser) -> Result<Statement, ParserError> {
         let options = parser.parse_comma_separated(|p| {
             let name = p.parse_identifier()?.value.to_lowercase();
             let _eq = p.consume_token(&Token::Eq);
-            let value = match p.next_token().token {
-                Token::SingleQuotedString(s) => s,
-                Token::Number(n, _) => n,
-                Token::Word(w) => w.value,
-                other => {
-                    return Err(ParserError::ParserError(format!(
-                        "unexpected FETCH option value {other}"
-                    )));
-                }
-            };
+            let value = option_value(p, "FETCH")?;
             Ok((name, value))
         })?;
         parser.expect_token(&Token::RParen)?;

@@ -185,6 +185,26 @@ impl<'a> NameResolver<'a> {
         }
     }
 
+    /// Resolve a name that must be an item holding rows a dataflow can
+    /// read (a table, view, materialized view or source): what indexes
+    /// and subscribes name.
+    pub fn resolve_readable_item(&self, name: &ObjectName) -> Result<&'a Item> {
+        let item = self.resolve_item(name)?;
+        if !matches!(
+            item.kind,
+            freshet_catalog::ItemKind::Table
+                | freshet_catalog::ItemKind::View
+                | freshet_catalog::ItemKind::MaterializedView
+                | freshet_catalog::ItemKind::Source
+        ) {
+            return Err(PlanError::WrongObjectType {
+                name: item.name.clone(),
+                expected: "a table, view, materialized view or source",
+            });
+        }
+        Ok(item)
+    }
+
     /// Where `CREATE` puts an object named `name`: its schema and bare name.
     pub fn create_target(&self, name: &ObjectName) -> Result<(&'a Schema, String)> {
         let parts = normalize_name(name)?;

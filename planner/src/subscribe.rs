@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast;
-use freshet_catalog::ItemKind;
 use freshet_compute::RelPlan;
 use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc, Timestamp};
 
@@ -82,16 +81,7 @@ pub fn plan_subscribe(cx: &StatementContext, stmt: &SubscribeStatement) -> Resul
     let query: Box<ast::Query> = match &stmt.relation {
         SubscribeRelation::Query(q) => q.clone(),
         SubscribeRelation::Name(name) => {
-            let item = cx.resolver().resolve_item(name)?;
-            if !matches!(
-                item.kind,
-                ItemKind::Table | ItemKind::View | ItemKind::MaterializedView | ItemKind::Source
-            ) {
-                return Err(PlanError::WrongObjectType {
-                    name: item.name.clone(),
-                    expected: "a table, view, materialized view or source",
-                });
-            }
+            cx.resolver().resolve_readable_item(name)?;
             let sql = format!("SELECT * FROM {name}");
             match datafusion::sql::sqlparser::parser::Parser::parse_sql(
                 &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},

@@ -635,13 +635,7 @@ impl Coordinator {
             None => self.choose_and_hold(&plan.inputs, session.isolation())?,
             Some(SubscribeAsOf::Exact(t)) => (t, self.hold_at(&plan.inputs, t)?),
             Some(SubscribeAsOf::AtLeast(t)) => {
-                let mut ts = t;
-                for id in &plan.inputs {
-                    let (since, _) = self.storage.frontiers(*id)?;
-                    if let Some(s) = since.as_option() {
-                        ts = ts.max(*s);
-                    }
-                }
+                let ts = self.readable_at_least(&plan.inputs, t)?;
                 (ts, self.hold_at(&plan.inputs, ts)?)
             }
         };
@@ -873,18 +867,25 @@ impl Coordinator {
     /// CREATE), or later where an input has compacted past it; with holds
     /// there, taken before the catalog transaction commits.
     fn choose_as_of(&self, inputs: &BTreeSet<GlobalId>) -> Result<(Timestamp, Vec<ReadHold>)> {
-        let mut as_of = self.storage.read_ts();
-        for id in inputs {
-            let (since, _) = self.storage.frontiers(*id)?;
-            if let Some(s) = since.as_option() {
-                as_of = as_of.max(*s);
-            }
-        }
+        let as_of = self.readable_at_least(inputs, self.storage.read_ts())?;
         let holds = inputs
             .iter()
             .map(|id| self.storage.acquire_read_hold(*id, as_of))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         Ok((as_of, holds))
+    }
+
+    /// The earliest time at or after `ts` at which every input is still
+    /// readable (no input has compacted past it).
+    fn readable_at_least(&self, inputs: &BTreeSet<GlobalId>, ts: Timestamp) -> Result<Timestamp> {
+        let mut at = ts;
+        for id in inputs {
+            let (since, _) = self.storage.frontiers(*id)?;
+            if let Some(s) = since.as_option() {
+                at = at.max(*s);
+            }
+        }
+        Ok(at)
     }
 
     /// Wait until every materialized view among `inputs` is complete at

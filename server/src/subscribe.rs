@@ -64,16 +64,6 @@ impl Subscribes {
             }
         }
     }
-
-    /// How many subscribes are running.
-    pub fn len(&self) -> usize {
-        self.active.lock().len()
-    }
-
-    /// Whether none are running.
-    pub fn is_empty(&self) -> bool {
-        self.active.lock().is_empty()
-    }
 }
 
 /// Keeps a subscribe listed in [`Subscribes`]; dropping it unlists it.
@@ -146,11 +136,6 @@ impl SubscribeStream {
     /// The columns of the rows.
     pub fn desc(&self) -> &RelationDesc {
         &self.output
-    }
-
-    /// The time the subscribe's first updates are at.
-    pub fn as_of(&self) -> Timestamp {
-        self.subscription.as_of()
     }
 
     /// The next rows, waiting for them (possibly none, when time advanced

@@ -84,17 +84,6 @@ async fn create_big(c: &tokio_postgres::Client) {
     .unwrap();
 }
 
-async fn holds_on(c: &tokio_postgres::Client, table: &str) -> usize {
-    rows(
-        c,
-        &format!(
-            "SELECT count FROM freshet_internal.read_holds WHERE object_name LIKE '%.{table}'"
-        ),
-    )
-    .await
-    .len()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_request_stops_a_query_and_releases_holds() {
     let s = Server::start();

@@ -171,3 +171,15 @@ pub async fn value(client: &Client, sql: &str) -> Option<String> {
         .and_then(|r| r.into_iter().next())
         .flatten()
 }
+
+/// How many read holds an object named `table` has (any schema).
+pub async fn holds_on(c: &Client, table: &str) -> usize {
+    rows(
+        c,
+        &format!(
+            "SELECT count FROM freshet_internal.read_holds WHERE object_name LIKE '%.{table}'"
+        ),
+    )
+    .await
+    .len()
+}

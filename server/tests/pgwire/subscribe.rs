@@ -102,17 +102,6 @@ fn row(fields: &[&str]) -> Vec<String> {
     fields.iter().map(|s| s.to_string()).collect()
 }
 
-async fn holds_on(c: &Client, table: &str) -> usize {
-    rows(
-        c,
-        &format!(
-            "SELECT count FROM freshet_internal.read_holds WHERE object_name LIKE '%.{table}'"
-        ),
-    )
-    .await
-    .len()
-}
-
 /// Wait until `table` has no read holds.
 async fn holds_released(c: &Client, table: &str) {
     let deadline = Instant::now() + PATIENCE;
