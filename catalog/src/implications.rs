@@ -36,7 +36,9 @@ pub enum Implication {
     InstallDataflow(GlobalId),
     /// Start a sink export.
     ExportSink(GlobalId),
-    /// Set the default read policy of a newly created collection.
+    /// Set the read policy of a table's, materialized view's or index's
+    /// collection from its options (`RETAIN HISTORY`, a refresh
+    /// schedule's first refresh): at creation and whenever they change.
     InitReadPolicy(GlobalId),
 }
 
@@ -67,7 +69,7 @@ fn added_actions(item: &Item, out: &mut [Vec<Implication>; 5]) {
         ItemKind::Sink => out[3].push(Implication::ExportSink(item.id)),
         ItemKind::View => {}
     }
-    if item.kind.has_collection() {
+    if item.kind.has_collection() || item.kind == ItemKind::Index {
         out[4].push(Implication::InitReadPolicy(item.id));
     }
 }
@@ -96,6 +98,12 @@ pub fn implications(diff: &CatalogDiff) -> Vec<Implication> {
             } if changes_runtime(old, new) => {
                 removed_actions(old, &mut removed);
                 added_actions(new, &mut added);
+            }
+            Change::Updated {
+                old: CatalogObject::Item(old),
+                new: CatalogObject::Item(new),
+            } if old.options != new.options => {
+                added[4].push(Implication::InitReadPolicy(new.id));
             }
             _ => {}
         }

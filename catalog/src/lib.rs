@@ -20,6 +20,8 @@ pub use diff::{CatalogDiff, Change};
 pub use durable::{CATALOG_KEY, Catalog, DEFAULT_DATABASE};
 pub use error::CatalogError;
 pub use implications::{Implication, implications};
-pub use objects::{CatalogObject, Database, DefaultExpr, Item, ItemDetails, ItemKind, Schema};
+pub use objects::{
+    CatalogObject, Database, DefaultExpr, Item, ItemDetails, ItemKind, ItemOptions, Schema,
+};
 pub use state::{CatalogState, FIRST_USER_OID};
 pub use transact::{ItemDef, Op};

@@ -1,6 +1,6 @@
 //! The objects the catalog keeps.
 
-use freshet_repr::{GlobalId, RelationDesc};
+use freshet_repr::{GlobalId, RefreshSchedule, RelationDesc};
 use serde::{Deserialize, Serialize};
 
 /// A database: a namespace of schemas.
@@ -91,6 +91,21 @@ pub struct Item {
     pub references: Vec<GlobalId>,
     /// Kind-specific details.
     pub details: ItemDetails,
+    /// `WITH (...)` options: history retention, refresh schedule.
+    #[serde(default)]
+    pub options: ItemOptions,
+}
+
+/// Options a table, materialized view or index is created with (and that
+/// `ALTER ... SET/RESET` changes).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemOptions {
+    /// `RETAIN HISTORY FOR`: how much history (ms) stays readable behind
+    /// the upper; `None` keeps the default (about one second).
+    pub retain_history: Option<u64>,
+    /// A materialized view's `REFRESH` schedule, with concrete times;
+    /// `None` refreshes on every commit.
+    pub refresh: Option<RefreshSchedule>,
 }
 
 /// Kind-specific parts of an item's definition.

@@ -7,7 +7,7 @@ use freshet_repr::{GlobalId, RelationDesc};
 
 use crate::diff::{CatalogDiff, Change};
 use crate::error::CatalogError;
-use crate::objects::{CatalogObject, Database, Item, ItemDetails, ItemKind, Schema};
+use crate::objects::{CatalogObject, Database, Item, ItemDetails, ItemKind, ItemOptions, Schema};
 use crate::state::CatalogState;
 
 /// The definition of a new item (its id is assigned by the transaction).
@@ -27,6 +27,8 @@ pub struct ItemDef {
     pub references: Vec<GlobalId>,
     /// Kind-specific details.
     pub details: ItemDetails,
+    /// `WITH (...)` options.
+    pub options: ItemOptions,
 }
 
 /// One step of a catalog transaction.
@@ -64,6 +66,13 @@ pub enum Op {
         id: GlobalId,
         /// The new definition (its schema and name must match).
         def: ItemDef,
+    },
+    /// Replace an item's options (`ALTER ... SET/RESET (...)`).
+    SetOptions {
+        /// The item.
+        id: GlobalId,
+        /// Its options from now on.
+        options: ItemOptions,
     },
     /// Replace an item's kind-specific details (e.g. record an MV's plan).
     UpdateDetails {
@@ -250,6 +259,15 @@ fn plan_op(
                 new: CatalogObject::Item(new),
             }]
         }
+        Op::SetOptions { id, options } => {
+            let old = state.get_item(id)?.clone();
+            let mut new = old.clone();
+            new.options = options;
+            vec![Change::Updated {
+                old: CatalogObject::Item(old),
+                new: CatalogObject::Item(new),
+            }]
+        }
         Op::UpdateDetails { id, details } => {
             let old = state.get_item(id)?.clone();
             let mut new = old.clone();
@@ -273,5 +291,6 @@ fn item_from_def(id: GlobalId, def: ItemDef) -> Item {
         desc: def.desc,
         references: def.references,
         details: def.details,
+        options: def.options,
     }
 }

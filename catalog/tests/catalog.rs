@@ -40,6 +40,7 @@ fn table(schema_id: GlobalId, name: &str) -> Op {
         details: ItemDetails::Table {
             defaults: vec![None],
         },
+        options: Default::default(),
     })
 }
 
@@ -52,6 +53,7 @@ fn view(schema_id: GlobalId, name: &str, refs: Vec<GlobalId>) -> Op {
         desc: Some(desc()),
         references: refs,
         details: ItemDetails::View,
+        options: Default::default(),
     })
 }
 

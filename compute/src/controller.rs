@@ -43,6 +43,8 @@ pub struct DataflowState {
     /// The output shard's upper as the sink last wrote it.
     upper: AtomicU64,
     hydrated: AtomicBool,
+    /// An index's history behind its upper (ms): `RETAIN HISTORY`.
+    history: AtomicU64,
     /// Set when the dataflow is dropped: failures after that (its output
     /// collection going away under a last write) are expected.
     dropped: AtomicBool,
@@ -70,8 +72,8 @@ struct StateInner {
     index_errors: usize,
 }
 
-/// How far an index's compaction trails its upper (ms), so reads that
-/// choose a slightly older time still find it readable.
+/// How far an index's compaction trails its upper (ms) by default, so
+/// reads that choose a slightly older time still find it readable.
 const INDEX_HISTORY: Timestamp = 1_000;
 
 impl DataflowState {
@@ -168,7 +170,7 @@ impl DataflowState {
         };
         if let Some(least) = least {
             let mut since = least
-                .saturating_sub(INDEX_HISTORY)
+                .saturating_sub(self.history.load(Ordering::Relaxed))
                 .min(read_ts)
                 .max(self.as_of);
             if let Some((&held, _)) = inner.peek_holds.iter().next() {
@@ -184,6 +186,11 @@ impl DataflowState {
             self.advance(least, Vec::new());
         }
         since
+    }
+
+    /// Keep `ms` of an index's history readable behind its upper.
+    pub fn set_history(&self, ms: Timestamp) {
+        self.history.store(ms, Ordering::Relaxed);
     }
 
     /// The earliest time a peek of the index may read at.
@@ -429,6 +436,7 @@ impl ComputeController {
             plan: plan.clone(),
             as_of: 0,
             start: 0,
+            refresh: None,
         };
         let decoded = codec.decode(&codec.encode(&desc)?)?;
         compile(&decoded.plan)?;
@@ -593,6 +601,7 @@ impl ComputeController {
             inputs: desc.plan.inputs().into_iter().collect(),
             upper: AtomicU64::new(desc.start),
             hydrated: AtomicBool::new(false),
+            history: AtomicU64::new(INDEX_HISTORY),
             dropped: AtomicBool::new(false),
             installed_at: Instant::now(),
             inner: Mutex::new(StateInner {

@@ -136,6 +136,7 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
             desc: Some(desc),
             references: vec![],
             details: ItemDetails::Table { defaults },
+            options: Default::default(),
         },
         if_not_exists: ct.if_not_exists,
         replace: None,
@@ -205,6 +206,7 @@ pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
             desc: Some(desc),
             references,
             details: ItemDetails::View,
+            options: Default::default(),
         },
         if_not_exists: cv.if_not_exists,
         replace,
@@ -333,7 +335,7 @@ fn expected_kind(kind: ObjectKind) -> (ItemKind, &'static str) {
 }
 
 /// Resolve an item that must be of `kind`; `Ok(None)` if it does not exist.
-fn lookup_kind(
+pub(crate) fn lookup_kind(
     cx: &StatementContext,
     name: &ObjectName,
     kind: ObjectKind,
@@ -363,7 +365,7 @@ fn lookup_kind(
     }
 }
 
-fn missing_message(kind: ObjectKind, name: &ObjectName) -> PlanError {
+pub(crate) fn missing_message(kind: ObjectKind, name: &ObjectName) -> PlanError {
     PlanError::Catalog(freshet_catalog::CatalogError::UnknownItem {
         kind: expected_kind(kind)
             .1
@@ -475,8 +477,23 @@ pub fn rename(
     }
 }
 
-/// The `CREATE` statement that recreates an item, with current names.
+/// The `CREATE` statement that recreates an item, with current names
+/// and its options (`WITH (RETAIN HISTORY ..., REFRESH ...)`).
 pub fn show_create_sql(cx: &StatementContext, id: GlobalId) -> Result<String> {
+    let sql = show_create_bare(cx, id)?;
+    let item = cx.catalog.get_item(id)?;
+    let Some(with) = crate::options::display_item_options(&item.options) else {
+        return Ok(sql);
+    };
+    Ok(match sql.find(" AS ") {
+        Some(i) if item.kind == ItemKind::MaterializedView => {
+            format!("{} {with}{}", &sql[..i], &sql[i..])
+        }
+        _ => format!("{sql} {with}"),
+    })
+}
+
+fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
     let resolver = cx.resolver();
     let item = cx.catalog.get_item(id)?;
     let qualified = resolver.display_name(id);

@@ -216,3 +216,64 @@ impl ScalarUDFImpl for Mod {
         crate::udf::to_columnar(result, crate::udf::all_scalar(&args))
     }
 }
+
+/// `mz_now()`: the logical time the statement reads at, as Materialize's
+/// `mz_timestamp` (milliseconds; shown as `numeric(20,0)`). A user can
+/// note it and come back with `AS OF`. Bound per statement, so each
+/// planning context makes its own.
+#[derive(Debug)]
+pub struct MzNow {
+    signature: Signature,
+    binding: Arc<crate::provider::QueryBinding>,
+}
+
+impl MzNow {
+    /// `mz_now()` reading the time `binding` is bound to.
+    pub fn udf(binding: Arc<crate::provider::QueryBinding>) -> Arc<ScalarUDF> {
+        Arc::new(ScalarUDF::new_from_impl(MzNow {
+            // Stable: one value per statement, never folded at planning
+            // (and refused in maintained definitions, like `now()`).
+            signature: Signature::exact(vec![], Volatility::Stable),
+            binding,
+        }))
+    }
+}
+
+impl PartialEq for MzNow {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.binding, &other.binding)
+    }
+}
+
+impl Eq for MzNow {}
+
+impl std::hash::Hash for MzNow {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        "mz_now".hash(state)
+    }
+}
+
+impl ScalarUDFImpl for MzNow {
+    fn name(&self) -> &str {
+        "mz_now"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Decimal128(20, 0))
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let t = self.binding.as_of().ok_or_else(|| {
+            datafusion::common::exec_datafusion_err!("mz_now() is evaluated outside a query")
+        })?;
+        Ok(ColumnarValue::Scalar(ScalarValue::Decimal128(
+            Some(i128::from(t)),
+            20,
+            0,
+        )))
+    }
+}

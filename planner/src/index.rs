@@ -123,6 +123,7 @@ pub fn create_index(
                 on: item.id,
                 keys: columns,
             },
+            options: Default::default(),
         },
         if_not_exists,
         replace: None,

@@ -53,6 +53,11 @@ pub fn check_deterministic(plan: &LogicalPlan) -> Result<()> {
         Ok(TreeNodeRecursion::Continue)
     })?;
     match found {
+        Some(name) if name == "mz_now" => Err(PlanError::Unsupported(
+            "mz_now() is not allowed in a maintained definition (materialized views, indexes, \
+             SUBSCRIBE): temporal filters are not supported yet"
+                .into(),
+        )),
         Some(name) => Err(PlanError::Unsupported(format!(
             "function {name}() is not allowed in a materialized view: its value depends on when \
              the view is computed, so it cannot be maintained incrementally"

@@ -48,6 +48,7 @@ pub fn create_materialized_view(cx: &StatementContext, cv: &CreateView) -> Resul
         if_not_exists: cv.if_not_exists,
         replace,
         inputs: plan.inputs,
+        refresh: None,
     })
 }
 
@@ -78,6 +79,7 @@ fn define(cx: &StatementContext, cv: &CreateView) -> Result<(ItemDef, QueryPlan)
             plan: None,
             as_of: None,
         },
+        options: Default::default(),
     };
     Ok((def, plan))
 }

@@ -9,7 +9,7 @@ use datafusion::sql::sqlparser::ast::{self, Ident, ObjectName};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
-use datafusion::sql::sqlparser::tokenizer::Token;
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
 use crate::error::{PlanError, Result};
 
@@ -81,6 +81,37 @@ pub enum Statement {
         count: Option<u64>,
         /// How long to wait for a first row (`None`: until one comes).
         timeout: Option<String>,
+    },
+    /// `CREATE {TABLE | MATERIALIZED VIEW | INDEX} ... WITH (RETAIN
+    /// HISTORY ..., REFRESH ...)`: the statement without the options.
+    CreateWithOptions {
+        /// The `CREATE` statement.
+        stmt: Box<Statement>,
+        /// Its options.
+        options: Vec<crate::parse_options::ItemOption>,
+    },
+    /// `ALTER {TABLE | MATERIALIZED VIEW | INDEX} [IF EXISTS] name {SET
+    /// (options) | RESET (names)}`.
+    AlterOptions {
+        /// What kind of object.
+        kind: ObjectKind,
+        /// Whether a missing object is a notice rather than an error.
+        if_exists: bool,
+        /// The object.
+        name: ObjectName,
+        /// `SET` options.
+        set: Vec<crate::parse_options::ItemOption>,
+        /// `RESET` option names, lower case (`retain history`).
+        reset: Vec<String>,
+    },
+    /// `<query> AS OF [AT LEAST] <time>`.
+    SelectAsOf {
+        /// The query.
+        query: Box<ast::Query>,
+        /// Whether `AT LEAST` (any readable time at or after `time`).
+        at_least: bool,
+        /// The time.
+        time: ast::Expr,
     },
     /// `ALTER <kind> [IF EXISTS] name RENAME TO new_name`.
     AlterRename {
@@ -203,6 +234,50 @@ impl std::fmt::Display for Statement {
                 }
                 Ok(())
             }
+            Statement::CreateWithOptions { stmt, options } => {
+                let text = stmt.to_string();
+                let options = crate::parse_options::display_options(options);
+                // Options go before `AS` in a materialized view, at the
+                // end elsewhere.
+                match text.find(" AS ") {
+                    Some(i)
+                        if text.starts_with("CREATE MATERIALIZED VIEW")
+                            || text.starts_with("CREATE OR REPLACE MATERIALIZED VIEW") =>
+                    {
+                        write!(f, "{} {options}{}", &text[..i], &text[i..])
+                    }
+                    _ => write!(f, "{text} {options}"),
+                }
+            }
+            Statement::AlterOptions {
+                kind,
+                if_exists,
+                name,
+                set,
+                reset,
+            } => {
+                write!(
+                    f,
+                    "ALTER {} {}{name} ",
+                    kind.keyword(),
+                    if *if_exists { "IF EXISTS " } else { "" }
+                )?;
+                if set.is_empty() {
+                    write!(f, "RESET ({})", reset.join(", ").to_uppercase())
+                } else {
+                    let options = crate::parse_options::display_options(set);
+                    write!(f, "SET {}", options.trim_start_matches("WITH "))
+                }
+            }
+            Statement::SelectAsOf {
+                query,
+                at_least,
+                time,
+            } => write!(
+                f,
+                "{query} AS OF {}{time}",
+                if *at_least { "AT LEAST " } else { "" }
+            ),
             Statement::ExplainTimestamp(s) => write!(f, "EXPLAIN TIMESTAMP FOR {s}"),
             Statement::ExplainMaterializedView(n) => write!(f, "EXPLAIN MATERIALIZED VIEW {n}"),
             Statement::ExplainIndex(n) => write!(f, "EXPLAIN INDEX {n}"),
@@ -274,8 +349,17 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     Ok(out)
 }
 
-fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
+pub(crate) fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
     if let Some(stmt) = crate::parse_subscribe::try_parse(parser)? {
+        return Ok(stmt);
+    }
+    if let Some(stmt) = crate::parse_options::try_parse_create_with(parser)? {
+        return Ok(stmt);
+    }
+    if let Some(stmt) = crate::parse_options::try_parse_alter_options(parser)? {
+        return Ok(stmt);
+    }
+    if let Some(stmt) = try_parse_select_as_of(parser)? {
         return Ok(stmt);
     }
     if parser.parse_keywords(&[Keyword::EXPLAIN, Keyword::TIMESTAMP, Keyword::FOR]) {
@@ -326,6 +410,75 @@ fn parse_one(parser: &mut Parser) -> Result<Statement, ParserError> {
         return Ok(rename);
     }
     Ok(Statement::Sql(Box::new(parser.parse_statement()?)))
+}
+
+/// Recognize `<query> AS OF [AT LEAST] <time>`: a query followed, at
+/// depth 0, by `AS OF` and an expression that ends the statement. Anything
+/// else (`SELECT 1 AS of`) is left to sqlparser.
+fn try_parse_select_as_of(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    let starts_query = match &parser.peek_token().token {
+        Token::Word(w) => matches!(w.keyword, Keyword::SELECT | Keyword::WITH | Keyword::VALUES),
+        Token::LParen => true,
+        _ => false,
+    };
+    if !starts_query {
+        return Ok(None);
+    }
+    let mut tokens = Vec::new();
+    let mut depth = 0usize;
+    let mut split = None;
+    loop {
+        let t = parser.peek_nth_token(tokens.len());
+        match &t.token {
+            Token::EOF => break,
+            Token::SemiColon if depth == 0 => break,
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(w) if depth == 0 && w.keyword == Keyword::OF => {
+                if matches!(tokens.last().map(|t: &TokenWithSpan| &t.token),
+                    Some(Token::Word(a)) if a.keyword == Keyword::AS)
+                {
+                    split = Some(tokens.len() - 1);
+                }
+            }
+            _ => {}
+        }
+        tokens.push(t);
+    }
+    let Some(split) = split else {
+        return Ok(None);
+    };
+    let dialect = PostgreSqlDialect {};
+    let sub = |ts: &[TokenWithSpan]| {
+        let mut ts = ts.to_vec();
+        ts.push(TokenWithSpan::wrap(Token::EOF));
+        Parser::new(&dialect)
+            .with_recursion_limit(RECURSION_LIMIT)
+            .with_tokens_with_locations(ts)
+    };
+    let mut q = sub(&tokens[..split]);
+    let Ok(query) = q.parse_query() else {
+        return Ok(None);
+    };
+    if q.peek_token().token != Token::EOF {
+        return Ok(None);
+    }
+    let mut t = sub(&tokens[split + 2..]);
+    let at_least = t.parse_keywords(&[Keyword::AT, Keyword::LEAST]);
+    let Ok(time) = t.parse_expr() else {
+        return Ok(None);
+    };
+    if t.peek_token().token != Token::EOF {
+        return Ok(None);
+    }
+    for _ in 0..tokens.len() {
+        parser.next_token();
+    }
+    Ok(Some(Statement::SelectAsOf {
+        query,
+        at_least,
+        time,
+    }))
 }
 
 /// Recognize `ALTER <kind> [IF EXISTS] name RENAME TO new` by peeking, so
@@ -499,6 +652,24 @@ mod tests {
         assert!(matches!(
             &parse("ALTER TABLE t ADD COLUMN x int").unwrap()[0],
             Statement::Sql(_)
+        ));
+    }
+
+    #[test]
+    fn parses_query_as_of() {
+        match &parse("SELECT a AS of FROM t AS OF AT LEAST 5 + 1; SELECT 1 AS of").unwrap()[..] {
+            [
+                Statement::SelectAsOf { at_least, time, .. },
+                Statement::Sql(_),
+            ] => {
+                assert!(*at_least);
+                assert_eq!(time.to_string(), "5 + 1");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            &parse("(SELECT 1) UNION (SELECT 2) AS OF mz_now()").unwrap()[0],
+            Statement::SelectAsOf { .. }
         ));
     }
 

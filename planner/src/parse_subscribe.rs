@@ -11,13 +11,13 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 use crate::parse::{EnvelopeKind, Statement, SubscribeRelation, SubscribeStatement};
 
 /// Whether token `n` ahead is the unquoted word `text`.
-fn is_word(parser: &Parser, n: usize, text: &str) -> bool {
+pub(crate) fn is_word(parser: &Parser, n: usize, text: &str) -> bool {
     matches!(&parser.peek_nth_token(n).token,
         Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(text))
 }
 
 /// Consume the unquoted word `text` if it is next.
-fn eat_word(parser: &mut Parser, text: &str) -> bool {
+pub(crate) fn eat_word(parser: &mut Parser, text: &str) -> bool {
     let found = is_word(parser, 0, text);
     if found {
         parser.next_token();
@@ -25,7 +25,7 @@ fn eat_word(parser: &mut Parser, text: &str) -> bool {
     found
 }
 
-fn expect_word(parser: &mut Parser, text: &str) -> Result<(), ParserError> {
+pub(crate) fn expect_word(parser: &mut Parser, text: &str) -> Result<(), ParserError> {
     if eat_word(parser, text) {
         return Ok(());
     }

@@ -160,6 +160,15 @@ pub enum Plan {
         /// The storage collections its dataflow reads: held at the chosen
         /// `as_of` before the catalog transaction commits.
         inputs: std::collections::BTreeSet<GlobalId>,
+        /// `WITH (REFRESH ...)`: its times are evaluated at creation.
+        refresh: Option<crate::options::RefreshPlan>,
+    },
+    /// `ALTER ... SET/RESET (RETAIN HISTORY ...)`.
+    SetOptions {
+        /// The item.
+        id: GlobalId,
+        /// Its options from now on.
+        options: freshet_catalog::ItemOptions,
     },
     /// `DROP ...`: objects to remove, dependents included.
     Drop {
@@ -177,6 +186,15 @@ pub enum Plan {
     },
     /// A query.
     Select(QueryPlan),
+    /// `<query> AS OF [AT LEAST] <time>`.
+    SelectAt {
+        /// The query.
+        query: Box<QueryPlan>,
+        /// Any readable time at or after `time` will do.
+        at_least: bool,
+        /// The time.
+        time: Box<crate::options::TimeExpr>,
+    },
     /// A query answered from an index.
     Peek(crate::index::PeekPlan),
     /// `EXPLAIN` of a query answered from an index.

@@ -497,6 +497,9 @@ impl ContextProvider for PlanningContext<'_> {
     }
 
     fn get_function_meta(&self, name: &str) -> Option<Arc<ScalarUDF>> {
+        if name == "mz_now" {
+            return Some(crate::functions::MzNow::udf(Arc::clone(&self.binding)));
+        }
         self.state.scalar_functions().get(name).cloned()
     }
 

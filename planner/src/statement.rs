@@ -59,6 +59,25 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
                 plan: Box::new(plan),
             })
         }
+        Statement::CreateWithOptions { stmt, options } => {
+            crate::options::plan_create_with(cx, stmt, options)
+        }
+        Statement::AlterOptions {
+            kind,
+            if_exists,
+            name,
+            set,
+            reset,
+        } => crate::options::plan_alter_options(cx, *kind, *if_exists, name, set, reset),
+        Statement::SelectAsOf {
+            query,
+            at_least,
+            time,
+        } => Ok(Plan::SelectAt {
+            query: Box::new(plan_query(cx, query)?),
+            at_least: *at_least,
+            time: Box::new(crate::options::plan_time(cx, time)?),
+        }),
         Statement::Fetch {
             name,
             count,

@@ -100,6 +100,18 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("since", Numeric),
             ("upper", Numeric),
             ("parts", Int8),
+            ("compaction_permission", Numeric),
+        ],
+    },
+    SystemRelation {
+        schema: "freshet_internal",
+        name: "materialized_view_refreshes",
+        columns: &[
+            ("object_id", Text),
+            ("object_name", Text),
+            ("strategy", Text),
+            ("last_completed_refresh", Numeric),
+            ("next_refresh", Numeric),
         ],
     },
     SystemRelation {

@@ -7,11 +7,13 @@
 
 mod error;
 mod id;
+pub mod refresh;
 mod relation;
 mod types;
 
 pub use error::SqlStateError;
 pub use id::GlobalId;
+pub use refresh::{RefreshEvery, RefreshSchedule};
 pub use relation::{ColumnDesc, RelationDesc, nullable_schema};
 pub use types::{PG_TYPE_METADATA_KEY, PgType, TypeError, UTC_TZ};
 

@@ -165,7 +165,11 @@ pub fn command_tag(stmt: &Statement) -> String {
                 .unwrap_or("")
                 .to_uppercase(),
         },
-        Statement::AlterRename { kind, .. } => format!("ALTER {}", kind.keyword()),
+        Statement::AlterRename { kind, .. } | Statement::AlterOptions { kind, .. } => {
+            format!("ALTER {}", kind.keyword())
+        }
+        Statement::CreateWithOptions { stmt, .. } => command_tag(stmt),
+        Statement::SelectAsOf { .. } => "SELECT".into(),
         Statement::ExplainTimestamp(_) | Statement::ExplainMaterializedView(_) => "EXPLAIN".into(),
         Statement::ShowCreateMaterializedView(_) => "SHOW".into(),
         Statement::CreateDefaultIndex { .. } => "CREATE INDEX".into(),
@@ -256,9 +260,7 @@ impl Coordinator {
                     self.storage.drop_collection(id)?;
                     self.table_locks.lock().remove(&id);
                 }
-                Implication::InitReadPolicy(id) => {
-                    self.storage.set_read_policy(id, ReadPolicy::default())?
-                }
+                Implication::InitReadPolicy(id) => self.init_read_policy(id)?,
                 Implication::InstallDataflow(id) => {
                     if let Err(e) = self.install_dataflow(id, &mut holds) {
                         if !booting {
@@ -278,11 +280,46 @@ impl Coordinator {
         Ok(())
     }
 
+    /// Apply an item's options to how its history is kept: `RETAIN
+    /// HISTORY` (or the default) for a collection's since or an index's
+    /// trace, and, for a scheduled view, no reads before its first refresh.
+    fn init_read_policy(&self, id: GlobalId) -> Result<()> {
+        let catalog = self.catalog_state();
+        let item = catalog.get_item(id)?;
+        let default = ReadPolicy::default();
+        let lag = match (item.options.retain_history, default) {
+            (Some(ms), _) => ms,
+            (None, ReadPolicy::LagBehindUpper(ms)) => ms,
+        };
+        if item.kind == ItemKind::Index {
+            if let Some(d) = self.compute.dataflow(id) {
+                d.set_history(lag);
+            }
+            return Ok(());
+        }
+        self.storage
+            .set_read_policy(id, ReadPolicy::LagBehindUpper(lag))?;
+        if let (Some(schedule), ItemDetails::MaterializedView { as_of: Some(t), .. }) =
+            (&item.options.refresh, &item.details)
+            && let Some(first) = schedule.round_up(*t)
+        {
+            self.storage.raise_since(id, first)?;
+        }
+        Ok(())
+    }
+
     /// Plan the dataflow of `id` from its stored definition and install
     /// it, handing it the holds taken for its inputs (if any).
     fn install_dataflow(&self, id: GlobalId, holds: &mut Vec<ReadHold>) -> Result<()> {
         let catalog = self.catalog_state();
         let item = catalog.get_item(id)?;
+        // A materialized view's claim on its inputs' history is admitted
+        // before anything else can fail: even a view that cannot be
+        // planned at boot keeps its inputs resumable.
+        if let ItemDetails::MaterializedView { as_of: Some(t), .. } = &item.details {
+            self.storage
+                .admit_dependent(id, *t, catalog.collections_behind(id));
+        }
         // The plan reuses indexes' arrangements where it reads indexed
         // views; compute falls back to the plan reading storage when they
         // cannot serve the dataflow's start.
@@ -332,6 +369,7 @@ impl Coordinator {
                 plan,
                 as_of,
                 start: as_of,
+                refresh: item.options.refresh.clone(),
             },
             mine,
             from_storage,
@@ -478,12 +516,24 @@ impl Coordinator {
                 if_not_exists,
                 replace,
                 inputs,
+                refresh,
             } => {
                 if session.status != TxnStatus::Idle {
                     return Err(AdapterError::InTransactionBlock(tag));
                 }
-                let (as_of, holds) = self.choose_as_of(&inputs)?;
+                let (mut as_of, mut holds) = self.choose_as_of(&inputs)?;
                 let mut def = def;
+                if let Some(refresh) = refresh {
+                    let (schedule, start) = self
+                        .refresh_schedule(session, &refresh, &inputs, as_of)
+                        .await?;
+                    if start < as_of {
+                        // A refresh before now: the inputs are read there.
+                        holds = self.hold_at(&inputs, start)?;
+                        as_of = start;
+                    }
+                    def.options.refresh = Some(schedule);
+                }
                 def.details = ItemDetails::MaterializedView {
                     plan: None,
                     as_of: Some(as_of),
@@ -532,6 +582,30 @@ impl Coordinator {
                     batches,
                     tag: "SELECT".into(),
                 })
+            }
+            Plan::SelectAt {
+                query,
+                at_least,
+                time,
+            } => {
+                let batches = self.read_as_of(session, &query, at_least, &time).await?;
+                Ok(ExecuteResponse::Rows {
+                    desc: query.desc,
+                    batches,
+                    tag: "SELECT".into(),
+                })
+            }
+            Plan::SetOptions { id, options } => {
+                self.ddl(
+                    session,
+                    &tag,
+                    vec![Op::SetOptions { id, options }],
+                    false,
+                    ctx,
+                    "",
+                    "",
+                )
+                .await
             }
             Plan::Explain(kind, q) => self.explain(session, kind, &q).await,
             Plan::Peek(peek) => {
@@ -652,6 +726,7 @@ impl Coordinator {
             },
             as_of,
             start: as_of,
+            refresh: None,
         };
         let subscription = self.compute.subscribe(
             desc,
@@ -862,6 +937,122 @@ impl Coordinator {
         }
     }
 
+    /// Evaluate a time expression (`AS OF`, `REFRESH AT`) with `mz_now()`
+    /// bound to `now`: milliseconds from an integer or `numeric`
+    /// (`mz_timestamp`), a `timestamp[tz]`, or text holding either.
+    async fn eval_time(
+        &self,
+        session: &Session,
+        time: &freshet_planner::options::TimeExpr,
+        now: Timestamp,
+    ) -> Result<Timestamp> {
+        let batches = self.run_at(session, &time.query, now).await?;
+        let value = batches
+            .iter()
+            .find(|b| b.num_rows() > 0)
+            .map(|b| datafusion::common::ScalarValue::try_from_array(b.column(0), 0))
+            .transpose()?;
+        freshet_planner::options::timestamp_of(value.as_ref()).map_err(|why| {
+            AdapterError::data("22023", format!("{} is not a valid time: {why}", time.text))
+        })
+    }
+
+    /// Resolve a `REFRESH` plan for a view created at `created`: its
+    /// schedule with concrete times, and the time its inputs must be read
+    /// at (`created`, or an earlier `REFRESH AT` time they still hold).
+    async fn refresh_schedule(
+        &self,
+        session: &Session,
+        refresh: &freshet_planner::options::RefreshPlan,
+        inputs: &BTreeSet<GlobalId>,
+        created: Timestamp,
+    ) -> Result<(freshet_repr::RefreshSchedule, Timestamp)> {
+        let mut at = Vec::new();
+        for t in &refresh.at {
+            at.push(self.eval_time(session, t, created).await?);
+        }
+        let mut every = Vec::new();
+        for (interval, aligned) in &refresh.every {
+            let aligned = match aligned {
+                Some(a) => Some(self.eval_time(session, a, created).await?),
+                None => None,
+            };
+            every.push((*interval, aligned));
+        }
+        let readable = self.readable_at_least(inputs, 0)?;
+        if let Some(early) = at.iter().find(|t| **t < readable) {
+            return Err(AdapterError::data(
+                "22023",
+                format!(
+                    "REFRESH AT {early} is earlier than the inputs can still be read at ({readable}): {}",
+                    self.unreadable_inputs(inputs, *early)
+                ),
+            ));
+        }
+        let start = at
+            .iter()
+            .copied()
+            .filter(|t| *t < created)
+            .min()
+            .unwrap_or(created);
+        Ok((
+            freshet_planner::options::schedule(created, at, every, refresh.at_creation),
+            start,
+        ))
+    }
+
+    /// Run `q` at the time its `AS OF` names (or, `AT LEAST`, at any
+    /// readable time not before it), waiting for the inputs to get there.
+    async fn read_as_of(
+        &self,
+        session: &mut Session,
+        q: &QueryPlan,
+        at_least: bool,
+        time: &freshet_planner::options::TimeExpr,
+    ) -> Result<Vec<RecordBatch>> {
+        if session.status == TxnStatus::InBlock {
+            return Err(AdapterError::InvalidTransactionState(
+                "AS OF is not allowed in a transaction block".into(),
+            ));
+        }
+        let now = self.storage.read_ts();
+        let t = self.eval_time(session, time, now).await?;
+        let (t, holds) = if at_least {
+            let (chosen, holds) = self.choose_and_hold(&q.inputs, session.isolation())?;
+            if chosen >= t {
+                (chosen, holds)
+            } else {
+                (t, self.hold_at(&q.inputs, t)?)
+            }
+        } else {
+            (t, self.hold_at(&q.inputs, t)?)
+        };
+        // A time in the future: wait for every input to complete it.
+        for id in &q.inputs {
+            self.storage.wait_for_upper(*id, t).await?;
+        }
+        let result = self.run_at(session, q, t).await;
+        drop(holds);
+        result
+    }
+
+    /// Which of `inputs` cannot be read at `ts`, with their sinces.
+    fn unreadable_inputs(&self, inputs: &BTreeSet<GlobalId>, ts: Timestamp) -> String {
+        let mut parts = Vec::new();
+        for id in inputs {
+            if let Ok((since, _)) = self.storage.frontiers(*id)
+                && since.as_option().is_some_and(|s| *s > ts)
+            {
+                parts.push(format!(
+                    "{} has since {}",
+                    self.describe(*id),
+                    since.as_option().map_or("[]".into(), |s| s.to_string())
+                ));
+            }
+        }
+        parts.join(", ")
+    }
+
     /// The time a new dataflow reads its inputs at: the strict-serializable
     /// read time (so the view reflects every write acknowledged before its
     /// CREATE), or later where an input has compacted past it; with holds
@@ -893,6 +1084,9 @@ impl Coordinator {
     async fn await_views(&self, inputs: &BTreeSet<GlobalId>, ts: Timestamp) -> Result<()> {
         for id in inputs {
             let Some(state) = self.compute.dataflow(*id) else {
+                // A table read at a time it has not reached yet (a query
+                // that also reads a view whose next refresh is ahead).
+                self.storage.wait_for_upper(*id, ts).await?;
                 continue;
             };
             loop {
@@ -932,6 +1126,9 @@ impl Coordinator {
                 }
             }
         }
+        // Never below an input's since (a scheduled view has no contents
+        // before its first refresh: such a read waits for it).
+        let ts = self.readable_at_least(inputs, ts)?;
         Ok((ts, self.hold_at(inputs, ts)?))
     }
 
@@ -941,13 +1138,12 @@ impl Coordinator {
         for id in inputs {
             match self.storage.acquire_read_hold(*id, ts) {
                 Ok(h) => holds.push(h),
-                Err(freshet_storage::StorageError::InvalidReadTime { since, .. }) => {
+                Err(freshet_storage::StorageError::InvalidReadTime { .. }) => {
                     return Err(AdapterError::data(
                         "22000",
                         format!(
-                            "Timestamp ({ts}) is not valid for all inputs: {} has since {:?}",
-                            self.describe(*id),
-                            since.elements()
+                            "Timestamp ({ts}) is not valid for all inputs: {}",
+                            self.unreadable_inputs(inputs, ts)
                         ),
                     ));
                 }

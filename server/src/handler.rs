@@ -540,6 +540,7 @@ fn describe(
     };
     Ok(match plan {
         Plan::Select(q) => (placeholder_types(&q.logical)?, Some(q.desc)),
+        Plan::SelectAt { query, .. } => (placeholder_types(&query.logical)?, Some(query.desc)),
         Plan::Write(w) => (
             placeholder_types(&w.source.logical)?,
             w.returning.map(|r| r.desc),

@@ -116,6 +116,45 @@ impl QueryReader {
                         c.since.as_option().map(|t| t.to_string()),
                         c.upper.as_option().map(|t| t.to_string()),
                         Some(c.parts.to_string()),
+                        c.permission.map(|t| t.to_string()),
+                    ]
+                })
+                .collect(),
+            "freshet_internal.materialized_view_refreshes" => self
+                .catalog
+                .items()
+                .filter(|i| i.kind == ItemKind::MaterializedView)
+                .map(|i| {
+                    let upper = self
+                        .storage
+                        .frontiers(i.id)
+                        .ok()
+                        .map(|(_, u)| u.as_option().copied());
+                    let (last, next) = match (&i.options.refresh, upper) {
+                        (Some(schedule), Some(upper)) => (
+                            schedule
+                                .round_down(upper.map_or(Timestamp::MAX, |u| u.saturating_sub(1))),
+                            upper.and_then(|u| schedule.round_up(u)),
+                        ),
+                        _ => (None, None),
+                    };
+                    // Refreshes before the view existed never happened.
+                    let created = match &i.details {
+                        freshet_catalog::ItemDetails::MaterializedView { as_of, .. } => {
+                            as_of.unwrap_or(0)
+                        }
+                        _ => 0,
+                    };
+                    let last = last.filter(|t| *t >= created);
+                    vec![
+                        Some(i.id.to_string()),
+                        self.name_of(i.id),
+                        s(match &i.options.refresh {
+                            Some(_) => "scheduled",
+                            None => "on commit",
+                        }),
+                        last.map(|t| t.to_string()),
+                        next.map(|t| t.to_string()),
                     ]
                 })
                 .collect(),

@@ -56,6 +56,10 @@ pub(crate) struct CollectionState {
     /// The logical since: reads below it are refused.
     pub since: Timestamp,
     pub policy: ReadPolicy,
+    /// How far dependents (materialized views reading this collection)
+    /// permit compaction: the least time one of them may still resume
+    /// from. `None`: no dependent constrains it.
+    pub permission: Option<Timestamp>,
 }
 
 /// One registered collection.
@@ -102,6 +106,7 @@ impl Collection {
                 holds: HoldSet::default(),
                 since,
                 policy: ReadPolicy::default(),
+                permission: None,
             }),
             txn_upper,
             upper_watch,
@@ -329,7 +334,8 @@ impl Collection {
         state.holds.remove(from);
     }
 
-    /// Advance the logical since as far as the read policy and holds allow.
+    /// Advance the logical since as far as the read policy allows, but
+    /// never past a read hold or the dependents' compaction permission.
     pub(crate) fn advance_since(&self) {
         let mut state = self.state.lock();
         let Some(upper) = self.upper_locked(&state).as_option().copied() else {
@@ -340,8 +346,26 @@ impl Collection {
         if let Some(held) = state.holds.min() {
             target = target.min(held);
         }
+        if let Some(permitted) = state.permission {
+            target = target.min(permitted);
+        }
         if target > state.since {
             state.since = target;
+        }
+    }
+
+    /// Refuse reads below `floor` from now on (a materialized view whose
+    /// first refresh is at `floor` has no contents before it).
+    pub(crate) fn raise_since(&self, floor: Timestamp) {
+        let mut state = self.state.lock();
+        state.since = state.since.max(floor);
+    }
+
+    /// The upper as last written to consensus (a crash resumes from it).
+    pub(crate) fn durable_upper(&self) -> Antichain<Timestamp> {
+        match self.kind {
+            CollectionKind::Table => self.upper_locked(&self.state.lock()),
+            CollectionKind::Materialized => self.state.lock().shard.durable_upper().clone(),
         }
     }
 

@@ -93,6 +93,18 @@ pub struct CollectionInfo {
     pub upper: Antichain<Timestamp>,
     /// Durable parts in its shard.
     pub parts: usize,
+    /// How far its dependents permit compaction (`None`: unconstrained).
+    pub permission: Option<Timestamp>,
+}
+
+/// A materialized view's claim on its inputs' history: it must be able
+/// to resume from `max(as_of, durable output upper - 1)`.
+#[derive(Clone, Debug)]
+struct Dependent {
+    /// The committed `as_of` of its first output.
+    as_of: Timestamp,
+    /// The storage collections it reads.
+    inputs: Vec<GlobalId>,
 }
 
 enum Command {
@@ -109,6 +121,8 @@ struct Inner {
     collections: RwLock<BTreeMap<GlobalId, Arc<Collection>>>,
     txn_upper: Arc<AtomicU64>,
     txn_watch: watch::Sender<Timestamp>,
+    /// Compaction requirements of materialized views on their inputs.
+    dependents: Mutex<BTreeMap<GlobalId, Dependent>>,
     /// Log records replayed at boot, waiting for their tables to register.
     recovered: Mutex<HashMap<GlobalId, Vec<RecordBatch>>>,
     booted: AtomicBool,
@@ -179,6 +193,7 @@ impl Storage {
             fence,
             oracle,
             collections: RwLock::new(BTreeMap::new()),
+            dependents: Mutex::new(BTreeMap::new()),
             txn_upper: Arc::new(AtomicU64::new(start + 1)),
             txn_watch: watch::Sender::new(start + 1),
             recovered: Mutex::new(recovered),
@@ -261,6 +276,9 @@ impl Storage {
     /// Unregister a collection and delete its shard. Listeners end; holds
     /// on it become inert.
     pub fn drop_collection(&self, id: GlobalId) -> Result<()> {
+        if self.inner.dependents.lock().remove(&id).is_some() {
+            self.inner.publish_permissions();
+        }
         let removed = self.inner.collections.write().remove(&id);
         if let Some(c) = removed {
             c.close_listeners();
@@ -386,6 +404,7 @@ impl Storage {
                     since: Antichain::from_elem(state.since),
                     upper: c.upper_locked(&state),
                     parts: state.shard.parts().len(),
+                    permission: state.permission,
                 }
             })
             .collect()
@@ -395,6 +414,28 @@ impl Storage {
     pub fn set_read_policy(&self, id: GlobalId, policy: ReadPolicy) -> Result<()> {
         self.collection(id)?.state.lock().policy = policy;
         Ok(())
+    }
+
+    /// Refuse reads of `id` below `floor` (a scheduled view's first
+    /// refresh). The since never moves back.
+    pub fn raise_since(&self, id: GlobalId, floor: Timestamp) -> Result<()> {
+        self.collection(id)?.raise_since(floor);
+        Ok(())
+    }
+
+    /// Admit `dependent`'s compaction requirement on `inputs`: from now on
+    /// their since stays at or below `max(as_of, dependent's durable upper
+    /// - 1)`, the time it would resume from after a crash. Called when the
+    /// catalog transaction creating `dependent` is applied, and for every
+    /// materialized view at boot before compaction resumes; released when
+    /// `dependent`'s collection is dropped. The caller holds the inputs at
+    /// `as_of` while it commits (or, at boot, nothing has compacted yet).
+    pub fn admit_dependent(&self, dependent: GlobalId, as_of: Timestamp, inputs: Vec<GlobalId>) {
+        self.inner
+            .dependents
+            .lock()
+            .insert(dependent, Dependent { as_of, inputs });
+        self.inner.publish_permissions();
     }
 
     /// The contents of `id` at `as_of` as batches of its schema: each row
@@ -461,6 +502,37 @@ impl Inner {
             .get(&id)
             .cloned()
             .ok_or(StorageError::UnknownCollection(id))
+    }
+
+    /// Recompute every collection's compaction permission from its
+    /// dependents' committed `as_of` and durable output uppers. Runs on
+    /// every maintenance tick, so advances are published in batches.
+    fn publish_permissions(&self) {
+        let dependents: Vec<(GlobalId, Dependent)> = self
+            .dependents
+            .lock()
+            .iter()
+            .map(|(id, d)| (*id, d.clone()))
+            .collect();
+        let collections = self.collections.read().clone();
+        let mut permitted: BTreeMap<GlobalId, Timestamp> = BTreeMap::new();
+        for (id, d) in dependents {
+            let resume = match collections.get(&id).map(|c| c.durable_upper()) {
+                // Sealed: it will never read its inputs again.
+                Some(upper) if upper.is_empty() => continue,
+                Some(upper) => upper
+                    .as_option()
+                    .map_or(d.as_of, |u| d.as_of.max(u.saturating_sub(1))),
+                None => d.as_of,
+            };
+            for input in d.inputs {
+                let p = permitted.entry(input).or_insert(resume);
+                *p = (*p).min(resume);
+            }
+        }
+        for (id, c) in &collections {
+            c.state.lock().permission = permitted.get(id).copied();
+        }
     }
 
     fn tables(&self) -> Vec<Arc<Collection>> {
@@ -666,13 +738,17 @@ fn run_maintenance(inner: Weak<Inner>) {
             if let Err(e) = inner.fence.check() {
                 inner.note_error(&e);
             }
+            // Until boot has re-admitted every dependent's requirement
+            // (recomputed from durable state), nothing may compact.
+            let booted = inner.booted.load(Ordering::SeqCst);
             let collections: Vec<Arc<Collection>> =
                 inner.collections.read().values().cloned().collect();
-            for c in collections {
+            if booted {
+                inner.publish_permissions();
+            }
+            for c in collections.into_iter().filter(|_| booted) {
                 c.advance_since();
-                if inner.booted.load(Ordering::SeqCst)
-                    && let Err(e) = c.maybe_compact(inner.config.max_parts)
-                {
+                if let Err(e) = c.maybe_compact(inner.config.max_parts) {
                     inner.note_error(&e);
                     tracing::warn!(id = %c.id, error = %e, "compaction failed");
                 }

@@ -58,6 +58,9 @@ pub(crate) struct DurableShard {
     fence: Fence,
     seqno: SeqNo,
     state: ShardState,
+    /// The upper as of the last state written to consensus (`state.upper`
+    /// may be ahead of it; see [`LAZY_UPPER`]).
+    durable_upper: Antichain<Timestamp>,
     /// When `state` was last written to consensus. An append of no
     /// updates only advances the upper in memory unless this is older than
     /// [`LAZY_UPPER`] (see [`DurableShard::compare_and_append`]).
@@ -100,6 +103,7 @@ impl DurableShard {
             blob,
             fence,
             seqno,
+            durable_upper: state.upper.clone(),
             state: state.clone(),
             last_durable: std::time::Instant::now(),
         };
@@ -112,6 +116,11 @@ impl DurableShard {
 
     pub fn upper(&self) -> &Antichain<Timestamp> {
         &self.state.upper
+    }
+
+    /// The upper a restart would find.
+    pub fn durable_upper(&self) -> &Antichain<Timestamp> {
+        &self.durable_upper
     }
 
     pub fn since(&self) -> &Antichain<Timestamp> {
@@ -138,6 +147,7 @@ impl DurableShard {
         )? {
             CasResult::Committed => {
                 self.seqno += 1;
+                self.durable_upper = next.upper.clone();
                 self.state = next;
                 self.last_durable = std::time::Instant::now();
                 if self.seqno.is_multiple_of(TRUNCATE_EVERY) {

@@ -338,3 +338,67 @@ fn concurrent_writers_share_group_commits() {
         320
     );
 }
+
+#[test]
+fn since_never_passes_a_dependents_durable_resume_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = fast_config(dir.path());
+    let mv = GlobalId::User(9);
+    let (blob, fence) = open_local(dir.path()).unwrap();
+    let s = Storage::open(blob, fence, config.clone()).unwrap();
+    for id in [A, B] {
+        s.create_collection(id, schema(), CollectionKind::Table)
+            .unwrap();
+    }
+    s.create_collection(mv, schema(), CollectionKind::Materialized)
+        .unwrap();
+    s.set_read_policy(A, freshet_storage::ReadPolicy::LagBehindUpper(0))
+        .unwrap();
+    let as_of = s.commit_blocking(vec![insert(A, &[1], "x")]).unwrap();
+    s.admit_dependent(mv, as_of, vec![A]);
+    s.finish_boot().unwrap();
+    for i in 2..6 {
+        s.commit_blocking(vec![insert(A, &[i], "x")]).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let since = |s: &Storage| *s.frontiers(A).unwrap().0.as_option().unwrap();
+    assert_eq!(since(&s), as_of, "until its first output, the as_of bounds");
+    // The view writes through `as_of + 1`: its inputs may compact to
+    // `as_of`, where it would resume, and no further.
+    s.compare_and_append(
+        mv,
+        &[],
+        &Antichain::from_elem(0),
+        Antichain::from_elem(as_of + 1),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(since(&s), as_of);
+    // An upper advanced only in memory (an empty append within a second
+    // of the last durable write) permits nothing more.
+    let later = s.read_ts();
+    s.compare_and_append(
+        mv,
+        &[],
+        &Antichain::from_elem(as_of + 1),
+        Antichain::from_elem(later),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(since(&s), as_of, "the durable upper bounds, not the upper");
+    let info = s.collections().into_iter().find(|c| c.id == A).unwrap();
+    assert_eq!(info.permission, Some(as_of));
+    // Dropping the view releases its requirement.
+    s.drop_collection(mv).unwrap();
+    s.commit_blocking(vec![insert(A, &[9], "x")]).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(since(&s) > as_of);
+    assert_eq!(
+        s.collections()
+            .into_iter()
+            .find(|c| c.id == A)
+            .unwrap()
+            .permission,
+        None
+    );
+}

@@ -398,4 +398,7 @@ pub struct DataflowDesc {
     /// Output updates start at this time (`>= as_of`); earlier input
     /// times are advanced to it.
     pub start: Timestamp,
+    /// A materialized view's `REFRESH` schedule: its output changes only
+    /// at these times (`None`: on every commit).
+    pub refresh: Option<freshet_repr::RefreshSchedule>,
 }

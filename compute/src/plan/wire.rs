@@ -90,6 +90,11 @@ impl PlanCodec {
                 }),
                 _ => None,
             },
+            refresh: desc.refresh.as_ref().map(|r| RefreshProto {
+                at: r.at.clone(),
+                every_interval: r.every.iter().map(|e| e.interval).collect(),
+                every_aligned_to: r.every.iter().map(|e| e.aligned_to).collect(),
+            }),
         };
         Ok(proto.encode_to_vec())
     }
@@ -120,6 +125,18 @@ impl PlanCodec {
                 },
                 (None, None) => Export::Shard,
             },
+            refresh: proto.refresh.map(|r| freshet_repr::RefreshSchedule {
+                at: r.at,
+                every: r
+                    .every_interval
+                    .into_iter()
+                    .zip(r.every_aligned_to)
+                    .map(|(interval, aligned_to)| freshet_repr::RefreshEvery {
+                        interval,
+                        aligned_to,
+                    })
+                    .collect(),
+            }),
         })
     }
 
@@ -449,6 +466,19 @@ struct DataflowProto {
     /// Set for a subscribe.
     #[prost(message, optional, tag = "7")]
     subscribe: Option<SubscribeProto>,
+    /// Set for a materialized view with a `REFRESH` schedule.
+    #[prost(message, optional, tag = "8")]
+    refresh: Option<RefreshProto>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct RefreshProto {
+    #[prost(uint64, repeated, tag = "1")]
+    at: Vec<u64>,
+    #[prost(uint64, repeated, tag = "2")]
+    every_interval: Vec<u64>,
+    #[prost(uint64, repeated, tag = "3")]
+    every_aligned_to: Vec<u64>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -743,6 +773,13 @@ mod tests {
             plan: plan(),
             as_of: 41,
             start: 42,
+            refresh: Some(freshet_repr::RefreshSchedule {
+                at: vec![50],
+                every: vec![freshet_repr::RefreshEvery {
+                    interval: 10,
+                    aligned_to: 3,
+                }],
+            }),
         };
         let codec = codec();
         let decoded = codec
@@ -750,6 +787,7 @@ mod tests {
             .expect("decode");
         assert_eq!(decoded.id, desc.id);
         assert_eq!((decoded.as_of, decoded.start), (41, 42));
+        assert_eq!(decoded.refresh, desc.refresh);
         assert_eq!(decoded.plan.to_string(), desc.plan.to_string());
         assert_eq!(decoded.plan.schema(), desc.plan.schema());
         assert_eq!(decoded.plan.inputs(), desc.plan.inputs());
@@ -777,6 +815,7 @@ mod tests {
                     plan: plan(),
                     as_of: 0,
                     start: 0,
+                    refresh: None,
                 })
                 .expect("encode")
                 .as_slice(),

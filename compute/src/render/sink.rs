@@ -126,6 +126,29 @@ impl Writer {
         &mut self,
         frontier: &Antichain<Time>,
     ) -> Result<(), freshet_storage::StorageError> {
+        // A scheduled view changes only at refresh times: each update
+        // moves to the first refresh at or after it (or, past the last
+        // refresh, nowhere), and the output is complete up to the refresh
+        // after the input frontier.
+        let rounded;
+        let frontier = match &self.ctx.desc.refresh {
+            None => frontier,
+            Some(schedule) => {
+                self.pending
+                    .retain_mut(|(_, t, _)| match schedule.round_up(*t) {
+                        Some(r) => {
+                            *t = r;
+                            true
+                        }
+                        None => false,
+                    });
+                rounded = match frontier.as_option().and_then(|f| schedule.round_up(*f)) {
+                    Some(r) => Antichain::from_elem(r),
+                    None => Antichain::new(),
+                };
+                &rounded
+            }
+        };
         if !PartialOrder::less_than(&self.upper, frontier) {
             return Ok(());
         }
