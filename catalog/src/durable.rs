@@ -201,6 +201,14 @@ impl Catalog {
         self.fence.epoch()
     }
 
+    /// The state `ops` would produce and the ids they would create, without
+    /// committing anything: what a caller plans against before adding the
+    /// results (written plans) to the same transaction.
+    pub fn preview(&self, ops: Vec<Op>) -> Result<(CatalogState, Vec<GlobalId>), CatalogError> {
+        let (next, _, created) = transact(&self.state, ops)?;
+        Ok((next, created))
+    }
+
     /// Validate and durably commit `ops` as one transaction. Returns the
     /// committed diff and the ids of objects created, in order. Nothing is
     /// changed if any op fails or the log append fails.

@@ -36,6 +36,15 @@ pub enum CatalogError {
         /// One line per dependent, like Postgres's DETAIL.
         detail: String,
     },
+    /// `CREATE OR REPLACE` of an object a materialized view or index is
+    /// maintained from: they keep the definition they were created with.
+    #[error("cannot replace {what} because {dependent} is maintained from it")]
+    MaintainedDependent {
+        /// The object being replaced.
+        what: String,
+        /// The materialized view or index reading it.
+        dependent: String,
+    },
     /// A definition is invalid for the catalog (e.g. a view lost columns).
     #[error("{0}")]
     InvalidDefinition(String),

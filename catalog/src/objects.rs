@@ -120,8 +120,8 @@ pub enum ItemDetails {
     View,
     /// A materialized view's written plan and the time its dataflow starts.
     MaterializedView {
-        /// The serialized dataflow plan (format defined by the planner).
-        plan: Option<String>,
+        /// The dataflow plan committed with the view (boot installs it).
+        plan: Option<WrittenPlan>,
         /// The committed `as_of` of its first hydration.
         as_of: Option<u64>,
     },
@@ -131,9 +131,30 @@ pub enum ItemDetails {
         on: GlobalId,
         /// Key expressions.
         keys: Vec<String>,
+        /// The dataflow plan committed with the index (boot installs it).
+        #[serde(default)]
+        plan: Option<WrittenPlan>,
     },
     /// Reserved for sources and sinks.
     Other,
+}
+
+/// A dataflow plan as committed with the object it maintains, so boot
+/// installs exactly what `CREATE` planned (and `EXPLAIN` shows it) rather
+/// than planning the SQL again with whatever the optimizer does today.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenPlan {
+    /// The plan format: Freshet's message version and the DataFusion
+    /// release whose expression encoding it embeds. A reader of another
+    /// format re-plans from the SQL.
+    pub format: String,
+    /// The encoded dataflow (base64 of its wire form).
+    pub plan: String,
+    /// The same dataflow reading storage instead of indexes' arrangements,
+    /// if it reuses any (installed when an index cannot serve it).
+    pub from_storage: Option<String>,
+    /// Notices planning raised, replayed to whoever explains the plan.
+    pub notices: Vec<String>,
 }
 
 /// Any object the catalog holds.

@@ -253,6 +253,16 @@ fn plan_op(
                     state.describe(id)
                 )));
             }
+            if let Some(d) = state.transitive_dependents(&[id]).into_iter().find(|d| {
+                state
+                    .item(*d)
+                    .is_some_and(|i| matches!(i.kind, ItemKind::MaterializedView | ItemKind::Index))
+            }) {
+                return Err(CatalogError::MaintainedDependent {
+                    what: state.describe(id),
+                    dependent: state.describe(d),
+                });
+            }
             let new = item_from_def(id, def);
             vec![Change::Updated {
                 old: CatalogObject::Item(old),

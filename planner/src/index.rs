@@ -122,6 +122,7 @@ pub fn create_index(
             details: ItemDetails::Index {
                 on: item.id,
                 keys: columns,
+                plan: None,
             },
             options: Default::default(),
         },
@@ -242,7 +243,7 @@ fn key_exprs(
 /// The indexed object and key columns of index `id`.
 fn index_parts(catalog: &CatalogState, id: GlobalId) -> Result<(&Item, &[String])> {
     let item = catalog.get_item(id)?;
-    let ItemDetails::Index { on, keys } = &item.details else {
+    let ItemDetails::Index { on, keys, .. } = &item.details else {
         return Err(PlanError::Internal(format!("{id} is not an index")));
     };
     Ok((catalog.get_item(*on)?, keys))
@@ -458,17 +459,22 @@ pub fn explain_index(cx: &StatementContext, name: &ObjectName) -> Result<Plan> {
         });
     }
     let (on, keys) = index_parts(cx.catalog, item.id)?;
-    let (plan, _, _) = dataflow_plan(cx.state, cx.catalog, item.id, true)?;
+    // The plan committed with the index, which is what runs.
+    let (dataflow, replanned) = crate::written_plan::read_or_plan(cx.state, cx.catalog, item.id)?;
+    let plan = dataflow.plan;
     let on_name = cx
         .catalog
         .full_name(on.id)
         .map(|(db, schema, name)| format!("{db}.{schema}.{name}"))
         .unwrap_or_else(|| on.name.clone());
-    let head = format!(
+    let mut head = format!(
         "Arrange {on_name} by ({}) in memory (index {})",
         keys.join(", "),
         item.name
     );
+    if let Some(n) = replanned {
+        head.push_str(&format!(" ({n})"));
+    }
     crate::materialized::explain_rows_under(cx.catalog, &plan, Some(head))
 }
 
@@ -481,7 +487,9 @@ pub fn show_indexes(cx: &StatementContext, on: Option<&ObjectName>) -> Result<Pl
         .catalog
         .items()
         .filter_map(|i| match &i.details {
-            ItemDetails::Index { on: indexed, keys } if on.is_none_or(|o| o == *indexed) => {
+            ItemDetails::Index {
+                on: indexed, keys, ..
+            } if on.is_none_or(|o| o == *indexed) => {
                 let indexed_name = cx.catalog.get_item(*indexed).ok()?.name.clone();
                 Some(vec![
                     Some(i.name.clone()),

@@ -25,6 +25,7 @@ pub mod set_all;
 pub mod system;
 pub mod types;
 pub mod udf;
+pub mod written_plan;
 
 pub use error::{PlanError, Result, SqlStateError};
 pub use provider::{CollectionReader, QueryBinding, ReadContext};

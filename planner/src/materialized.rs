@@ -248,8 +248,13 @@ pub fn explain_materialized_view(cx: &StatementContext, name: &ObjectName) -> Re
             expected: "a materialized view",
         });
     }
-    let plan = dataflow_plan(cx.state, cx.catalog, item.id, true)?;
-    explain_rows(cx.catalog, &plan)
+    // The plan committed with the view, which is what runs.
+    let (dataflow, replanned) = crate::written_plan::read_or_plan(cx.state, cx.catalog, item.id)?;
+    explain_rows_under(
+        cx.catalog,
+        &dataflow.plan,
+        replanned.map(|n| format!("({n})")),
+    )
 }
 
 /// `EXPLAIN CREATE MATERIALIZED VIEW ...`: the dataflow it would install.

@@ -320,39 +320,18 @@ impl Coordinator {
             self.storage
                 .admit_dependent(id, *t, catalog.collections_behind(id));
         }
-        // The plan reuses indexes' arrangements where it reads indexed
-        // views; compute falls back to the plan reading storage when they
-        // cannot serve the dataflow's start.
-        let plan_for = |reuse: bool| -> Result<(freshet_compute::RelPlan, Export)> {
-            Ok(match item.kind {
-                ItemKind::MaterializedView => (
-                    freshet_planner::materialized::dataflow_plan(
-                        &self.base_df,
-                        &catalog,
-                        id,
-                        reuse,
-                    )?,
-                    Export::Shard,
-                ),
-                ItemKind::Index => {
-                    let (plan, keys, schema) =
-                        freshet_planner::index::dataflow_plan(&self.base_df, &catalog, id, reuse)?;
-                    (plan, Export::Index { keys, schema })
-                }
-                other => {
-                    return Err(AdapterError::Unsupported(format!(
-                        "dataflows for {} are not supported yet",
-                        other.name()
-                    )));
-                }
-            })
-        };
-        let (plan, export) = plan_for(true)?;
-        let from_storage = if plan.imported_indexes().is_empty() {
-            None
-        } else {
-            Some(plan_for(false)?.0)
-        };
+        // Boot installs the plan committed with the item; only a plan of
+        // another format is planned again from the SQL.
+        let (dataflow, replanned) =
+            freshet_planner::written_plan::read_or_plan(&self.base_df, &catalog, id)?;
+        if let Some(notice) = replanned {
+            tracing::warn!(dataflow = %id, "{notice}");
+        }
+        let freshet_planner::written_plan::ItemDataflow {
+            plan,
+            export,
+            from_storage,
+        } = dataflow;
         let as_of = match &item.details {
             ItemDetails::MaterializedView { as_of: Some(t), .. } => *t,
             _ => self.storage.read_ts(),
@@ -382,6 +361,7 @@ impl Coordinator {
     async fn transact_holding(&self, ops: Vec<Op>, holds: Vec<ReadHold>) -> Result<Vec<GlobalId>> {
         let mut catalog = self.catalog.lock().await;
         let before = self.catalog_state();
+        let ops = self.with_written_plans(&catalog, ops)?;
         let (diff, ids) = catalog.transact(ops)?;
         *self.state.write() = catalog.state();
         // Subscribes reading a dropped object end before its collection
@@ -407,6 +387,38 @@ impl Coordinator {
             return Err(e);
         }
         Ok(ids)
+    }
+
+    /// `ops` plus the written plans of the materialized views and indexes
+    /// they create, planned against the catalog as `ops` will leave it, so
+    /// the plans commit in the same transaction as their objects.
+    fn with_written_plans(
+        &self,
+        catalog: &freshet_catalog::Catalog,
+        ops: Vec<Op>,
+    ) -> Result<Vec<Op>> {
+        let creates = ops.iter().any(|op| {
+            matches!(op, Op::CreateItem(def)
+                if matches!(def.kind, ItemKind::MaterializedView | ItemKind::Index))
+        });
+        if !creates {
+            return Ok(ops);
+        }
+        let (next, created) = catalog.preview(ops.clone())?;
+        let mut ops = ops;
+        for id in created {
+            let Some(item) = next.item(id) else { continue };
+            if !matches!(item.kind, ItemKind::MaterializedView | ItemKind::Index) {
+                continue;
+            }
+            let dataflow = freshet_planner::written_plan::plan_item(&self.base_df, &next, id)?;
+            let written = freshet_planner::written_plan::write(&self.base_df, id, &dataflow)?;
+            ops.push(Op::UpdateDetails {
+                id,
+                details: freshet_planner::written_plan::with_plan(&item.details, written),
+            });
+        }
+        Ok(ops)
     }
 
     fn table_lock(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<()>> {

@@ -239,7 +239,7 @@ fn catalog_code(e: &CatalogError) -> &'static str {
         } => "42P04",
         CatalogError::AlreadyExists { kind: "schema", .. } => "42P06",
         CatalogError::AlreadyExists { .. } => "42P07",
-        CatalogError::DependentObjects { .. } => "2BP01",
+        CatalogError::DependentObjects { .. } | CatalogError::MaintainedDependent { .. } => "2BP01",
         CatalogError::InvalidDefinition(_) => "42P16",
         CatalogError::SystemObject(_) => "42501",
         CatalogError::Storage(s) => storage_code(s),

@@ -341,6 +341,9 @@ impl Collection {
         let Some(upper) = self.upper_locked(&state).as_option().copied() else {
             return;
         };
+        // Never ahead of the present: a scheduled view's upper is its next
+        // refresh, which may be far in the future.
+        let upper = upper.min(self.txn_upper.load(Ordering::SeqCst));
         let ReadPolicy::LagBehindUpper(lag) = state.policy;
         let mut target = upper.saturating_sub(1).saturating_sub(lag);
         if let Some(held) = state.holds.min() {

@@ -15,5 +15,6 @@ mod pg;
 mod protocol;
 mod psql_smoke;
 mod subscribe;
+mod time_travel;
 mod transactions;
 mod types;

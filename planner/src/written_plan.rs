@@ -1,0 +1,189 @@
+//! Written plans: the dataflow a materialized view or index was created
+//! with, committed in its catalog entry.
+//!
+//! `CREATE` plans the dataflow against the catalog as the transaction will
+//! leave it and commits the encoded plan with the object; boot and
+//! `EXPLAIN` read it back. Only a plan of another format version (a
+//! different Freshet message version or DataFusion release) is planned
+//! again from the stored SQL.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use datafusion::execution::SessionState;
+use freshet_catalog::{CatalogState, ItemDetails, ItemKind, WrittenPlan};
+use freshet_compute::plan::wire::format_version;
+use freshet_compute::plan::{DataflowDesc, Export, RelPlan};
+use freshet_repr::GlobalId;
+
+use crate::error::{PlanError, Result};
+
+/// A planned dataflow for a catalog item: the plan (reusing indexes'
+/// arrangements where it can), its export, and its from-storage twin.
+#[derive(Debug, Clone)]
+pub struct ItemDataflow {
+    /// What to compute.
+    pub plan: RelPlan,
+    /// Where the output goes.
+    pub export: Export,
+    /// The same relation read from storage, when `plan` imports indexes.
+    pub from_storage: Option<RelPlan>,
+}
+
+/// Plan the dataflow of materialized view or index `id` from its stored
+/// SQL in `catalog`.
+pub fn plan_item(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+) -> Result<ItemDataflow> {
+    let item = catalog.get_item(id)?;
+    let plan_for = |reuse: bool| -> Result<(RelPlan, Export)> {
+        Ok(match item.kind {
+            ItemKind::MaterializedView => (
+                crate::materialized::dataflow_plan(state, catalog, id, reuse)?,
+                Export::Shard,
+            ),
+            ItemKind::Index => {
+                let (plan, keys, schema) = crate::index::dataflow_plan(state, catalog, id, reuse)?;
+                (plan, Export::Index { keys, schema })
+            }
+            other => {
+                return Err(PlanError::unsupported(format!(
+                    "dataflows for {}s",
+                    other.name()
+                )));
+            }
+        })
+    };
+    let (plan, export) = plan_for(true)?;
+    let from_storage = if plan.imported_indexes().is_empty() {
+        None
+    } else {
+        Some(plan_for(false)?.0)
+    };
+    Ok(ItemDataflow {
+        plan,
+        export,
+        from_storage,
+    })
+}
+
+/// Encode a planned dataflow for the catalog.
+pub fn write(state: &SessionState, id: GlobalId, dataflow: &ItemDataflow) -> Result<WrittenPlan> {
+    let codec = crate::plan_codec::plan_codec(state);
+    let encode = |plan: &RelPlan| -> Result<String> {
+        let bytes = codec
+            .encode(&DataflowDesc {
+                id,
+                plan: plan.clone(),
+                export: dataflow.export.clone(),
+                as_of: 0,
+                start: 0,
+                refresh: None,
+            })
+            .map_err(|e| PlanError::Internal(format!("encoding the plan of {id}: {e}")))?;
+        Ok(STANDARD.encode(bytes))
+    };
+    Ok(WrittenPlan {
+        format: format_version(),
+        plan: encode(&dataflow.plan)?,
+        from_storage: dataflow.from_storage.as_ref().map(encode).transpose()?,
+        notices: Vec::new(),
+    })
+}
+
+/// Why a written plan could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadPlanError {
+    /// The item has no written plan (created before plans were written).
+    #[error("no written plan")]
+    Missing,
+    /// Written in another format version.
+    #[error("plan format {found} differs from this build's {expected}")]
+    Format {
+        /// The plan's format.
+        found: String,
+        /// This build's.
+        expected: String,
+    },
+    /// It does not decode.
+    #[error("the written plan does not decode: {0}")]
+    Corrupt(String),
+}
+
+/// The written plan of item `id`, decoded.
+pub fn read(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+) -> Result<ItemDataflow, ReadPlanError> {
+    let item = catalog
+        .get_item(id)
+        .map_err(|e| ReadPlanError::Corrupt(e.to_string()))?;
+    let written = match &item.details {
+        ItemDetails::MaterializedView { plan, .. } | ItemDetails::Index { plan, .. } => {
+            plan.as_ref().ok_or(ReadPlanError::Missing)?
+        }
+        _ => return Err(ReadPlanError::Missing),
+    };
+    let expected = format_version();
+    if written.format != expected {
+        return Err(ReadPlanError::Format {
+            found: written.format.clone(),
+            expected,
+        });
+    }
+    let codec = crate::plan_codec::plan_codec(state);
+    let decode = |text: &str| -> Result<DataflowDesc, ReadPlanError> {
+        let bytes = STANDARD
+            .decode(text)
+            .map_err(|e| ReadPlanError::Corrupt(e.to_string()))?;
+        codec
+            .decode(&bytes)
+            .map_err(|e| ReadPlanError::Corrupt(e.to_string()))
+    };
+    let desc = decode(&written.plan)?;
+    let from_storage = written
+        .from_storage
+        .as_deref()
+        .map(decode)
+        .transpose()?
+        .map(|d| d.plan);
+    Ok(ItemDataflow {
+        plan: desc.plan,
+        export: desc.export,
+        from_storage,
+    })
+}
+
+/// The written plan of `id` if it is usable, else the plan made from its
+/// SQL now, with a notice saying why.
+pub fn read_or_plan(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+) -> Result<(ItemDataflow, Option<String>)> {
+    match read(state, catalog, id) {
+        Ok(d) => Ok((d, None)),
+        Err(why) => {
+            let notice = format!("planned {} again from its SQL: {why}", catalog.describe(id));
+            Ok((plan_item(state, catalog, id)?, Some(notice)))
+        }
+    }
+}
+
+/// `details` with `written` recorded in it.
+pub fn with_plan(details: &ItemDetails, written: WrittenPlan) -> ItemDetails {
+    match details.clone() {
+        ItemDetails::MaterializedView { as_of, .. } => ItemDetails::MaterializedView {
+            plan: Some(written),
+            as_of,
+        },
+        ItemDetails::Index { on, keys, .. } => ItemDetails::Index {
+            on,
+            keys,
+            plan: Some(written),
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,268 @@
+//! Time: `mz_now()` and `AS OF`, `RETAIN HISTORY`, `REFRESH` schedules,
+//! and compaction bounded by what materialized views need to resume.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+
+/// Poll `sql` until `done` holds for its first value (or fail after 20 s).
+async fn wait_until(
+    c: &tokio_postgres::Client,
+    sql: &str,
+    done: impl Fn(Option<&str>) -> bool,
+) -> Option<String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = value(c, sql).await;
+        if done(v.as_deref()) {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting on {sql}: {v:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn num(v: Option<String>) -> u64 {
+    v.expect("a value").parse().expect("a number")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn as_of_reads_history_kept_by_retain_history_and_refuses_below_since() {
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE kept (k int) WITH (RETAIN HISTORY FOR '1h');
+         CREATE TABLE brief (k int);
+         INSERT INTO kept VALUES (1), (2); INSERT INTO brief VALUES (1), (2);",
+    )
+    .await
+    .unwrap();
+    let t0 = num(value(&c, "SELECT mz_now()").await);
+    c.batch_execute("INSERT INTO kept VALUES (3); INSERT INTO brief VALUES (3)")
+        .await
+        .unwrap();
+    // mz_now() is the time the statement reads at.
+    let explained = value(&c, "EXPLAIN TIMESTAMP FOR SELECT * FROM kept").await;
+    assert!(explained.is_some());
+    assert_eq!(
+        value(&c, &format!("SELECT count(*) FROM kept AS OF {t0}"))
+            .await
+            .as_deref(),
+        Some("2")
+    );
+    assert_eq!(
+        value(
+            &c,
+            &format!("SELECT count(*) FROM kept AS OF AT LEAST {t0}")
+        )
+        .await
+        .as_deref(),
+        Some("3"),
+        "AT LEAST picks the fresh time when it is later"
+    );
+    // Without RETAIN HISTORY, history goes about a second behind.
+    wait_until(
+        &c,
+        "SELECT since FROM freshet_internal.collections WHERE object_name = 'freshet.public.brief'",
+        |v| {
+            v.and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|since| since > t0)
+        },
+    )
+    .await;
+    let err = c
+        .simple_query(&format!("SELECT count(*) FROM brief AS OF {t0}"))
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22000");
+    let message = err.as_db_error().unwrap().message().to_string();
+    assert!(
+        message.starts_with(&format!(
+            "Timestamp ({t0}) is not valid for all inputs: freshet.public.brief has since "
+        )),
+        "{message}"
+    );
+    // The retained table still answers at t0, also joined with itself.
+    assert_eq!(
+        value(
+            &c,
+            &format!("SELECT count(*) FROM kept a JOIN kept b ON a.k = b.k AS OF {t0}")
+        )
+        .await
+        .as_deref(),
+        Some("2")
+    );
+    // A future time waits until it is complete.
+    let ahead = num(value(&c, "SELECT mz_now() + 1500").await);
+    let began = Instant::now();
+    assert_eq!(
+        value(&c, &format!("SELECT count(*) FROM kept AS OF {ahead}"))
+            .await
+            .as_deref(),
+        Some("3")
+    );
+    assert!(began.elapsed() >= Duration::from_millis(500));
+    // RESET lets history go.
+    c.batch_execute("ALTER TABLE kept RESET (RETAIN HISTORY)")
+        .await
+        .unwrap();
+    wait_until(
+        &c,
+        "SELECT since FROM freshet_internal.collections WHERE object_name = 'freshet.public.kept'",
+        |v| {
+            v.and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|since| since > t0)
+        },
+    )
+    .await;
+    // REFRESH AT a time the inputs no longer hold is refused at CREATE.
+    let err = c
+        .simple_query(&format!(
+            "CREATE MATERIALIZED VIEW late WITH (REFRESH AT {t0}) AS SELECT count(*) FROM kept"
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22023");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scheduled_views_change_only_at_refresh_times_and_equal_their_query_there() {
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE t (g int, v int) WITH (RETAIN HISTORY FOR '1h');
+         INSERT INTO t VALUES (1, 10), (2, 20);
+         CREATE MATERIALIZED VIEW every2 WITH (REFRESH EVERY '2 seconds', RETAIN HISTORY FOR '1h') AS
+           SELECT g, sum(v) AS total, count(*) AS n FROM t GROUP BY g;",
+    )
+    .await
+    .unwrap();
+    // The first refresh is at creation: reads wait for it, then see it.
+    assert_eq!(
+        rows(&c, "SELECT g, total FROM every2 ORDER BY g").await,
+        vec![
+            vec![Some("1".into()), Some("10".into())],
+            vec![Some("2".into()), Some("20".into())]
+        ]
+    );
+    c.batch_execute("INSERT INTO t VALUES (1, 5), (3, 30)")
+        .await
+        .unwrap();
+    let before = rows(&c, "SELECT g, total FROM every2 ORDER BY g").await;
+    let next = num(
+        value(
+            &c,
+            "SELECT next_refresh FROM freshet_internal.materialized_view_refreshes WHERE object_name = 'freshet.public.every2'",
+        )
+        .await,
+    );
+    let now = num(value(&c, "SELECT mz_now()").await);
+    if now < next {
+        // Between refreshes the view still shows the previous one.
+        assert_eq!(before.len(), 2, "{before:?}");
+    }
+    let fresh = wait_until(&c, "SELECT count(*) FROM every2", |v| v == Some("3")).await;
+    assert_eq!(fresh.as_deref(), Some("3"));
+    // At every read, the view equals its query at the last refresh.
+    for _ in 0..3 {
+        let last = num(
+            value(
+                &c,
+                "SELECT last_completed_refresh FROM freshet_internal.materialized_view_refreshes WHERE object_name = 'freshet.public.every2'",
+            )
+            .await,
+        );
+        let view = rows(
+            &c,
+            &format!("SELECT g, total, n FROM every2 ORDER BY g AS OF {last}"),
+        )
+        .await;
+        let query = rows(
+            &c,
+            &format!("SELECT g, sum(v), count(*) FROM t GROUP BY g ORDER BY g AS OF {last}"),
+        )
+        .await;
+        assert_eq!(view, query, "at refresh {last}");
+        c.batch_execute("INSERT INTO t VALUES (2, 1)")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    // A view whose only refresh is ahead: reads wait for it.
+    let at = num(value(&c, "SELECT mz_now() + 1500").await);
+    c.batch_execute(&format!(
+        "CREATE MATERIALIZED VIEW later WITH (REFRESH AT {at}) AS SELECT count(*) AS n FROM t"
+    ))
+    .await
+    .unwrap();
+    let began = Instant::now();
+    let n = value(&c, "SELECT n FROM later").await;
+    assert!(began.elapsed() >= Duration::from_millis(500));
+    assert_eq!(
+        n,
+        value(&c, &format!("SELECT count(*) FROM t AS OF {at}")).await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compaction_keeps_inputs_resumable_for_views_across_kill_9() {
+    let mut s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE a (k int, v int); CREATE TABLE b (k int, w int);
+         INSERT INTO a SELECT g, g FROM generate_series(1, 200) AS s(g);
+         INSERT INTO b SELECT g % 10, g FROM generate_series(1, 50) AS s(g);
+         CREATE MATERIALIZED VIEW j AS SELECT a.k % 10 AS g, sum(v) AS sv, count(*) AS n FROM a JOIN b ON a.k % 10 = b.k GROUP BY 1;
+         CREATE MATERIALIZED VIEW once WITH (REFRESH AT CREATION) AS SELECT count(*) AS n FROM a;",
+    )
+    .await
+    .unwrap();
+    for i in 0..30 {
+        c.batch_execute(&format!(
+            "INSERT INTO a VALUES ({i}, {i}); DELETE FROM b WHERE w = {}",
+            i + 1
+        ))
+        .await
+        .unwrap();
+    }
+    // Every input's since stays at or below its permission.
+    for row in rows(
+        &c,
+        "SELECT object_name, since, compaction_permission FROM freshet_internal.collections WHERE compaction_permission IS NOT NULL",
+    )
+    .await
+    {
+        let since: u64 = row[1].as_deref().unwrap().parse().unwrap();
+        let permitted: u64 = row[2].as_deref().unwrap().parse().unwrap();
+        assert!(since <= permitted, "{row:?}");
+    }
+    let once = value(&c, "SELECT n FROM once").await;
+    drop(c);
+    s.kill_and_restart();
+    let c = s.connect().await;
+    let recompute = "SELECT a.k % 10 AS g, sum(v), count(*) FROM a JOIN b ON a.k % 10 = b.k GROUP BY 1 ORDER BY 1";
+    assert_eq!(
+        rows(&c, "SELECT g, sv, n FROM j ORDER BY g").await,
+        rows(&c, recompute).await
+    );
+    // The view resumed from its own output, not from a later time its
+    // inputs were compacted to.
+    let resumed = rows(
+        &c,
+        "SELECT d.as_of, c.upper FROM freshet_internal.dataflows d JOIN freshet_internal.collections c ON c.object_name = d.object_name WHERE d.object_name = 'freshet.public.j'",
+    )
+    .await;
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!(value(&c, "SELECT n FROM once").await, once);
+    c.batch_execute("INSERT INTO a VALUES (7, 7)")
+        .await
+        .unwrap();
+    assert_eq!(
+        rows(&c, "SELECT g, sv, n FROM j ORDER BY g").await,
+        rows(&c, recompute).await
+    );
+    assert_eq!(value(&c, "SELECT n FROM once").await, once);
+}
