@@ -25,6 +25,8 @@ pub struct FreshetServer {
     port: u16,
     child: Child,
     log_path: PathBuf,
+    /// The command line, to start the process again on the same data.
+    command: Vec<std::ffi::OsString>,
     /// Holds the data directory and the log; removed after the kill.
     _tmp: tempfile::TempDir,
 }
@@ -50,29 +52,30 @@ impl FreshetServer {
         let log_path = tmp.path().join("freshet.log");
         let log = File::create(&log_path).context(format!("create {}", log_path.display()))?;
         let port = free_port()?;
-        let mut cmd = Command::new(bin);
-        cmd.arg("--data-dir")
-            .arg(tmp.path().join("data"))
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--http-listen")
-            .arg(format!("127.0.0.1:{}", free_port()?))
-            .args(["--log-filter", "warn"]);
+        let mut command: Vec<std::ffi::OsString> = vec![bin.into()];
+        command.extend(
+            [
+                "--data-dir".into(),
+                tmp.path().join("data").into_os_string(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}").into(),
+                "--http-listen".into(),
+                format!("127.0.0.1:{}", free_port()?).into(),
+                "--log-filter".into(),
+                "warn".into(),
+            ]
+            .into_iter(),
+        );
         if let Some(n) = workers {
-            cmd.arg("--workers").arg(n.to_string());
+            command.push("--workers".into());
+            command.push(n.to_string().into());
         }
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .context(format!(
-                "spawn {} (build it with `cargo build --release -p freshet-server`)",
-                bin.display()
-            ))?;
+        let child = spawn(&command, log)?;
         let mut server = FreshetServer {
             port,
             child,
             log_path,
+            command,
             _tmp: tmp,
         };
         server.wait_listening().await?;
@@ -99,6 +102,29 @@ impl FreshetServer {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok(())
+    }
+
+    /// `kill -9` the process and start it again on the same data
+    /// directory and port; returns once it listens.
+    pub async fn kill_and_restart(&mut self) -> Result<()> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log_path)
+            .context(format!("open {}", self.log_path.display()))?;
+        self.child = spawn(&self.command, log)?;
+        self.wait_listening().await
+    }
+
+    /// The process id (for sampling its memory).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self._tmp.path().join("data")
     }
 
     /// The pgwire port.
@@ -128,6 +154,22 @@ impl Drop for FreshetServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Start the server `command` describes, its stderr going to `log`.
+fn spawn(command: &[std::ffi::OsString], log: File) -> Result<Child> {
+    let (bin, args) = command
+        .split_first()
+        .ok_or_else(|| crate::error::BenchError::Failed("empty command".into()))?;
+    Command::new(bin)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .context(format!(
+            "spawn {} (build it with `cargo build --release -p freshet-server`)",
+            Path::new(bin).display()
+        ))
 }
 
 /// `freshet --version`, for the environment table.

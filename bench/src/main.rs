@@ -24,6 +24,7 @@ mod freshet;
 mod lookup;
 mod phases;
 mod postgres;
+mod recovery;
 mod report;
 mod run;
 mod stats;
@@ -124,6 +125,22 @@ struct Args {
     /// (comma-separated; the last repeats).
     #[arg(long, value_delimiter = ',', default_value = "1,10")]
     subscribe_rows_per_insert: Vec<u32>,
+    /// Run the restart benchmark (hydration vs. serializable and fresh
+    /// reads after kill -9) instead of the maintenance benchmark.
+    #[arg(long)]
+    restart: bool,
+    /// Rows in `orders` for the restart benchmark.
+    #[arg(long, default_value_t = 1_000_000)]
+    restart_rows: usize,
+    /// Run the soak benchmark (RSS and disk under continuous updates).
+    #[arg(long)]
+    soak: bool,
+    /// Updates in the soak benchmark.
+    #[arg(long, default_value_t = 10_000_000)]
+    soak_updates: u64,
+    /// Rows per UPDATE statement in the soak benchmark (1..=1000).
+    #[arg(long, default_value_t = 1000)]
+    soak_rows_per_update: u64,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -173,6 +190,26 @@ async fn bench(args: &Args) -> Result<()> {
             report::render_environment(&env, &notes),
             subscribe::render(&rows, &sub_settings)
         );
+        return emit(args, &text);
+    }
+    if args.restart || args.soak {
+        let mut server = freshet::FreshetServer::start(&bin, args.freshet_workers).await?;
+        let env = environment(args, &bin, settings.view, "not run".into(), load_before);
+        let mut text = report::render_environment(&env, &notes);
+        text.push('\n');
+        if args.restart {
+            let run = recovery::restart(&mut server, args.restart_rows).await?;
+            text.push_str(&recovery::render_restart(&run));
+        } else {
+            let samples = recovery::soak(
+                &server,
+                args.soak_updates,
+                args.soak_rows_per_update,
+                20,
+            )
+            .await?;
+            text.push_str(&recovery::render_soak(&samples, args.soak_rows_per_update));
+        }
         return emit(args, &text);
     }
     let pg = start_postgres(args, &mut notes);

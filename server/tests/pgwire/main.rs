@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod concurrency;
+mod crash;
 mod dataflows;
 mod differential;
 mod durability;
