@@ -53,19 +53,16 @@ impl FreshetServer {
         let log = File::create(&log_path).context(format!("create {}", log_path.display()))?;
         let port = free_port()?;
         let mut command: Vec<std::ffi::OsString> = vec![bin.into()];
-        command.extend(
-            [
-                "--data-dir".into(),
-                tmp.path().join("data").into_os_string(),
-                "--listen".into(),
-                format!("127.0.0.1:{port}").into(),
-                "--http-listen".into(),
-                format!("127.0.0.1:{}", free_port()?).into(),
-                "--log-filter".into(),
-                "warn".into(),
-            ]
-            .into_iter(),
-        );
+        command.extend([
+            "--data-dir".into(),
+            tmp.path().join("data").into_os_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}").into(),
+            "--http-listen".into(),
+            format!("127.0.0.1:{}", free_port()?).into(),
+            "--log-filter".into(),
+            "warn".into(),
+        ]);
         if let Some(n) = workers {
             command.push("--workers".into());
             command.push(n.to_string().into());

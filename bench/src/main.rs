@@ -201,13 +201,8 @@ async fn bench(args: &Args) -> Result<()> {
             let run = recovery::restart(&mut server, args.restart_rows).await?;
             text.push_str(&recovery::render_restart(&run));
         } else {
-            let samples = recovery::soak(
-                &server,
-                args.soak_updates,
-                args.soak_rows_per_update,
-                20,
-            )
-            .await?;
+            let samples =
+                recovery::soak(&server, args.soak_updates, args.soak_rows_per_update, 20).await?;
             text.push_str(&recovery::render_soak(&samples, args.soak_rows_per_update));
         }
         return emit(args, &text);

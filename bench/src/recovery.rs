@@ -46,7 +46,12 @@ async fn rows_text(c: &Client, sql: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for m in c.simple_query(sql).await.context(sql.to_string())? {
         if let tokio_postgres::SimpleQueryMessage::Row(r) = m {
-            out.push((0..r.len()).map(|i| r.get(i).unwrap_or("NULL")).collect::<Vec<_>>().join("|"));
+            out.push(
+                (0..r.len())
+                    .map(|i| r.get(i).unwrap_or("NULL"))
+                    .collect::<Vec<_>>()
+                    .join("|"),
+            );
         }
     }
     Ok(out)
@@ -79,6 +84,10 @@ pub async fn restart(server: &mut FreshetServer, rows: usize) -> Result<RestartR
         eprintln!("[restart] loaded {loaded} orders");
     }
     let load = began.elapsed();
+    let count = rows_text(&c, "SELECT count(*) FROM orders").await?;
+    if count != [rows.to_string()] {
+        return failed(format!("orders holds {count:?} rows, expected {rows}"));
+    }
     let began = Instant::now();
     c.batch_execute(VIEW).await.context("create the view")?;
     let before = rows_text(&c, READ).await?;
@@ -221,7 +230,9 @@ pub async fn soak(
     )
     .await?;
     if view != query {
-        return failed(format!("kv_stats differs from its query: {view:?} vs {query:?}"));
+        return failed(format!(
+            "kv_stats differs from its query: {view:?} vs {query:?}"
+        ));
     }
     Ok(out)
 }

@@ -93,7 +93,7 @@ pub struct Item {
     pub details: ItemDetails,
     /// `WITH (...)` options: history retention, refresh schedule.
     #[serde(default)]
-    pub options: ItemOptions,
+    pub options: Box<ItemOptions>,
 }
 
 /// Options a table, materialized view or index is created with (and that
@@ -121,7 +121,7 @@ pub enum ItemDetails {
     /// A materialized view's written plan and the time its dataflow starts.
     MaterializedView {
         /// The dataflow plan committed with the view (boot installs it).
-        plan: Option<WrittenPlan>,
+        plan: Option<Box<WrittenPlan>>,
         /// The committed `as_of` of its first hydration.
         as_of: Option<u64>,
     },
@@ -133,7 +133,7 @@ pub enum ItemDetails {
         keys: Vec<String>,
         /// The dataflow plan committed with the index (boot installs it).
         #[serde(default)]
-        plan: Option<WrittenPlan>,
+        plan: Option<Box<WrittenPlan>>,
     },
     /// Reserved for sources and sinks.
     Other,

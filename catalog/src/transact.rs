@@ -28,7 +28,7 @@ pub struct ItemDef {
     /// Kind-specific details.
     pub details: ItemDetails,
     /// `WITH (...)` options.
-    pub options: ItemOptions,
+    pub options: Box<ItemOptions>,
 }
 
 /// One step of a catalog transaction.
@@ -272,7 +272,7 @@ fn plan_op(
         Op::SetOptions { id, options } => {
             let old = state.get_item(id)?.clone();
             let mut new = old.clone();
-            new.options = options;
+            new.options = Box::new(options);
             vec![Change::Updated {
                 old: CatalogObject::Item(old),
                 new: CatalogObject::Item(new),

@@ -117,7 +117,7 @@ fn parse_interval(text: &str) -> Option<Timestamp> {
         rest = &rest[u..];
         total += value * scale;
     }
-    (total.is_finite() && total >= 0.0 && total < 1e15).then_some(total.round() as Timestamp)
+    (total.is_finite() && (0.0..1e15).contains(&total)).then_some(total.round() as Timestamp)
 }
 
 /// How `ms` reads as an option value (`'1h'`, `'90s'`, `'1500ms'`).
@@ -128,7 +128,7 @@ pub fn display_interval(ms: Timestamp) -> String {
         ("min", 60_000),
         ("s", 1_000),
     ] {
-        if ms >= size && ms % size == 0 {
+        if ms >= size && ms.is_multiple_of(size) {
             return format!("'{}{unit}'", ms / size);
         }
     }
@@ -276,7 +276,10 @@ pub fn plan_alter_options(
     if reset.iter().any(|r| r == "retain history") {
         options.retain_history = None;
     }
-    Ok(Plan::SetOptions { id, options })
+    Ok(Plan::SetOptions {
+        id,
+        options: *options,
+    })
 }
 
 /// The schedule a refresh plan makes once its times are known.
@@ -301,24 +304,6 @@ pub fn schedule(
                 aligned_to: aligned.unwrap_or(created_at),
             })
             .collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn intervals_read_like_materialize_options() {
-        assert_eq!(parse_interval("1h"), Some(3_600_000));
-        assert_eq!(parse_interval("1 day"), Some(86_400_000));
-        assert_eq!(parse_interval("1h 30m"), Some(5_400_000));
-        assert_eq!(parse_interval("500ms"), Some(500));
-        assert_eq!(parse_interval("2"), Some(2_000));
-        assert_eq!(parse_interval("soon"), None);
-        assert_eq!(parse_interval(""), None);
-        assert_eq!(display_interval(3_600_000), "'1h'");
-        assert_eq!(display_interval(1_500), "'1500ms'");
     }
 }
 
@@ -359,5 +344,23 @@ pub fn timestamp_of(value: Option<&datafusion::common::ScalarValue>) -> Result<T
             "expected an mz_timestamp, integer or timestamp, found {}",
             other.data_type()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_read_like_materialize_options() {
+        assert_eq!(parse_interval("1h"), Some(3_600_000));
+        assert_eq!(parse_interval("1 day"), Some(86_400_000));
+        assert_eq!(parse_interval("1h 30m"), Some(5_400_000));
+        assert_eq!(parse_interval("500ms"), Some(500));
+        assert_eq!(parse_interval("2"), Some(2_000));
+        assert_eq!(parse_interval("soon"), None);
+        assert_eq!(parse_interval(""), None);
+        assert_eq!(display_interval(3_600_000), "'1h'");
+        assert_eq!(display_interval(1_500), "'1500ms'");
     }
 }

@@ -111,7 +111,7 @@ pub enum Statement {
         /// Whether `AT LEAST` (any readable time at or after `time`).
         at_least: bool,
         /// The time.
-        time: ast::Expr,
+        time: Box<ast::Expr>,
     },
     /// `ALTER <kind> [IF EXISTS] name RENAME TO new_name`.
     AlterRename {
@@ -477,7 +477,7 @@ fn try_parse_select_as_of(parser: &mut Parser) -> Result<Option<Statement>, Pars
     Ok(Some(Statement::SelectAsOf {
         query,
         at_least,
-        time,
+        time: Box::new(time),
     }))
 }
 

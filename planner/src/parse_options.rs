@@ -19,7 +19,7 @@ use crate::parse_subscribe::{eat_word, expect_word, is_word};
 #[derive(Clone, Debug, PartialEq)]
 pub enum ItemOption {
     /// `RETAIN HISTORY [=] FOR <interval>`.
-    RetainHistory(ast::Expr),
+    RetainHistory(Box<ast::Expr>),
     /// `REFRESH [=] ...`.
     Refresh(RefreshOption),
 }
@@ -32,13 +32,13 @@ pub enum RefreshOption {
     /// `REFRESH AT CREATION`: once, at the time the view is created.
     AtCreation,
     /// `REFRESH AT <time>`.
-    At(ast::Expr),
+    At(Box<ast::Expr>),
     /// `REFRESH EVERY <interval> [ALIGNED TO <time>]`.
     Every {
         /// How often.
-        interval: ast::Expr,
+        interval: Box<ast::Expr>,
         /// A time the series passes through (default: creation).
-        aligned_to: Option<ast::Expr>,
+        aligned_to: Option<Box<ast::Expr>>,
     },
 }
 
@@ -178,7 +178,7 @@ fn parse_option(parser: &mut Parser) -> Result<ItemOption, ParserError> {
         expect_word(parser, "history")?;
         let _ = parser.consume_token(&Token::Eq);
         parser.expect_keyword(Keyword::FOR)?;
-        return Ok(ItemOption::RetainHistory(parser.parse_expr()?));
+        return Ok(ItemOption::RetainHistory(Box::new(parser.parse_expr()?)));
     }
     expect_word(parser, "refresh")?;
     let _ = parser.consume_token(&Token::Eq);
@@ -189,13 +189,15 @@ fn parse_option(parser: &mut Parser) -> Result<ItemOption, ParserError> {
         if eat_word(parser, "creation") {
             return Ok(ItemOption::Refresh(RefreshOption::AtCreation));
         }
-        return Ok(ItemOption::Refresh(RefreshOption::At(parser.parse_expr()?)));
+        return Ok(ItemOption::Refresh(RefreshOption::At(Box::new(
+            parser.parse_expr()?,
+        ))));
     }
     expect_word(parser, "every")?;
-    let interval = parser.parse_expr()?;
+    let interval = Box::new(parser.parse_expr()?);
     let aligned_to = if eat_word(parser, "aligned") {
         parser.expect_keyword(Keyword::TO)?;
-        Some(parser.parse_expr()?)
+        Some(Box::new(parser.parse_expr()?))
     } else {
         None
     };

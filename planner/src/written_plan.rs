@@ -122,7 +122,7 @@ pub fn read(
         .map_err(|e| ReadPlanError::Corrupt(e.to_string()))?;
     let written = match &item.details {
         ItemDetails::MaterializedView { plan, .. } | ItemDetails::Index { plan, .. } => {
-            plan.as_ref().ok_or(ReadPlanError::Missing)?
+            plan.as_deref().ok_or(ReadPlanError::Missing)?
         }
         _ => return Err(ReadPlanError::Missing),
     };
@@ -176,13 +176,13 @@ pub fn read_or_plan(
 pub fn with_plan(details: &ItemDetails, written: WrittenPlan) -> ItemDetails {
     match details.clone() {
         ItemDetails::MaterializedView { as_of, .. } => ItemDetails::MaterializedView {
-            plan: Some(written),
+            plan: Some(Box::new(written)),
             as_of,
         },
         ItemDetails::Index { on, keys, .. } => ItemDetails::Index {
             on,
             keys,
-            plan: Some(written),
+            plan: Some(Box::new(written)),
         },
         other => other,
     }

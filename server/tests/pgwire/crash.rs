@@ -112,7 +112,10 @@ async fn check_files(c: &Client, data_dir: &Path, cycle: usize) {
     assert_eq!(parts, referenced, "cycle {cycle}: orphaned part files");
     let segments = files_under(&data_dir.join("txn")).len();
     assert!(segments <= 4, "cycle {cycle}: {segments} log segments kept");
-    for key in std::fs::read_dir(data_dir.join("consensus")).unwrap().flatten() {
+    for key in std::fs::read_dir(data_dir.join("consensus"))
+        .unwrap()
+        .flatten()
+    {
         // Shards truncate every 32 versions; the catalog rewrites itself as
         // a snapshot after 256 entries.
         let versions = files_under(&key.path()).len();
@@ -211,13 +214,12 @@ async fn kill_9_at_random_points_loses_no_acknowledged_write_and_views_stay_corr
             .into_iter()
             .map(|r| r[0].as_deref().unwrap().parse().unwrap())
             .collect();
-        let expected: BTreeSet<i64> = acked
-            .lock()
-            .difference(&deleting.lock())
-            .copied()
-            .collect();
+        let expected: BTreeSet<i64> = acked.lock().difference(&deleting.lock()).copied().collect();
         let lost: Vec<&i64> = expected.difference(&present).take(5).collect();
-        assert!(lost.is_empty(), "cycle {cycle}: acknowledged rows lost: {lost:?}");
+        assert!(
+            lost.is_empty(),
+            "cycle {cycle}: acknowledged rows lost: {lost:?}"
+        );
         check_views(&c, cycle).await;
         check_files(&c, &s.data_dir, cycle).await;
     }
@@ -265,7 +267,10 @@ async fn a_second_server_takes_over_a_busy_data_directory() {
     let acked = acked.lock().clone();
     assert!(!acked.is_empty());
     let lost: Vec<&i64> = acked.difference(&present).take(5).collect();
-    assert!(lost.is_empty(), "acknowledged rows lost in the takeover: {lost:?}");
+    assert!(
+        lost.is_empty(),
+        "acknowledged rows lost in the takeover: {lost:?}"
+    );
     check_views(&c, 0).await;
     c.batch_execute("INSERT INTO events VALUES (-1, -1, 1, 1)")
         .await
