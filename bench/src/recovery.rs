@@ -90,7 +90,8 @@ pub async fn restart(server: &mut FreshetServer, rows: usize) -> Result<RestartR
     }
     let began = Instant::now();
     c.batch_execute(VIEW).await.context("create the view")?;
-    let before = rows_text(&c, READ).await?;
+    // The strict read waits for the view to hydrate.
+    rows_text(&c, READ).await?;
     let hydration = began.elapsed();
     eprintln!("[restart] hydrated in {hydration:?}");
     // A few more writes, then wait a moment so the view's output is
@@ -114,7 +115,6 @@ pub async fn restart(server: &mut FreshetServer, rows: usize) -> Result<RestartR
     let fresh_rows = rows_text(&strict, READ).await?;
     let fresh = start.elapsed();
     eprintln!("[restart] serializable {serializable:?}, fresh {fresh:?}");
-    let _ = before;
     Ok(RestartRun {
         rows,
         load,

@@ -424,38 +424,26 @@ fn try_parse_select_as_of(parser: &mut Parser) -> Result<Option<Statement>, Pars
     if !starts_query {
         return Ok(None);
     }
-    let mut tokens = Vec::new();
+    let tokens = statement_tokens(parser);
     let mut depth = 0usize;
     let mut split = None;
-    loop {
-        let t = parser.peek_nth_token(tokens.len());
+    for (i, t) in tokens.iter().enumerate() {
         match &t.token {
-            Token::EOF => break,
-            Token::SemiColon if depth == 0 => break,
             Token::LParen => depth += 1,
             Token::RParen => depth = depth.saturating_sub(1),
-            Token::Word(w) if depth == 0 && w.keyword == Keyword::OF => {
-                if matches!(tokens.last().map(|t: &TokenWithSpan| &t.token),
-                    Some(Token::Word(a)) if a.keyword == Keyword::AS)
-                {
-                    split = Some(tokens.len() - 1);
+            Token::Word(w) if depth == 0 && w.keyword == Keyword::OF && i > 0 => {
+                if matches!(&tokens[i - 1].token, Token::Word(a) if a.keyword == Keyword::AS) {
+                    split = Some(i - 1);
                 }
             }
             _ => {}
         }
-        tokens.push(t);
     }
     let Some(split) = split else {
         return Ok(None);
     };
     let dialect = PostgreSqlDialect {};
-    let sub = |ts: &[TokenWithSpan]| {
-        let mut ts = ts.to_vec();
-        ts.push(TokenWithSpan::wrap(Token::EOF));
-        Parser::new(&dialect)
-            .with_recursion_limit(RECURSION_LIMIT)
-            .with_tokens_with_locations(ts)
-    };
+    let sub = |ts: &[TokenWithSpan]| parser_over(&dialect, ts);
     let mut q = sub(&tokens[..split]);
     let Ok(query) = q.parse_query() else {
         return Ok(None);
@@ -471,9 +459,7 @@ fn try_parse_select_as_of(parser: &mut Parser) -> Result<Option<Statement>, Pars
     if t.peek_token().token != Token::EOF {
         return Ok(None);
     }
-    for _ in 0..tokens.len() {
-        parser.next_token();
-    }
+    skip_tokens(parser, tokens.len());
     Ok(Some(Statement::SelectAsOf {
         query,
         at_least,
@@ -481,19 +467,66 @@ fn try_parse_select_as_of(parser: &mut Parser) -> Result<Option<Statement>, Pars
     }))
 }
 
-/// Recognize `ALTER <kind> [IF EXISTS] name RENAME TO new` by peeking, so
-/// that every other `ALTER` still goes to sqlparser.
-fn try_alter_rename(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+/// The tokens of the statement starting here, up to its `;` at depth 0
+/// or the end of input (nothing is consumed).
+pub(crate) fn statement_tokens(parser: &Parser) -> Vec<TokenWithSpan> {
+    let mut tokens: Vec<TokenWithSpan> = Vec::new();
+    let mut depth = 0usize;
+    loop {
+        let t = parser.peek_nth_token(tokens.len());
+        match &t.token {
+            Token::EOF => break,
+            Token::SemiColon if depth == 0 => break,
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        tokens.push(t);
+    }
+    tokens
+}
+
+/// A parser over `tokens`, as if they were the whole input.
+pub(crate) fn parser_over<'a>(
+    dialect: &'a PostgreSqlDialect,
+    tokens: &[TokenWithSpan],
+) -> Parser<'a> {
+    let mut tokens = tokens.to_vec();
+    tokens.push(TokenWithSpan::wrap(Token::EOF));
+    Parser::new(dialect)
+        .with_recursion_limit(RECURSION_LIMIT)
+        .with_tokens_with_locations(tokens)
+}
+
+/// Consume `n` tokens (counted as `peek_nth_token` counts them).
+pub(crate) fn skip_tokens(parser: &mut Parser, n: usize) {
+    for _ in 0..n {
+        parser.next_token();
+    }
+}
+
+/// `ALTER <kind> [IF EXISTS] <name>` at the start of a statement, found by
+/// peeking, so that statements Freshet does not handle still go to
+/// sqlparser untouched.
+pub(crate) struct AlterHead {
+    /// The object kind named.
+    pub kind: ObjectKind,
+    /// Whether `IF EXISTS` was given.
+    pub if_exists: bool,
+    /// Tokens before the name.
+    before_name: usize,
+    /// Index of the first token after the name.
+    pub after_name: usize,
+}
+
+/// Peek an [`AlterHead`].
+pub(crate) fn peek_alter_head(parser: &Parser) -> Option<AlterHead> {
     let word = |n: usize| match parser.peek_nth_token(n).token {
         Token::Word(w) => Some(w.keyword),
         _ => None,
     };
-    let is_word = |n: usize, text: &str| match parser.peek_nth_token(n).token {
-        Token::Word(w) => w.quote_style.is_none() && w.value.eq_ignore_ascii_case(text),
-        _ => false,
-    };
     if word(0) != Some(Keyword::ALTER) {
-        return Ok(None);
+        return None;
     }
     let (kind, kind_len) = match (word(1), word(2)) {
         (Some(Keyword::TABLE), _) => (ObjectKind::Table, 1),
@@ -501,17 +534,18 @@ fn try_alter_rename(parser: &mut Parser) -> Result<Option<Statement>, ParserErro
         (Some(Keyword::MATERIALIZED), Some(Keyword::VIEW)) => (ObjectKind::MaterializedView, 2),
         (Some(Keyword::INDEX), _) => (ObjectKind::Index, 1),
         (Some(Keyword::SOURCE), _) => (ObjectKind::Source, 1),
-        _ if is_word(1, "sink") => (ObjectKind::Sink, 1),
-        _ => return Ok(None),
+        _ if crate::parse_subscribe::is_word(parser, 1, "sink") => (ObjectKind::Sink, 1),
+        _ => return None,
     };
     let mut n = 1 + kind_len;
     let if_exists = word(n) == Some(Keyword::IF) && word(n + 1) == Some(Keyword::EXISTS);
     if if_exists {
         n += 2;
     }
+    let before_name = n;
     // name: word (. word)*
     if !matches!(parser.peek_nth_token(n).token, Token::Word(_)) {
-        return Ok(None);
+        return None;
     }
     n += 1;
     while parser.peek_nth_token(n).token == Token::Period
@@ -519,23 +553,43 @@ fn try_alter_rename(parser: &mut Parser) -> Result<Option<Statement>, ParserErro
     {
         n += 2;
     }
-    if !(word(n) == Some(Keyword::RENAME) && word(n + 1) == Some(Keyword::TO)) {
-        return Ok(None);
-    }
-    for _ in 0..1 + kind_len {
-        parser.next_token();
-    }
-    if if_exists {
-        parser.next_token();
-        parser.next_token();
-    }
-    let name = parser.parse_object_name(false)?;
-    parser.next_token();
-    parser.next_token();
-    let new_name = parser.parse_identifier()?;
-    Ok(Some(Statement::AlterRename {
+    Some(AlterHead {
         kind,
         if_exists,
+        before_name,
+        after_name: n,
+    })
+}
+
+/// Consume the head peeked as `head`, returning the object's name.
+pub(crate) fn take_alter_head(
+    parser: &mut Parser,
+    head: &AlterHead,
+) -> Result<ObjectName, ParserError> {
+    skip_tokens(parser, head.before_name);
+    parser.parse_object_name(false)
+}
+
+/// Recognize `ALTER <kind> [IF EXISTS] name RENAME TO new`.
+fn try_alter_rename(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
+    let Some(head) = peek_alter_head(parser) else {
+        return Ok(None);
+    };
+    let word = |n: usize| match parser.peek_nth_token(n).token {
+        Token::Word(w) => Some(w.keyword),
+        _ => None,
+    };
+    if !(word(head.after_name) == Some(Keyword::RENAME)
+        && word(head.after_name + 1) == Some(Keyword::TO))
+    {
+        return Ok(None);
+    }
+    let name = take_alter_head(parser, &head)?;
+    skip_tokens(parser, 2);
+    let new_name = parser.parse_identifier()?;
+    Ok(Some(Statement::AlterRename {
+        kind: head.kind,
+        if_exists: head.if_exists,
         name,
         new_name,
     }))

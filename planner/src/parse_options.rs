@@ -12,7 +12,10 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
 
-use crate::parse::{ObjectKind, RECURSION_LIMIT, Statement};
+use crate::parse::{
+    ObjectKind, Statement, parser_over, peek_alter_head, skip_tokens, statement_tokens,
+    take_alter_head,
+};
 use crate::parse_subscribe::{eat_word, expect_word, is_word};
 
 /// One `WITH (...)` option of a table, materialized view or index.
@@ -75,21 +78,8 @@ pub(crate) fn try_parse_create_with(parser: &mut Parser) -> Result<Option<Statem
     if !matches!(&parser.peek_token().token, Token::Word(w) if w.keyword == Keyword::CREATE) {
         return Ok(None);
     }
-    // The statement's tokens, up to its end at depth 0.
-    let mut tokens: Vec<TokenWithSpan> = Vec::new();
-    let mut depth = 0usize;
+    let tokens = statement_tokens(parser);
     let mut group: Option<(usize, usize)> = None;
-    loop {
-        let t = parser.peek_nth_token(tokens.len());
-        match &t.token {
-            Token::EOF => break,
-            Token::SemiColon if depth == 0 => break,
-            Token::LParen => depth += 1,
-            Token::RParen => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        tokens.push(t);
-    }
     for i in 0..tokens.len() {
         let opens_group = matches!(&tokens[i].token, Token::Word(w) if w.keyword == Keyword::WITH)
             && tokens.get(i + 1).is_some_and(|t| t.token == Token::LParen)
@@ -119,24 +109,13 @@ pub(crate) fn try_parse_create_with(parser: &mut Parser) -> Result<Option<Statem
         return Ok(None);
     };
     let dialect = PostgreSqlDialect {};
-    let eof = |ts: &mut Vec<TokenWithSpan>| {
-        ts.push(TokenWithSpan::wrap(Token::EOF));
-    };
-    let mut option_tokens: Vec<TokenWithSpan> = tokens[start + 2..end].to_vec();
-    eof(&mut option_tokens);
-    let mut option_parser = Parser::new(&dialect)
-        .with_recursion_limit(RECURSION_LIMIT)
-        .with_tokens_with_locations(option_tokens);
-    let options = parse_option_list(&mut option_parser)?;
-    let mut rest: Vec<TokenWithSpan> = tokens[..start]
+    let options = parse_option_list(&mut parser_over(&dialect, &tokens[start + 2..end]))?;
+    let rest: Vec<TokenWithSpan> = tokens[..start]
         .iter()
         .chain(&tokens[end + 1..])
         .cloned()
         .collect();
-    eof(&mut rest);
-    let mut inner = Parser::new(&dialect)
-        .with_recursion_limit(RECURSION_LIMIT)
-        .with_tokens_with_locations(rest);
+    let mut inner = parser_over(&dialect, &rest);
     let stmt = crate::parse::parse_one(&mut inner)?;
     let next = inner.peek_token();
     if next.token != Token::EOF {
@@ -145,9 +124,7 @@ pub(crate) fn try_parse_create_with(parser: &mut Parser) -> Result<Option<Statem
             next.token, next.span.start.line, next.span.start.column
         )));
     }
-    for _ in 0..tokens.len() {
-        parser.next_token();
-    }
+    skip_tokens(parser, tokens.len());
     Ok(Some(Statement::CreateWithOptions {
         stmt: Box::new(stmt),
         options,
@@ -213,37 +190,19 @@ fn parse_option(parser: &mut Parser) -> Result<ItemOption, ParserError> {
 pub(crate) fn try_parse_alter_options(
     parser: &mut Parser,
 ) -> Result<Option<Statement>, ParserError> {
-    let keyword = |parser: &Parser, n: usize| match &parser.peek_nth_token(n).token {
-        Token::Word(w) => Some(w.keyword),
-        _ => None,
+    let Some(head) = peek_alter_head(parser) else {
+        return Ok(None);
     };
-    if keyword(parser, 0) != Some(Keyword::ALTER) {
+    if !matches!(
+        head.kind,
+        ObjectKind::Table | ObjectKind::MaterializedView | ObjectKind::Index
+    ) {
         return Ok(None);
     }
-    let (kind, kind_len) = match (keyword(parser, 1), keyword(parser, 2)) {
-        (Some(Keyword::TABLE), _) => (ObjectKind::Table, 1),
-        (Some(Keyword::MATERIALIZED), Some(Keyword::VIEW)) => (ObjectKind::MaterializedView, 2),
-        (Some(Keyword::INDEX), _) => (ObjectKind::Index, 1),
-        _ => return Ok(None),
-    };
-    let mut n = 1 + kind_len;
-    let if_exists =
-        keyword(parser, n) == Some(Keyword::IF) && keyword(parser, n + 1) == Some(Keyword::EXISTS);
-    if if_exists {
-        n += 2;
-    }
-    if !matches!(parser.peek_nth_token(n).token, Token::Word(_)) {
-        return Ok(None);
-    }
-    n += 1;
-    while parser.peek_nth_token(n).token == Token::Period
-        && matches!(parser.peek_nth_token(n + 1).token, Token::Word(_))
-    {
-        n += 2;
-    }
-    let set = match keyword(parser, n) {
-        Some(Keyword::SET) => true,
-        Some(Keyword::RESET) => false,
+    let n = head.after_name;
+    let set = match &parser.peek_nth_token(n).token {
+        Token::Word(w) if w.keyword == Keyword::SET => true,
+        Token::Word(w) if w.keyword == Keyword::RESET => false,
         _ => return Ok(None),
     };
     if !(parser.peek_nth_token(n + 1).token == Token::LParen
@@ -251,14 +210,7 @@ pub(crate) fn try_parse_alter_options(
     {
         return Ok(None);
     }
-    for _ in 0..1 + kind_len {
-        parser.next_token();
-    }
-    if if_exists {
-        parser.next_token();
-        parser.next_token();
-    }
-    let name = parser.parse_object_name(false)?;
+    let name = take_alter_head(parser, &head)?;
     parser.next_token();
     parser.expect_token(&Token::LParen)?;
     let (options, reset) = if set {
@@ -288,8 +240,8 @@ pub(crate) fn try_parse_alter_options(
     };
     parser.expect_token(&Token::RParen)?;
     Ok(Some(Statement::AlterOptions {
-        kind,
-        if_exists,
+        kind: head.kind,
+        if_exists: head.if_exists,
         name,
         set: options,
         reset,

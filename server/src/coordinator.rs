@@ -286,11 +286,8 @@ impl Coordinator {
     fn init_read_policy(&self, id: GlobalId) -> Result<()> {
         let catalog = self.catalog_state();
         let item = catalog.get_item(id)?;
-        let default = ReadPolicy::default();
-        let lag = match (item.options.retain_history, default) {
-            (Some(ms), _) => ms,
-            (None, ReadPolicy::LagBehindUpper(ms)) => ms,
-        };
+        let ReadPolicy::LagBehindUpper(default_lag) = ReadPolicy::default();
+        let lag = item.options.retain_history.unwrap_or(default_lag);
         if item.kind == ItemKind::Index {
             if let Some(d) = self.compute.dataflow(id) {
                 d.set_history(lag);
@@ -1039,10 +1036,7 @@ impl Coordinator {
         } else {
             (t, self.hold_at(&q.inputs, t)?)
         };
-        // A time in the future: wait for every input to complete it.
-        for id in &q.inputs {
-            self.storage.wait_for_upper(*id, t).await?;
-        }
+        // `run_at` waits for every input to complete `t` (a future time).
         let result = self.run_at(session, q, t).await;
         drop(holds);
         result

@@ -740,17 +740,16 @@ fn run_maintenance(inner: Weak<Inner>) {
             }
             // Until boot has re-admitted every dependent's requirement
             // (recomputed from durable state), nothing may compact.
-            let booted = inner.booted.load(Ordering::SeqCst);
-            let collections: Vec<Arc<Collection>> =
-                inner.collections.read().values().cloned().collect();
-            if booted {
+            if inner.booted.load(Ordering::SeqCst) {
                 inner.publish_permissions();
-            }
-            for c in collections.into_iter().filter(|_| booted) {
-                c.advance_since();
-                if let Err(e) = c.maybe_compact(inner.config.max_parts) {
-                    inner.note_error(&e);
-                    tracing::warn!(id = %c.id, error = %e, "compaction failed");
+                let collections: Vec<Arc<Collection>> =
+                    inner.collections.read().values().cloned().collect();
+                for c in collections {
+                    c.advance_since();
+                    if let Err(e) = c.maybe_compact(inner.config.max_parts) {
+                        inner.note_error(&e);
+                        tracing::warn!(id = %c.id, error = %e, "compaction failed");
+                    }
                 }
             }
         }
