@@ -460,7 +460,7 @@ pub fn explain_index(cx: &StatementContext, name: &ObjectName) -> Result<Plan> {
     }
     let (on, keys) = index_parts(cx.catalog, item.id)?;
     // The plan committed with the index, which is what runs.
-    let (dataflow, replanned) = crate::written_plan::read_or_plan(cx.state, cx.catalog, item.id)?;
+    let (dataflow, _) = crate::written_plan::read_or_plan(cx.state, cx.catalog, item.id)?;
     let plan = dataflow.plan;
     let on_name = cx
         .catalog
@@ -472,7 +472,7 @@ pub fn explain_index(cx: &StatementContext, name: &ObjectName) -> Result<Plan> {
         keys.join(", "),
         item.name
     );
-    if let Some(n) = replanned {
+    for n in &dataflow.notices {
         head.push_str(&format!(" ({n})"));
     }
     crate::materialized::explain_rows_under(cx.catalog, &plan, Some(head))

@@ -249,12 +249,16 @@ pub fn explain_materialized_view(cx: &StatementContext, name: &ObjectName) -> Re
         });
     }
     // The plan committed with the view, which is what runs.
-    let (dataflow, replanned) = crate::written_plan::read_or_plan(cx.state, cx.catalog, item.id)?;
-    explain_rows_under(
-        cx.catalog,
-        &dataflow.plan,
-        replanned.map(|n| format!("({n})")),
-    )
+    let (dataflow, _) = crate::written_plan::read_or_plan(cx.state, cx.catalog, item.id)?;
+    let notices = (!dataflow.notices.is_empty()).then(|| {
+        dataflow
+            .notices
+            .iter()
+            .map(|n| format!("({n})"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    explain_rows_under(cx.catalog, &dataflow.plan, notices)
 }
 
 /// `EXPLAIN CREATE MATERIALIZED VIEW ...`: the dataflow it would install.

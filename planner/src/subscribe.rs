@@ -13,9 +13,10 @@ use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast;
 use freshet_compute::RelPlan;
-use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc, Timestamp};
+use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc};
 
 use crate::error::{PlanError, Result};
+use crate::options::{TimeExpr, plan_time};
 use crate::parse::{EnvelopeKind, SubscribeRelation, SubscribeStatement, normalize_ident};
 use crate::query::StatementContext;
 
@@ -38,13 +39,14 @@ pub enum SubscribeEnvelope {
     },
 }
 
-/// Where a subscribe's reads start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a subscribe's reads start: a time expression the sequencer
+/// evaluates (with `mz_now()` bound to the time it would read at now).
+#[derive(Debug, Clone)]
 pub enum SubscribeAsOf {
     /// Exactly this time (an error if it is no longer readable).
-    Exact(Timestamp),
+    Exact(TimeExpr),
     /// This time or the earliest readable time after it.
-    AtLeast(Timestamp),
+    AtLeast(TimeExpr),
 }
 
 /// A planned subscribe.
@@ -70,8 +72,8 @@ pub struct SubscribePlan {
     pub progress: bool,
     /// `AS OF`; `None`: the time a query would read at now.
     pub as_of: Option<SubscribeAsOf>,
-    /// `UP TO` (exclusive).
-    pub up_to: Option<Timestamp>,
+    /// `UP TO` (exclusive), evaluated like `AS OF`.
+    pub up_to: Option<TimeExpr>,
     /// The row shape.
     pub envelope: SubscribeEnvelope,
 }
@@ -126,21 +128,10 @@ pub fn plan_subscribe(cx: &StatementContext, stmt: &SubscribeStatement) -> Resul
     }
     let as_of = match &stmt.as_of {
         None => None,
-        Some((false, t)) => Some(SubscribeAsOf::Exact(timestamp("AS OF", t)?)),
-        Some((true, t)) => Some(SubscribeAsOf::AtLeast(timestamp("AS OF", t)?)),
+        Some((false, t)) => Some(SubscribeAsOf::Exact(plan_time(cx, t)?)),
+        Some((true, t)) => Some(SubscribeAsOf::AtLeast(plan_time(cx, t)?)),
     };
-    let up_to = stmt
-        .up_to
-        .as_ref()
-        .map(|t| timestamp("UP TO", t))
-        .transpose()?;
-    if let (Some(SubscribeAsOf::Exact(a) | SubscribeAsOf::AtLeast(a)), Some(u)) = (as_of, up_to)
-        && u < a
-    {
-        return Err(PlanError::InvalidParameter(format!(
-            "UP TO ({u}) must not be earlier than AS OF ({a})"
-        )));
-    }
+    let up_to = stmt.up_to.as_ref().map(|t| plan_time(cx, t)).transpose()?;
     let envelope = match &stmt.envelope {
         None => SubscribeEnvelope::Diffs,
         Some((kind, key)) => {
@@ -186,27 +177,6 @@ fn bool_option(name: &str, value: &ast::Expr) -> Result<bool> {
             name.to_uppercase()
         ))),
     }
-}
-
-/// A timestamp given as a constant (milliseconds since the epoch, as
-/// `mz_timestamp` reports them).
-fn timestamp(clause: &str, expr: &ast::Expr) -> Result<Timestamp> {
-    let text = match expr {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::Number(n, _) => n.clone(),
-            ast::Value::SingleQuotedString(s) => s.clone(),
-            _ => String::new(),
-        },
-        ast::Expr::Cast { expr, .. } => return timestamp(clause, expr),
-        _ => String::new(),
-    };
-    let text = text.trim();
-    let integral = text.strip_suffix(".0").unwrap_or(text);
-    integral.parse::<Timestamp>().map_err(|_| {
-        PlanError::InvalidParameter(format!(
-            "{clause} must be a constant timestamp (milliseconds since the epoch, as mz_timestamp reports them), not {expr}"
-        ))
-    })
 }
 
 fn key_positions(relation: &RelationDesc, key: &[ast::Ident]) -> Result<Vec<usize>> {

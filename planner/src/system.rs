@@ -127,6 +127,7 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("workers", Int8),
             ("arranged_records", Int8),
             ("arranged_bytes", Int8),
+            ("written_plan_format", Text),
         ],
     },
     SystemRelation {

@@ -27,6 +27,8 @@ pub struct ItemDataflow {
     pub export: Export,
     /// The same relation read from storage, when `plan` imports indexes.
     pub from_storage: Option<RelPlan>,
+    /// Notices committed with the plan (e.g. that boot planned it again).
+    pub notices: Vec<String>,
 }
 
 /// Plan the dataflow of materialized view or index `id` from its stored
@@ -65,6 +67,7 @@ pub fn plan_item(
         plan,
         export,
         from_storage,
+        notices: Vec::new(),
     })
 }
 
@@ -88,7 +91,7 @@ pub fn write(state: &SessionState, id: GlobalId, dataflow: &ItemDataflow) -> Res
         format: format_version(),
         plan: encode(&dataflow.plan)?,
         from_storage: dataflow.from_storage.as_ref().map(encode).transpose()?,
-        notices: Vec::new(),
+        notices: dataflow.notices.clone(),
     })
 }
 
@@ -153,11 +156,13 @@ pub fn read(
         plan: desc.plan,
         export: desc.export,
         from_storage,
+        notices: written.notices.clone(),
     })
 }
 
 /// The written plan of `id` if it is usable, else the plan made from its
-/// SQL now, with a notice saying why.
+/// SQL now, with a notice saying why (also added to the plan's notices, so
+/// writing it back records that it was planned again).
 pub fn read_or_plan(
     state: &SessionState,
     catalog: &CatalogState,
@@ -167,8 +172,20 @@ pub fn read_or_plan(
         Ok(d) => Ok((d, None)),
         Err(why) => {
             let notice = format!("planned {} again from its SQL: {why}", catalog.describe(id));
-            Ok((plan_item(state, catalog, id)?, Some(notice)))
+            let mut dataflow = plan_item(state, catalog, id)?;
+            dataflow.notices.push(notice.clone());
+            Ok((dataflow, Some(notice)))
         }
+    }
+}
+
+/// The format of `id`'s written plan, if it has one.
+pub fn format_of(catalog: &CatalogState, id: GlobalId) -> Option<String> {
+    match &catalog.item(id)?.details {
+        ItemDetails::MaterializedView { plan, .. } | ItemDetails::Index { plan, .. } => {
+            plan.as_ref().map(|p| p.format.clone())
+        }
+        _ => None,
     }
 }
 

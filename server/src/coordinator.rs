@@ -128,6 +128,9 @@ pub struct Coordinator {
     pub subscribes: Arc<Subscribes>,
     /// The next transient (subscribe) dataflow id.
     next_transient: std::sync::atomic::AtomicU64,
+    /// Plans boot made again from SQL (their written format was another
+    /// build's), committed back to the catalog once boot has applied it.
+    replanned: Mutex<Vec<(GlobalId, freshet_catalog::WrittenPlan)>>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -214,16 +217,48 @@ impl Coordinator {
             connections: Arc::new(ConnectionManager::new()),
             subscribes: Arc::new(Subscribes::default()),
             next_transient: std::sync::atomic::AtomicU64::new(1),
+            replanned: Mutex::new(Vec::new()),
         };
         // Boot is the same function as DDL: the whole catalog as one diff.
         coord.apply(&state.as_diff_from_empty(), Vec::new(), true)?;
         coord.storage.finish_boot()?;
+        let mut coord = coord;
+        coord.write_back_plans()?;
         tracing::info!(
             items = state.items().count(),
             epoch = coord.storage.epoch(),
             "catalog applied; ready"
         );
         Ok(Arc::new(coord))
+    }
+
+    /// Commit the plans boot had to make again from SQL, with the notice
+    /// saying why, so the next boot installs them as written and `EXPLAIN`
+    /// shows that they were planned again. (The change implies nothing:
+    /// the dataflows already run these plans.)
+    fn write_back_plans(&mut self) -> Result<()> {
+        let plans = std::mem::take(&mut *self.replanned.lock());
+        if plans.is_empty() {
+            return Ok(());
+        }
+        let catalog = self.catalog.get_mut();
+        let state = catalog.state();
+        let ops: Vec<Op> = plans
+            .into_iter()
+            .filter_map(|(id, written)| {
+                let item = state.item(id)?;
+                Some(Op::UpdateDetails {
+                    id,
+                    details: freshet_planner::written_plan::with_plan(&item.details, written),
+                })
+            })
+            .collect();
+        let count = ops.len();
+        let (diff, _) = catalog.transact(ops)?;
+        *self.state.write() = catalog.state();
+        self.apply(&diff, Vec::new(), true)?;
+        tracing::info!(count, "wrote back plans made again at boot");
+        Ok(())
     }
 
     /// The current catalog version.
@@ -262,7 +297,7 @@ impl Coordinator {
                 }
                 Implication::InitReadPolicy(id) => self.init_read_policy(id)?,
                 Implication::InstallDataflow(id) => {
-                    if let Err(e) = self.install_dataflow(id, &mut holds) {
+                    if let Err(e) = self.install_dataflow(id, &mut holds, booting) {
                         if !booting {
                             return Err(e);
                         }
@@ -305,9 +340,15 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Plan the dataflow of `id` from its stored definition and install
-    /// it, handing it the holds taken for its inputs (if any).
-    fn install_dataflow(&self, id: GlobalId, holds: &mut Vec<ReadHold>) -> Result<()> {
+    /// Install the dataflow of `id` from its written plan, handing it the
+    /// holds taken for its inputs (if any). A plan boot (`booting`) has to
+    /// make again is queued to be written back.
+    fn install_dataflow(
+        &self,
+        id: GlobalId,
+        holds: &mut Vec<ReadHold>,
+        booting: bool,
+    ) -> Result<()> {
         let catalog = self.catalog_state();
         let item = catalog.get_item(id)?;
         // A materialized view's claim on its inputs' history is admitted
@@ -323,11 +364,16 @@ impl Coordinator {
             freshet_planner::written_plan::read_or_plan(&self.base_df, &catalog, id)?;
         if let Some(notice) = replanned {
             tracing::warn!(dataflow = %id, "{notice}");
+            if booting {
+                let written = freshet_planner::written_plan::write(&self.base_df, id, &dataflow)?;
+                self.replanned.lock().push((id, written));
+            }
         }
         let freshet_planner::written_plan::ItemDataflow {
             plan,
             export,
             from_storage,
+            ..
         } = dataflow;
         let as_of = match &item.details {
             ItemDetails::MaterializedView { as_of: Some(t), .. } => *t,
@@ -685,7 +731,7 @@ impl Coordinator {
             Plan::Commit => self.end_transaction(session, true, ctx).await,
             Plan::Rollback => self.end_transaction(session, false, ctx).await,
             Plan::Subscribe(plan, options) => Ok(ExecuteResponse::Subscribe {
-                stream: Box::new(self.subscribe(session, *plan)?),
+                stream: Box::new(self.subscribe(session, *plan).await?),
                 options,
             }),
             Plan::Declare { name, plan } => self.declare(session, name, *plan).await,
@@ -707,20 +753,40 @@ impl Coordinator {
 
     /// Start a subscribe for `session`: at `AS OF`, or at the time a
     /// query would read at now, with holds on its inputs that follow its
-    /// progress.
-    fn subscribe(
+    /// progress. `AS OF` and `UP TO` are evaluated with `mz_now()` bound
+    /// to the current read time.
+    async fn subscribe(
         &self,
         session: &Session,
         plan: freshet_planner::subscribe::SubscribePlan,
     ) -> Result<SubscribeStream> {
         use freshet_planner::subscribe::SubscribeAsOf;
-        let (as_of, holds) = match plan.as_of {
-            None => self.choose_and_hold(&plan.inputs, session.isolation())?,
-            Some(SubscribeAsOf::Exact(t)) => (t, self.hold_at(&plan.inputs, t)?),
-            Some(SubscribeAsOf::AtLeast(t)) => {
+        let now = self.storage.read_ts();
+        let up_to = match &plan.up_to {
+            Some(t) => Some(self.eval_time(session, t, now).await?),
+            None => None,
+        };
+        let requested = match &plan.as_of {
+            Some(SubscribeAsOf::Exact(t) | SubscribeAsOf::AtLeast(t)) => {
+                Some(self.eval_time(session, t, now).await?)
+            }
+            None => None,
+        };
+        if let (Some(a), Some(u)) = (requested, up_to)
+            && u < a
+        {
+            return Err(AdapterError::data(
+                "22023",
+                format!("UP TO ({u}) must not be earlier than AS OF ({a})"),
+            ));
+        }
+        let (as_of, holds) = match (&plan.as_of, requested) {
+            (Some(SubscribeAsOf::Exact(_)), Some(t)) => (t, self.hold_at(&plan.inputs, t)?),
+            (Some(SubscribeAsOf::AtLeast(_)), Some(t)) => {
                 let ts = self.readable_at_least(&plan.inputs, t)?;
                 (ts, self.hold_at(&plan.inputs, ts)?)
             }
+            _ => self.choose_and_hold(&plan.inputs, session.isolation())?,
         };
         let id = GlobalId::Transient(
             self.next_transient
@@ -731,7 +797,7 @@ impl Coordinator {
             plan: plan.plan,
             export: Export::Subscribe {
                 snapshot: plan.snapshot,
-                up_to: plan.up_to,
+                up_to,
             },
             as_of,
             start: as_of,
@@ -800,7 +866,7 @@ impl Coordinator {
                 subscribe: None,
             },
             Plan::Subscribe(plan, _) => {
-                let stream = self.subscribe(session, *plan)?;
+                let stream = self.subscribe(session, *plan).await?;
                 Cursor {
                     desc: stream.desc().clone(),
                     rows: Default::default(),

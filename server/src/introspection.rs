@@ -98,6 +98,7 @@ impl QueryReader {
                         Some(self.compute.workers().to_string()),
                         Some(d.arranged_records().to_string()),
                         Some(d.arranged_bytes().to_string()),
+                        freshet_planner::written_plan::format_of(&self.catalog, d.id),
                     ]
                 })
                 .collect(),

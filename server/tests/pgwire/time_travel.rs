@@ -105,6 +105,34 @@ async fn as_of_reads_history_kept_by_retain_history_and_refuses_below_since() {
         Some("3")
     );
     assert!(began.elapsed() >= Duration::from_millis(500));
+    // SUBSCRIBE takes time expressions too: exactly t0's contents, ending
+    // at UP TO; AT LEAST an hour ago starts at the earliest retained time.
+    let s0 = format!("{t0} - (mz_now() - mz_now())");
+    let snapshot = subscribe_rows(&c, &format!("SUBSCRIBE kept AS OF {s0} UP TO {t0} + 1")).await;
+    assert_eq!(
+        snapshot,
+        [
+            vec![t0.to_string(), "1".into(), "1".into()],
+            vec![t0.to_string(), "1".into(), "2".into()]
+        ]
+    );
+    let history = subscribe_rows(
+        &c,
+        "SUBSCRIBE kept AS OF AT LEAST mz_now() - 3600000 UP TO mz_now()",
+    )
+    .await;
+    let mut keys: Vec<&str> = history.iter().map(|r| r[2].as_str()).collect();
+    keys.sort();
+    assert_eq!(keys, ["1", "2", "3"], "{history:?}");
+    assert!(history.iter().any(|r| num(Some(r[0].clone())) <= t0));
+    let err = c
+        .simple_query(&format!(
+            "BEGIN; DECLARE bad CURSOR FOR SUBSCRIBE kept AS OF {t0} + 10 UP TO {t0}"
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22023", "{err}");
+    c.batch_execute("ROLLBACK").await.unwrap();
     // RESET lets history go.
     c.batch_execute("ALTER TABLE kept RESET (RETAIN HISTORY)")
         .await
@@ -265,4 +293,109 @@ async fn compaction_keeps_inputs_resumable_for_views_across_kill_9() {
         rows(&c, recompute).await
     );
     assert_eq!(value(&c, "SELECT n FROM once").await, once);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plans_written_by_another_build_are_planned_again_and_written_back() {
+    let mut s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE t (g int, v int);
+         INSERT INTO t VALUES (1, 10), (2, 20), (1, 5);
+         CREATE MATERIALIZED VIEW totals AS SELECT g, sum(v) AS total FROM t GROUP BY g;
+         CREATE INDEX totals_g ON totals (g);",
+    )
+    .await
+    .unwrap();
+    let formats = "SELECT DISTINCT written_plan_format FROM freshet_internal.dataflows \
+                   WHERE object_name IN ('freshet.public.totals', 'freshet.public.totals_g')";
+    let ours = rows(&c, formats).await;
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let ours = ours[0][0].clone().expect("a written plan format");
+    assert!(ours.starts_with("freshet-plan-"), "{ours}");
+    drop(c);
+
+    // Pretend an older build wrote the catalog: its plans carry another
+    // format, which this build must not decode.
+    s.kill();
+    let old = "freshet-plan-0/datafusion-0.0.0";
+    let dir = s.data_dir.join("consensus").join("catalog");
+    let mut rewritten = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !name.starts_with("e-") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        if text.contains(&ours) {
+            std::fs::write(&path, text.replace(&ours, old)).unwrap();
+            rewritten += 1;
+        }
+    }
+    assert!(rewritten > 0, "no catalog entry holds a written plan");
+    s.kill_and_restart();
+    let c = s.connect().await;
+
+    // Boot planned both again from SQL, runs them, and says so.
+    let explained = rows(&c, "EXPLAIN MATERIALIZED VIEW totals").await;
+    assert!(
+        explained[0][0]
+            .as_deref()
+            .is_some_and(|l| l.contains("again from its SQL") && l.contains(old)),
+        "{explained:?}"
+    );
+    let explained = rows(&c, "EXPLAIN INDEX totals_g").await;
+    assert!(
+        explained[0][0]
+            .as_deref()
+            .is_some_and(|l| l.contains("again from its SQL")),
+        "{explained:?}"
+    );
+    c.batch_execute("INSERT INTO t VALUES (2, 1), (3, 7)")
+        .await
+        .unwrap();
+    let expected = rows(&c, "SELECT g, sum(v) FROM t GROUP BY g ORDER BY g").await;
+    assert_eq!(
+        rows(&c, "SELECT g, total FROM totals ORDER BY g").await,
+        expected
+    );
+    assert_eq!(
+        rows(&c, "SELECT total FROM totals WHERE g = 3").await,
+        vec![vec![Some("7".into())]],
+        "the index answers from the replanned dataflow"
+    );
+    // The new plans were committed: the next boot installs them as written.
+    assert_eq!(rows(&c, formats).await, vec![vec![Some(ours.clone())]]);
+    drop(c);
+    s.kill_and_restart();
+    let c = s.connect().await;
+    assert_eq!(rows(&c, formats).await, vec![vec![Some(ours)]]);
+    assert_eq!(
+        rows(&c, "SELECT g, total FROM totals ORDER BY g").await,
+        expected
+    );
+}
+
+/// Every row a bounded `SUBSCRIBE` (one with `UP TO`) sends before it
+/// ends, read through a cursor, sorted.
+async fn subscribe_rows(c: &tokio_postgres::Client, subscribe: &str) -> Vec<Vec<String>> {
+    c.batch_execute(&format!("BEGIN; DECLARE sub CURSOR FOR {subscribe}"))
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    loop {
+        let fetched = rows(c, "FETCH ALL sub").await;
+        if fetched.is_empty() {
+            break;
+        }
+        out.extend(fetched.into_iter().map(|r| {
+            r.into_iter()
+                .map(|v| v.unwrap_or_default())
+                .collect::<Vec<_>>()
+        }));
+    }
+    c.batch_execute("COMMIT").await.unwrap();
+    out.sort();
+    out
 }
