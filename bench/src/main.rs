@@ -187,7 +187,7 @@ async fn bench(args: &Args) -> Result<()> {
         let env = environment(args, &bin, settings.view, "not run".into(), load_before);
         let text = format!(
             "{}\n{}",
-            report::render_environment(&env, &notes),
+            report::render_environment("SUBSCRIBE latency", &env, &notes),
             subscribe::render(&rows, &sub_settings)
         );
         return emit(args, &text);
@@ -195,7 +195,8 @@ async fn bench(args: &Args) -> Result<()> {
     if args.restart || args.soak {
         let mut server = freshet::FreshetServer::start(&bin, args.freshet_workers).await?;
         let env = environment(args, &bin, settings.view, "not run".into(), load_before);
-        let mut text = report::render_environment(&env, &notes);
+        let what = if args.restart { "restart" } else { "soak" };
+        let mut text = report::render_environment(what, &env, &notes);
         text.push('\n');
         if args.restart {
             let run = recovery::restart(&mut server, args.restart_rows).await?;
@@ -225,7 +226,7 @@ async fn bench(args: &Args) -> Result<()> {
         let env = environment(args, &bin, settings.view, pg_version, load_before);
         let text = format!(
             "{}\n{}",
-            report::render_environment(&env, &notes),
+            report::render_environment("keyed-lookup", &env, &notes),
             lookup::render(&rows, &lookup_settings)
         );
         return emit(args, &text);

@@ -46,10 +46,11 @@ pub fn render(env: &Environment, runs: &[SizeRun], notes: &[String]) -> String {
     out
 }
 
-/// The heading and environment of a report that has no maintenance runs
-/// (the lookup benchmark), with `notes`.
-pub fn render_environment(env: &Environment, notes: &[String]) -> String {
-    let mut out = String::from("# Freshet keyed-lookup benchmark\n\n");
+/// The heading (`# Freshet <what> benchmark`) and environment of a report
+/// that has no maintenance runs (lookup, subscribe, restart, soak), with
+/// `notes`.
+pub fn render_environment(what: &str, env: &Environment, notes: &[String]) -> String {
+    let mut out = format!("# Freshet {what} benchmark\n\n");
     out.push_str(&environment(env));
     for n in notes {
         let _ = writeln!(out, "\n* {n}");
