@@ -21,6 +21,10 @@ pub const DEFAULT_DATABASE: &str = "freshet";
 /// Rewrite the log as one snapshot once it holds this many entries.
 const SNAPSHOT_AFTER: usize = 256;
 
+/// How many times opening reads the log's head again when an older
+/// process appends between the read and the fence entry.
+const CLAIM_ATTEMPTS: usize = 1000;
+
 #[derive(Serialize, Deserialize)]
 enum LogEntry {
     /// A process took over the catalog at this epoch.
@@ -72,24 +76,55 @@ fn decode(data: &[u8]) -> Result<LogEntry, CatalogError> {
 }
 
 impl Catalog {
-    /// Open the catalog for the process holding `fence`: replay the log,
-    /// fence older processes, and on first boot create the default database
-    /// `freshet` with schema `public`.
+    /// Open the catalog for the process holding `fence`: fence older
+    /// processes, replay the log, and on first boot create the default
+    /// database `freshet` with schema `public`.
+    ///
+    /// The fence entry is appended before the replay: an older process may
+    /// still be committing DDL during a takeover, and once the fence is in
+    /// the log every entry before it is final (the older process's next
+    /// append fails as fenced), so one replay up to it is complete.
     pub fn open(fence: Fence) -> Result<Catalog, CatalogError> {
         let consensus = Arc::clone(fence.consensus());
-        let entries = consensus.scan(CATALOG_KEY, 0)?;
+        let epoch = fence.epoch();
+        let mut claimed = None;
+        for _ in 0..CLAIM_ATTEMPTS {
+            let head = consensus.head(CATALOG_KEY)?.map(|v| v.seqno);
+            let next = head.map_or(1, |s| s + 1);
+            let entry = VersionedData {
+                seqno: next,
+                data: encode(&LogEntry::Fence { epoch })?,
+            };
+            match consensus.compare_and_set(CATALOG_KEY, head, entry)? {
+                CasResult::Committed => {
+                    claimed = Some(next);
+                    break;
+                }
+                // A newer epoch appended: replaying says so. An older one
+                // did: read the new head and try again.
+                CasResult::Mismatch(_) => fence.check()?,
+            }
+        }
+        let Some(fence_seqno) = claimed else {
+            return Err(CatalogError::Corruption(format!(
+                "the catalog log kept changing while epoch {epoch} claimed it"
+            )));
+        };
         let mut state = CatalogState::default();
-        let mut seqno = None;
-        let n_entries = entries.len();
-        for v in entries {
+        let mut n_entries = 0;
+        for v in consensus.scan(CATALOG_KEY, 0)? {
             let entry = decode(&v.data)?;
-            if entry.epoch() > fence.epoch() {
+            if entry.epoch() > epoch {
                 return Err(StorageError::Fenced {
-                    mine: fence.epoch(),
+                    mine: epoch,
                     current: entry.epoch(),
                 }
                 .into());
             }
+            if v.seqno >= fence_seqno {
+                continue;
+            }
+            n_entries += 1;
             match entry {
                 LogEntry::Fence { .. } => {}
                 LogEntry::Diff { next_id, diff, .. } => {
@@ -106,19 +141,15 @@ impl Catalog {
                     state.next_id = next_id;
                 }
             }
-            seqno = Some(v.seqno);
         }
         let mut catalog = Catalog {
             consensus,
             fence,
-            seqno,
+            seqno: Some(fence_seqno),
             state: Arc::new(state),
         };
         if n_entries >= SNAPSHOT_AFTER {
             catalog.write_snapshot()?;
-        } else {
-            let epoch = catalog.fence.epoch();
-            catalog.append(LogEntry::Fence { epoch })?;
         }
         if n_entries == 0 {
             catalog.transact(vec![Op::CreateDatabase {
@@ -134,6 +165,7 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// Replace the log by one snapshot entry.
     fn write_snapshot(&mut self) -> Result<(), CatalogError> {
         let objects = self
             .state

@@ -263,6 +263,41 @@ fn a_newer_catalog_fences_the_older() {
     assert!(state.item_by_name(public, "c").is_some());
 }
 
+/// A process opening the catalog while the older one is still committing
+/// DDL claims it even when a commit lands between its replay and its fence
+/// entry (it replays again), and sees every commit the older one made.
+#[test]
+fn taking_over_a_catalog_that_is_being_changed_succeeds() {
+    for round in 0..20u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let c = consensus(dir.path());
+        let mut old = open(&c);
+        let public = public(&old);
+        let writer = std::thread::spawn(move || {
+            let mut created = Vec::new();
+            loop {
+                let name = format!("t{}", created.len());
+                match old.transact(vec![table(public, &name)]) {
+                    Ok(_) => created.push(name),
+                    Err(e) => return (created, e),
+                }
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(2 + round));
+        let new = Catalog::open(Fence::acquire(Arc::clone(&c)).unwrap())
+            .unwrap_or_else(|e| panic!("round {round}: opening failed: {e}"));
+        let (created, err) = writer.join().unwrap();
+        assert!(err.is_fenced(), "round {round}: {err}");
+        let state = new.state();
+        for name in &created {
+            assert!(
+                state.item_by_name(public, name).is_some(),
+                "round {round}: {name} was committed but is missing"
+            );
+        }
+    }
+}
+
 #[test]
 fn long_logs_are_compacted_into_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();

@@ -782,10 +782,7 @@ impl Coordinator {
         }
         let (as_of, holds) = match (&plan.as_of, requested) {
             (Some(SubscribeAsOf::Exact(_)), Some(t)) => (t, self.hold_at(&plan.inputs, t)?),
-            (Some(SubscribeAsOf::AtLeast(_)), Some(t)) => {
-                let ts = self.readable_at_least(&plan.inputs, t)?;
-                (ts, self.hold_at(&plan.inputs, ts)?)
-            }
+            (Some(SubscribeAsOf::AtLeast(_)), Some(t)) => self.hold_at_least(&plan.inputs, t)?,
             _ => self.choose_and_hold(&plan.inputs, session.isolation())?,
         };
         let id = GlobalId::Transient(
@@ -1130,12 +1127,26 @@ impl Coordinator {
     /// CREATE), or later where an input has compacted past it; with holds
     /// there, taken before the catalog transaction commits.
     fn choose_as_of(&self, inputs: &BTreeSet<GlobalId>) -> Result<(Timestamp, Vec<ReadHold>)> {
-        let as_of = self.readable_at_least(inputs, self.storage.read_ts())?;
-        let holds = inputs
-            .iter()
-            .map(|id| self.storage.acquire_read_hold(*id, as_of))
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok((as_of, holds))
+        self.hold_at_least(inputs, self.storage.read_ts())
+    }
+
+    /// Holds on `inputs` at the earliest time at or after `ts` they are all
+    /// readable at. An input's since can advance between reading it and
+    /// taking the hold; then the choice is made again from the new sinces.
+    fn hold_at_least(
+        &self,
+        inputs: &BTreeSet<GlobalId>,
+        ts: Timestamp,
+    ) -> Result<(Timestamp, Vec<ReadHold>)> {
+        let mut attempts = 0;
+        loop {
+            let at = self.readable_at_least(inputs, ts)?;
+            match self.hold_at(inputs, at) {
+                Ok(holds) => return Ok((at, holds)),
+                Err(_) if attempts < 8 => attempts += 1,
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// The earliest time at or after `ts` at which every input is still
@@ -1200,8 +1211,7 @@ impl Coordinator {
         }
         // Never below an input's since (a scheduled view has no contents
         // before its first refresh: such a read waits for it).
-        let ts = self.readable_at_least(inputs, ts)?;
-        Ok((ts, self.hold_at(inputs, ts)?))
+        self.hold_at_least(inputs, ts)
     }
 
     /// Hold `inputs` readable at `ts`, or say which one no longer is.

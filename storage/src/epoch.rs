@@ -8,6 +8,12 @@ use crate::error::{Result, StorageError};
 /// Consensus key holding the current epoch.
 pub const EPOCH_KEY: &str = "epoch";
 
+/// How many times a newly fenced process re-reads a key (a shard, the
+/// oracle) it claims when an older process changed it between the read and
+/// the claim. Each retry follows one change by that process, which stops at
+/// its first write after the claim, so a few suffice.
+pub(crate) const CLAIM_ATTEMPTS: usize = 1000;
+
 /// A process's claim on the data directory.
 ///
 /// Opening a data directory takes the next epoch by compare-and-set; every

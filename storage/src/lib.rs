@@ -49,8 +49,10 @@ use std::sync::Arc;
 pub fn open_local(data_dir: &Path) -> Result<(Arc<dyn Blob>, Fence)> {
     std::fs::create_dir_all(data_dir)?;
     let blob = FileBlob::open(data_dir.join("blob"))?;
-    blob.remove_leftover_temps()?;
     let consensus: Arc<dyn Consensus> = Arc::new(FileConsensus::open(data_dir.join("consensus"))?);
+    // Fence first: until then an older process may still be writing the
+    // temporary files this removes (it sees the fence when its write fails).
     let fence = Fence::acquire(consensus)?;
+    blob.remove_leftover_temps()?;
     Ok((Arc::new(blob), fence))
 }

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::consensus::{CasResult, SeqNo, VersionedData};
-use crate::epoch::Fence;
+use crate::epoch::{CLAIM_ATTEMPTS, Fence};
 use crate::error::{Result, StorageError};
 
 /// Consensus key holding the oracle's persisted upper bound.
@@ -71,38 +71,59 @@ impl TimestampOracle {
         now: Arc<dyn Fn() -> Timestamp + Send + Sync>,
     ) -> Result<Self> {
         let consensus = Arc::clone(fence.consensus());
-        let head = consensus.head(ORACLE_KEY)?;
-        let persisted = match &head {
-            Some(v) => {
-                let p: PersistedOracle = serde_json::from_slice(&v.data)
-                    .map_err(|e| StorageError::Corruption(format!("oracle state: {e}")))?;
-                if p.epoch > fence.epoch() {
-                    return Err(StorageError::Fenced {
-                        mine: fence.epoch(),
-                        current: p.epoch,
-                    });
+        // An older process may still persist a block until it sees this
+        // one's claim: then read its upper again and retry.
+        for _ in 0..CLAIM_ATTEMPTS {
+            let head = consensus.head(ORACLE_KEY)?;
+            let persisted = match &head {
+                Some(v) => {
+                    let p: PersistedOracle = serde_json::from_slice(&v.data)
+                        .map_err(|e| StorageError::Corruption(format!("oracle state: {e}")))?;
+                    if p.epoch > fence.epoch() {
+                        return Err(StorageError::Fenced {
+                            mine: fence.epoch(),
+                            current: p.epoch,
+                        });
+                    }
+                    p.upper
                 }
-                p.upper
+                None => 0,
+            };
+            let start = persisted.max(min_ts).max(now());
+            let oracle = TimestampOracle {
+                fence: fence.clone(),
+                state: Mutex::new(OracleState {
+                    last_write: start,
+                    read_ts: start,
+                    persisted_upper: 0,
+                    seqno: head.map(|v| v.seqno),
+                }),
+                now: Arc::clone(&now),
+            };
+            if oracle.try_persist(&mut oracle.state.lock(), start + ALLOCATION_BLOCK_MS)? {
+                tracing::info!(start, persisted, min_ts, "timestamp oracle resumed");
+                return Ok(oracle);
             }
-            None => 0,
-        };
-        let start = persisted.max(min_ts).max(now());
-        let oracle = TimestampOracle {
-            fence,
-            state: Mutex::new(OracleState {
-                last_write: start,
-                read_ts: start,
-                persisted_upper: 0,
-                seqno: head.map(|v| v.seqno),
-            }),
-            now,
-        };
-        oracle.persist(&mut oracle.state.lock(), start + ALLOCATION_BLOCK_MS)?;
-        tracing::info!(start, persisted, min_ts, "timestamp oracle resumed");
-        Ok(oracle)
+        }
+        Err(StorageError::Corruption(format!(
+            "the oracle state kept changing while epoch {} claimed it",
+            fence.epoch()
+        )))
     }
 
     fn persist(&self, state: &mut OracleState, upper: Timestamp) -> Result<()> {
+        if self.try_persist(state, upper)? {
+            Ok(())
+        } else {
+            Err(StorageError::Corruption(
+                "oracle state changed under the same epoch".into(),
+            ))
+        }
+    }
+
+    /// Persist `upper` if the state is still at `state.seqno`. `false`: a
+    /// process of an older epoch (or, wrongly, of ours) persisted first.
+    fn try_persist(&self, state: &mut OracleState, upper: Timestamp) -> Result<bool> {
         let consensus = self.fence.consensus();
         let data = serde_json::to_vec(&PersistedOracle {
             epoch: self.fence.epoch(),
@@ -121,13 +142,11 @@ impl TimestampOracle {
                 }
                 state.seqno = Some(next);
                 state.persisted_upper = upper;
-                Ok(())
+                Ok(true)
             }
             CasResult::Mismatch(_) => {
                 self.fence.check()?;
-                Err(StorageError::Corruption(
-                    "oracle state changed under the same epoch".into(),
-                ))
+                Ok(false)
             }
         }
     }

@@ -11,7 +11,7 @@ use timely::progress::Antichain;
 use crate::batch::{decode_file, encode_file, times, total_bytes};
 use crate::blob::Blob;
 use crate::consensus::{CasResult, SeqNo, VersionedData};
-use crate::epoch::Fence;
+use crate::epoch::{CLAIM_ATTEMPTS, Fence};
 use crate::error::{Result, StorageError};
 
 /// How many state versions accumulate before old ones are truncated.
@@ -75,43 +75,53 @@ const LAZY_UPPER: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl DurableShard {
     /// Open the shard, creating it if new, and claim it for this epoch.
+    ///
+    /// An older process may still commit to the shard until it sees the
+    /// claim (it is busy writing while this one takes over): then the claim
+    /// reads the shard again and retries.
     pub fn open(id: GlobalId, blob: Arc<dyn Blob>, fence: Fence) -> Result<Self> {
         let key = shard_key(id);
         let consensus = Arc::clone(fence.consensus());
-        let head = consensus.head(&key)?;
-        let (seqno, state) = match head {
-            Some(v) => (v.seqno, decode_state(&v.data)?),
-            None => (
-                0,
-                ShardState {
-                    epoch: fence.epoch(),
-                    since: Antichain::from_elem(0),
-                    upper: Antichain::from_elem(0),
-                    parts: vec![],
-                },
-            ),
-        };
-        if state.epoch > fence.epoch() {
-            return Err(StorageError::Fenced {
-                mine: fence.epoch(),
-                current: state.epoch,
-            });
-        }
-        let mut shard = DurableShard {
-            id,
-            key,
-            blob,
-            fence,
-            seqno,
-            durable_upper: state.upper.clone(),
-            state: state.clone(),
-            last_durable: std::time::Instant::now(),
-        };
-        if seqno == 0 || state.epoch < shard.fence.epoch() {
+        for _ in 0..CLAIM_ATTEMPTS {
+            let head = consensus.head(&key)?;
+            let (seqno, state) = match head {
+                Some(v) => (v.seqno, decode_state(&v.data)?),
+                None => (
+                    0,
+                    ShardState {
+                        epoch: fence.epoch(),
+                        since: Antichain::from_elem(0),
+                        upper: Antichain::from_elem(0),
+                        parts: vec![],
+                    },
+                ),
+            };
+            if state.epoch > fence.epoch() {
+                return Err(StorageError::Fenced {
+                    mine: fence.epoch(),
+                    current: state.epoch,
+                });
+            }
+            let mut shard = DurableShard {
+                id,
+                key: key.clone(),
+                blob: Arc::clone(&blob),
+                fence: fence.clone(),
+                seqno,
+                durable_upper: state.upper.clone(),
+                state: state.clone(),
+                last_durable: std::time::Instant::now(),
+            };
             // Record our epoch so an older process's next write fails.
-            shard.commit(state)?;
+            if (seqno == 0 || state.epoch < shard.fence.epoch()) && !shard.try_commit(state)? {
+                continue;
+            }
+            return Ok(shard);
         }
-        Ok(shard)
+        Err(StorageError::Corruption(format!(
+            "shard {id} kept changing while epoch {} claimed it",
+            fence.epoch()
+        )))
     }
 
     pub fn upper(&self) -> &Antichain<Timestamp> {
@@ -131,7 +141,21 @@ impl DurableShard {
         &self.state.parts
     }
 
-    fn commit(&mut self, mut next: ShardState) -> Result<()> {
+    fn commit(&mut self, next: ShardState) -> Result<()> {
+        if self.try_commit(next)? {
+            Ok(())
+        } else {
+            Err(StorageError::Corruption(format!(
+                "shard {} changed under epoch {}",
+                self.id,
+                self.fence.epoch()
+            )))
+        }
+    }
+
+    /// Commit `next` if the shard is still at this handle's seqno. `false`:
+    /// a process of an older epoch (or, wrongly, of ours) changed it first.
+    fn try_commit(&mut self, mut next: ShardState) -> Result<bool> {
         next.epoch = self.fence.epoch();
         let data =
             serde_json::to_vec(&next).map_err(|e| StorageError::Corruption(e.to_string()))?;
@@ -153,7 +177,7 @@ impl DurableShard {
                 if self.seqno.is_multiple_of(TRUNCATE_EVERY) {
                     consensus.truncate(&self.key, self.seqno)?;
                 }
-                Ok(())
+                Ok(true)
             }
             CasResult::Mismatch(_) => {
                 let head = consensus.head(&self.key)?;
@@ -167,11 +191,7 @@ impl DurableShard {
                     }
                 }
                 self.fence.check()?;
-                Err(StorageError::Corruption(format!(
-                    "shard {} changed under epoch {}",
-                    self.id,
-                    self.fence.epoch()
-                )))
+                Ok(false)
             }
         }
     }
@@ -250,7 +270,7 @@ impl DurableShard {
     ) -> Result<PartMeta> {
         let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
         let data = encode_file(schema, std::slice::from_ref(batch))?;
-        self.blob.set(&key, &data)?;
+        self.blob.set(&key, &data).map_err(|e| self.fenced_or(e))?;
         Ok(PartMeta {
             key,
             rows: batch.num_rows(),
@@ -301,10 +321,27 @@ impl DurableShard {
 
     /// Read a part's updates from blob storage.
     pub fn load_part(&self, meta: &PartMeta) -> Result<Vec<RecordBatch>> {
-        let data = self.blob.get(&meta.key)?.ok_or_else(|| {
-            StorageError::Corruption(format!("part {} of {} is missing", meta.key, self.id))
-        })?;
+        let data = self
+            .blob
+            .get(&meta.key)
+            .map_err(|e| self.fenced_or(e))?
+            .ok_or_else(|| {
+                self.fenced_or(StorageError::Corruption(format!(
+                    "part {} of {} is missing",
+                    meta.key, self.id
+                )))
+            })?;
         decode_file(&data)
+    }
+
+    /// `e`, unless a newer process has taken over the data directory: then
+    /// that is the cause (it collects the files this process was writing
+    /// and compacts away parts this process still lists).
+    fn fenced_or(&self, e: StorageError) -> StorageError {
+        match self.fence.check() {
+            Err(fenced) => fenced,
+            Ok(()) => e,
+        }
     }
 }
 

@@ -402,3 +402,53 @@ fn since_never_passes_a_dependents_durable_resume_point() {
         None
     );
 }
+
+/// A process taking over while the older one is still appending to a
+/// materialized collection claims the shard even when an append lands
+/// between its read of the shard and its claim (it reads again); the older
+/// process's appends then fail as fenced.
+#[test]
+fn taking_over_a_shard_that_is_being_appended_to_succeeds() {
+    let mv = GlobalId::User(9);
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let (blob, fence) = open_local(dir.path()).unwrap();
+        let old = Arc::new(Storage::open(blob, fence, fast_config(dir.path())).unwrap());
+        old.create_collection(mv, schema(), CollectionKind::Materialized)
+            .unwrap();
+        old.finish_boot().unwrap();
+        let writer = {
+            let old = Arc::clone(&old);
+            std::thread::spawn(move || {
+                let mut upper = 0u64;
+                loop {
+                    let data = rows(&[upper as i64], "m");
+                    let mut cols = data.columns().to_vec();
+                    cols.push(Arc::new(UInt64Array::from(vec![upper])));
+                    cols.push(Arc::new(Int64Array::from(vec![1i64])));
+                    let batch = arrow::array::RecordBatch::try_new(updates_schema(&schema()), cols)
+                        .unwrap();
+                    match old.compare_and_append(
+                        mv,
+                        &[batch],
+                        &Antichain::from_elem(upper),
+                        Antichain::from_elem(upper + 1),
+                    ) {
+                        Ok(_) => upper += 1,
+                        Err(e) => return (upper, e),
+                    }
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(5 + round));
+        let (blob, fence) = open_local(dir.path()).unwrap();
+        let new = Storage::open(blob, fence, fast_config(dir.path())).unwrap();
+        new.create_collection(mv, schema(), CollectionKind::Materialized)
+            .unwrap_or_else(|e| panic!("round {round}: claiming the shard failed: {e}"));
+        let (appended, err) = writer.join().unwrap();
+        assert!(err.is_fenced(), "round {round}: {err}");
+        // Everything the old process appended before the claim is there.
+        let (_, upper) = new.frontiers(mv).unwrap();
+        assert!(upper.as_option().is_some_and(|u| *u <= appended));
+    }
+}
