@@ -115,6 +115,10 @@ pub enum ItemDetails {
     Table {
         /// Default expression per column.
         defaults: Vec<DefaultExpr>,
+        /// Column positions of the primary key (empty: none). Writes that
+        /// would give two rows one key fail with 23505.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        primary_key: Vec<usize>,
     },
     /// Nothing beyond the SQL.
     View,

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use datafusion::logical_expr::ExprSchemable;
 use datafusion::sql::sqlparser::ast::{
     self, ColumnOption, CreateTable, CreateView, ObjectName, ObjectType, SchemaName,
+    TableConstraint,
 };
 use freshet_catalog::{ItemDef, ItemDetails, ItemKind};
 use freshet_repr::{ColumnDesc, GlobalId, RelationDesc};
@@ -75,8 +76,24 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
     if ct.or_replace {
         return Err(PlanError::unsupported("CREATE OR REPLACE TABLE"));
     }
-    if let Some(c) = ct.constraints.first() {
-        return Err(PlanError::unsupported(format!("table constraint {c}")));
+    let mut key_names: Option<Vec<String>> = None;
+    for c in &ct.constraints {
+        match c {
+            TableConstraint::PrimaryKey(pk) if pk.characteristics.is_none() => {
+                let names = pk
+                    .columns
+                    .iter()
+                    .map(|c| match &c.column.expr {
+                        ast::Expr::Identifier(i) => Ok(normalize_ident(i)),
+                        other => Err(PlanError::unsupported(format!(
+                            "a primary key on the expression {other}"
+                        ))),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                set_primary_key(&mut key_names, names)?;
+            }
+            other => return Err(PlanError::unsupported(format!("table constraint {other}"))),
+        }
     }
     if ct.columns.is_empty() {
         return Err(PlanError::unsupported("a table without columns"));
@@ -113,6 +130,9 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
                         })?;
                     default = Some(sql);
                 }
+                ColumnOption::PrimaryKey(pk) if pk.characteristics.is_none() => {
+                    set_primary_key(&mut key_names, vec![col_name.clone()])?;
+                }
                 other => {
                     return Err(PlanError::unsupported(format!("column option {other}")));
                 }
@@ -125,8 +145,21 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
         });
         defaults.push(default);
     }
+    // Key columns are NOT NULL, as in PostgreSQL.
+    let mut primary_key = Vec::new();
+    for key in key_names.unwrap_or_default() {
+        let i = columns
+            .iter()
+            .position(|c| c.name == key)
+            .ok_or_else(|| PlanError::UnknownColumn(key.clone()))?;
+        if primary_key.contains(&i) {
+            return Err(PlanError::DuplicateColumn(key));
+        }
+        columns[i].nullable = false;
+        primary_key.push(i);
+    }
     let desc = RelationDesc::new(columns);
-    let create_sql = table_sql(&name, &desc, &defaults);
+    let create_sql = table_sql(&name, &desc, &defaults, &primary_key);
     Ok(Plan::CreateItem {
         def: ItemDef {
             schema_id: schema.id,
@@ -135,7 +168,10 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
             create_sql,
             desc: Some(desc),
             references: vec![],
-            details: ItemDetails::Table { defaults },
+            details: ItemDetails::Table {
+                defaults,
+                primary_key,
+            },
             options: Default::default(),
         },
         if_not_exists: ct.if_not_exists,
@@ -143,8 +179,25 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
     })
 }
 
+/// A table's primary key, given once (as a column option or a table
+/// constraint).
+fn set_primary_key(key: &mut Option<Vec<String>>, names: Vec<String>) -> Result<()> {
+    if key.is_some() {
+        return Err(PlanError::InvalidDefinition(
+            "multiple primary keys for a table are not allowed".into(),
+        ));
+    }
+    *key = Some(names);
+    Ok(())
+}
+
 /// Canonical `CREATE TABLE` text for a table.
-pub fn table_sql(name: &str, desc: &RelationDesc, defaults: &[Option<String>]) -> String {
+pub fn table_sql(
+    name: &str,
+    desc: &RelationDesc,
+    defaults: &[Option<String>],
+    primary_key: &[usize],
+) -> String {
     let cols: Vec<String> = desc
         .columns
         .iter()
@@ -160,8 +213,17 @@ pub fn table_sql(name: &str, desc: &RelationDesc, defaults: &[Option<String>]) -
             s
         })
         .collect();
+    let key = if primary_key.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = primary_key
+            .iter()
+            .map(|&i| quote_if_needed(&desc.columns[i].name).to_string())
+            .collect();
+        format!(", PRIMARY KEY ({})", names.join(", "))
+    };
     format!(
-        "CREATE TABLE {} ({})",
+        "CREATE TABLE {} ({}{key})",
         quote_if_needed(name),
         cols.join(", ")
     )
@@ -500,11 +562,14 @@ fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
     match item.kind {
         ItemKind::Table => {
             let desc = item.desc.clone().unwrap_or_default();
-            let defaults = match &item.details {
-                ItemDetails::Table { defaults } => defaults.clone(),
-                _ => vec![],
+            let (defaults, primary_key) = match &item.details {
+                ItemDetails::Table {
+                    defaults,
+                    primary_key,
+                } => (defaults.clone(), primary_key.clone()),
+                _ => (vec![], vec![]),
             };
-            let sql = table_sql(&item.name, &desc, &defaults);
+            let sql = table_sql(&item.name, &desc, &defaults, &primary_key);
             Ok(sql.replacen(
                 &format!("CREATE TABLE {}", quote_if_needed(&item.name)),
                 &format!("CREATE TABLE {qualified}"),

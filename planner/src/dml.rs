@@ -79,7 +79,7 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
     let item = target_table(cx, table_name, "insert into")?;
     let desc = item.desc.clone().unwrap_or_default();
     let defaults = match &item.details {
-        ItemDetails::Table { defaults } => defaults.clone(),
+        ItemDetails::Table { defaults, .. } => defaults.clone(),
         _ => vec![],
     };
     // Which table column each source position fills.
@@ -264,7 +264,7 @@ pub fn update(cx: &StatementContext, upd: &ast::Update) -> Result<Plan> {
             if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"));
         new_values[idx] = Some(if is_default {
             match &item.details {
-                ItemDetails::Table { defaults } => defaults.get(idx).cloned().flatten(),
+                ItemDetails::Table { defaults, .. } => defaults.get(idx).cloned().flatten(),
                 _ => None,
             }
             .unwrap_or_else(|| "NULL".into())

@@ -317,7 +317,10 @@ impl<'a> PlanningContext<'a> {
         let source: Arc<dyn TableSource> = match item.kind {
             ItemKind::Table | ItemKind::MaterializedView | ItemKind::Source => {
                 let mut defaults = HashMap::new();
-                if let ItemDetails::Table { defaults: exprs } = &item.details {
+                if let ItemDetails::Table {
+                    defaults: exprs, ..
+                } = &item.details
+                {
                     for (column, sql) in desc.columns.iter().zip(exprs) {
                         if let Some(sql) = sql {
                             defaults.insert(column.name.clone(), self.plan_scalar_sql(sql)?);

@@ -131,6 +131,8 @@ pub struct Coordinator {
     /// Plans boot made again from SQL (their written format was another
     /// build's), committed back to the catalog once boot has applied it.
     replanned: Mutex<Vec<(GlobalId, freshet_catalog::WrittenPlan)>>,
+    /// Key sets of tables with a primary key, checked by every commit.
+    keys: Arc<crate::keys::PrimaryKeys>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -218,6 +220,7 @@ impl Coordinator {
             subscribes: Arc::new(Subscribes::default()),
             next_transient: std::sync::atomic::AtomicU64::new(1),
             replanned: Mutex::new(Vec::new()),
+            keys: Arc::default(),
         };
         // Boot is the same function as DDL: the whole catalog as one diff.
         coord.apply(&state.as_diff_from_empty(), Vec::new(), true)?;
@@ -294,6 +297,7 @@ impl Coordinator {
                 Implication::DropCollection(id) => {
                     self.storage.drop_collection(id)?;
                     self.table_locks.lock().remove(&id);
+                    self.keys.forget(id);
                 }
                 Implication::InitReadPolicy(id) => self.init_read_policy(id)?,
                 Implication::InstallDataflow(id) => {
@@ -462,6 +466,42 @@ impl Coordinator {
             });
         }
         Ok(ops)
+    }
+
+    /// Commit table writes, checking the primary keys of the tables they
+    /// write.
+    async fn commit_writes(&self, writes: Vec<TableWrite>) -> Result<Timestamp> {
+        let specs = self.key_specs(&writes);
+        self.keys.commit(&self.storage, specs, writes).await
+    }
+
+    /// The keyed tables among those `writes` write.
+    fn key_specs(&self, writes: &[TableWrite]) -> Vec<crate::keys::KeySpec> {
+        let catalog = self.catalog_state();
+        let ids: BTreeSet<GlobalId> = writes.iter().map(|w| w.id).collect();
+        ids.into_iter()
+            .filter_map(|id| {
+                let item = catalog.item(id)?;
+                let ItemDetails::Table { primary_key, .. } = &item.details else {
+                    return None;
+                };
+                if primary_key.is_empty() {
+                    return None;
+                }
+                let desc = item.desc.as_ref()?;
+                let columns = primary_key
+                    .iter()
+                    .map(|&i| desc.columns.get(i))
+                    .collect::<Option<Vec<_>>>()?;
+                Some(crate::keys::KeySpec {
+                    id,
+                    table: item.name.clone(),
+                    columns: primary_key.clone(),
+                    names: columns.iter().map(|c| c.name.clone()).collect(),
+                    types: columns.iter().map(|c| c.ty.arrow_type()).collect(),
+                })
+            })
+            .collect()
     }
 
     fn table_lock(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<()>> {
@@ -999,7 +1039,7 @@ impl Coordinator {
             TxnStatus::Failed => Ok(ExecuteResponse::TransactionEnd("ROLLBACK".into())),
             TxnStatus::InBlock => {
                 if commit && !txn.writes.is_empty() {
-                    self.storage.commit(txn.writes).await?;
+                    self.commit_writes(txn.writes).await?;
                 }
                 drop(txn.read);
                 Ok(ExecuteResponse::TransactionEnd(
@@ -1561,8 +1601,10 @@ impl Coordinator {
             // cancelled or timed-out statement cannot release the lock while
             // its commit is still in flight.
             let storage = Arc::clone(&self.storage);
+            let keys = Arc::clone(&self.keys);
+            let specs = self.key_specs(&writes);
             let task = tokio::spawn(async move {
-                let result = storage.commit(writes).await;
+                let result = keys.commit(&storage, specs, writes).await;
                 drop(lock);
                 result
             });
@@ -1631,7 +1673,7 @@ impl Coordinator {
             .await?;
         let default_row = match default_row.into_iter().find(|b| b.num_rows() > 0) {
             Some(b) => check_rows_unchecked(&table_desc, b)?,
-            None => RecordBatch::new_empty(table_desc.arrow_schema()),
+            None => RecordBatch::new_empty(crate::values::unchecked_schema(&table_desc)),
         };
         let mut writes = Vec::new();
         let mut count = 0;
@@ -1652,16 +1694,21 @@ impl Coordinator {
             }
             session.txn.writes.extend(writes);
         } else if !writes.is_empty() {
-            self.storage.commit(writes).await?;
+            self.commit_writes(writes).await?;
         }
         Ok(count)
     }
 }
 
-/// The defaults row already has the table's types; give it the exact schema.
+/// The defaults row already has the table's types; give it the table's
+/// schema, every column nullable: a column without a default is NULL there
+/// even when it is NOT NULL (the rows built from it are checked after).
 fn check_rows_unchecked(desc: &RelationDesc, batch: RecordBatch) -> Result<RecordBatch> {
-    RecordBatch::try_new(desc.arrow_schema(), batch.columns().to_vec())
-        .map_err(|e| AdapterError::Internal(e.to_string()))
+    RecordBatch::try_new(
+        crate::values::unchecked_schema(desc),
+        batch.columns().to_vec(),
+    )
+    .map_err(|e| AdapterError::Internal(e.to_string()))
 }
 
 /// Move up to `want` rows from the front of `rows` into `out`; returns how

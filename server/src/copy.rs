@@ -252,7 +252,7 @@ pub fn rows_to_batch(
         arrays.push(array);
     }
     RecordBatch::try_new_with_options(
-        desc.arrow_schema(),
+        crate::values::unchecked_schema(desc),
         arrays,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(n)),
     )

@@ -280,7 +280,7 @@ impl QueryReader {
                 .filter_map(|i| Some((i, in_db(i.schema_id)?)))
                 .flat_map(|(i, sc)| {
                     let defaults = match &i.details {
-                        freshet_catalog::ItemDetails::Table { defaults } => defaults.clone(),
+                        freshet_catalog::ItemDetails::Table { defaults, .. } => defaults.clone(),
                         _ => vec![],
                     };
                     i.desc

@@ -9,6 +9,7 @@ pub mod error;
 pub mod handler;
 pub mod http;
 pub mod introspection;
+pub mod keys;
 pub mod params;
 pub mod server;
 pub mod session;

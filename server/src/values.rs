@@ -77,6 +77,19 @@ pub fn parse_text_array(values: &[Option<&str>], ty: &PgType) -> Result<ArrayRef
     })
 }
 
+/// `desc`'s Arrow schema with every column nullable: for rows not yet
+/// checked by [`check_rows`] (which reports NULLs in NOT NULL columns as
+/// 23502 rather than failing to build the batch).
+pub fn unchecked_schema(desc: &RelationDesc) -> arrow::datatypes::SchemaRef {
+    let schema = desc.arrow_schema();
+    let fields: Vec<arrow::datatypes::Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    std::sync::Arc::new(arrow::datatypes::Schema::new(fields))
+}
+
 /// Check rows against a table's columns and bring values into canonical
 /// form: NOT NULL (23502), `varchar(n)`/`char(n)` length (22001), `char(n)`
 /// padding, `uuid` and `jsonb` syntax (22P02).

@@ -13,6 +13,7 @@ mod harness;
 mod indexes;
 mod mv_property;
 mod pg;
+mod primary_keys;
 mod protocol;
 mod psql_smoke;
 mod subscribe;

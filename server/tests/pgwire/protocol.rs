@@ -159,7 +159,7 @@ async fn errors_carry_sqlstate_and_position() {
         .unwrap_err();
     assert_eq!(sqlstate(&err), "42703");
     let err = c
-        .simple_query("CREATE TABLE t (a int PRIMARY KEY)")
+        .simple_query("CREATE TABLE t (a int CHECK (a > 0))")
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&err), "0A000");

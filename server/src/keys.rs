@@ -1,0 +1,245 @@
+//! Primary keys: the key values each keyed table holds, checked by every
+//! commit that writes the table.
+//!
+//! A table's key set is built from its contents the first time a commit
+//! writes it (so boot pays nothing for tables nobody writes) and kept in
+//! step with every commit after that. A commit locks the key sets of the
+//! keyed tables it writes (in id order), checks that no key would be held
+//! by two rows once its retractions and insertions apply, commits to
+//! storage, and then records the change — all in a task of its own, so a
+//! client that goes away mid-commit cannot leave a key set behind storage.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::{Int64Array, RecordBatch};
+use arrow::row::{RowConverter, SortField};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use freshet_repr::{GlobalId, Timestamp};
+use freshet_storage::{Storage, TableWrite};
+
+use crate::error::{AdapterError, Result};
+
+/// What a commit needs to know about one keyed table it writes.
+#[derive(Debug, Clone)]
+pub struct KeySpec {
+    /// The table.
+    pub id: GlobalId,
+    /// Its name, for the constraint name (`<table>_pkey`).
+    pub table: String,
+    /// Key column positions.
+    pub columns: Vec<usize>,
+    /// Key column names, for the error's detail.
+    pub names: Vec<String>,
+    /// Key column types (as the table's batches carry them).
+    pub types: Vec<arrow::datatypes::DataType>,
+}
+
+/// The key sets of keyed tables, by table.
+#[derive(Debug, Default)]
+pub struct PrimaryKeys {
+    tables: parking_lot::Mutex<HashMap<GlobalId, Arc<tokio::sync::Mutex<Option<KeySet>>>>>,
+}
+
+/// One table's key values, in Arrow's row format.
+struct KeySet {
+    converter: RowConverter,
+    keys: HashSet<Key>,
+}
+
+impl std::fmt::Debug for KeySet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeySet")
+            .field("keys", &self.keys.len())
+            .finish()
+    }
+}
+
+impl PrimaryKeys {
+    /// Forget a dropped table's keys.
+    pub fn forget(&self, id: GlobalId) {
+        self.tables.lock().remove(&id);
+    }
+
+    fn table(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<Option<KeySet>>> {
+        Arc::clone(self.tables.lock().entry(id).or_default())
+    }
+
+    /// Commit `writes`, first checking the keys of the tables in `specs`
+    /// (the keyed tables among them). Fails with 23505 if a key would be
+    /// held by two rows; nothing is committed then.
+    pub async fn commit(
+        self: &Arc<Self>,
+        storage: &Arc<Storage>,
+        specs: Vec<KeySpec>,
+        writes: Vec<TableWrite>,
+    ) -> Result<Timestamp> {
+        if specs.is_empty() {
+            return Ok(storage.commit(writes).await?);
+        }
+        let keys = Arc::clone(self);
+        let storage = Arc::clone(storage);
+        tokio::spawn(async move { keys.check_and_commit(&storage, specs, writes).await })
+            .await
+            .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))?
+    }
+
+    async fn check_and_commit(
+        &self,
+        storage: &Arc<Storage>,
+        mut specs: Vec<KeySpec>,
+        writes: Vec<TableWrite>,
+    ) -> Result<Timestamp> {
+        specs.sort_by_key(|s| s.id);
+        let mut guards = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            guards.push(self.table(spec.id).lock_owned().await);
+        }
+        let mut changes = Vec::with_capacity(specs.len());
+        for (spec, guard) in specs.iter().zip(guards.iter_mut()) {
+            if guard.is_none() {
+                **guard = Some(KeySet::load(storage, spec)?);
+            }
+            let set = guard
+                .as_ref()
+                .ok_or_else(|| AdapterError::Internal("key set not loaded".into()))?;
+            changes.push(set.check(spec, &writes)?);
+        }
+        let ts = storage.commit(writes).await?;
+        for (guard, change) in guards.iter_mut().zip(changes) {
+            if let Some(set) = guard.as_mut() {
+                for key in change.removed {
+                    set.keys.remove(&key);
+                }
+                set.keys.extend(change.added);
+            }
+        }
+        Ok(ts)
+    }
+}
+
+/// A key value in Arrow's row format.
+type Key = Box<[u8]>;
+
+/// What a commit does to one key: the change of how many rows hold it, and
+/// (write, row) of its first insertion.
+#[derive(Default)]
+struct NetChange {
+    delta: i64,
+    first_insert: Option<(usize, usize)>,
+}
+
+/// The keys a commit removes from and adds to one table.
+struct KeyChange {
+    removed: Vec<Key>,
+    added: Vec<Key>,
+}
+
+impl KeySet {
+    /// The table's keys as of now (every earlier commit to it is visible:
+    /// they all ran under the lock the caller holds).
+    fn load(storage: &Storage, spec: &KeySpec) -> Result<KeySet> {
+        let fields: Vec<SortField> = spec.types.iter().cloned().map(SortField::new).collect();
+        let mut set = KeySet {
+            converter: RowConverter::new(fields)
+                .map_err(|e| AdapterError::Internal(format!("key encoding: {e}")))?,
+            keys: HashSet::new(),
+        };
+        for batch in storage.snapshot(spec.id, storage.read_ts())? {
+            let rows = set.convert(&batch, &spec.columns)?;
+            for row in rows.iter() {
+                if !set.keys.insert(row.as_ref().into()) {
+                    return Err(AdapterError::Internal(format!(
+                        "table {} already holds a duplicate key",
+                        spec.table
+                    )));
+                }
+            }
+        }
+        Ok(set)
+    }
+
+    fn convert(&self, batch: &RecordBatch, columns: &[usize]) -> Result<arrow::row::Rows> {
+        let arrays: Vec<_> = columns.iter().map(|&i| batch.column(i).clone()).collect();
+        self.converter
+            .convert_columns(&arrays)
+            .map_err(|e| AdapterError::Internal(format!("encoding keys: {e}")))
+    }
+
+    /// The change `writes` make to this table's keys, or 23505 if a key
+    /// would be held twice.
+    fn check(&self, spec: &KeySpec, writes: &[TableWrite]) -> Result<KeyChange> {
+        // Net multiplicity change per key, with where its first insertion
+        // is (for the error's detail).
+        let mut net: HashMap<Key, NetChange> = HashMap::new();
+        for (w, write) in writes.iter().enumerate().filter(|(_, w)| w.id == spec.id) {
+            let batch = &write.updates;
+            let diffs = batch
+                .column(batch.num_columns() - 1)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .ok_or_else(|| AdapterError::Internal("a table write without diffs".into()))?;
+            let rows = self.convert(batch, &spec.columns)?;
+            for (r, row) in rows.iter().enumerate() {
+                let entry = net.entry(row.as_ref().into()).or_default();
+                entry.delta += diffs.value(r);
+                if diffs.value(r) > 0 && entry.first_insert.is_none() {
+                    entry.first_insert = Some((w, r));
+                }
+            }
+        }
+        let mut change = KeyChange {
+            removed: Vec::new(),
+            added: Vec::new(),
+        };
+        for (
+            key,
+            NetChange {
+                delta,
+                first_insert,
+            },
+        ) in net
+        {
+            let held = i64::from(self.keys.contains(&key));
+            let after = held + delta;
+            if after > 1 {
+                let detail = first_insert
+                    .map(|(w, r)| key_detail(spec, &writes[w].updates, r))
+                    .unwrap_or_default();
+                return Err(AdapterError::Data {
+                    code: "23505",
+                    message: format!(
+                        "duplicate key value violates unique constraint \"{}_pkey\"",
+                        spec.table
+                    ),
+                    detail: Some(detail),
+                });
+            }
+            match (held, after) {
+                (1, 0) => change.removed.push(key),
+                (0, 1) => change.added.push(key),
+                _ => {}
+            }
+        }
+        Ok(change)
+    }
+}
+
+/// `Key (a, b)=(1, x) already exists.`, as PostgreSQL says it.
+fn key_detail(spec: &KeySpec, batch: &RecordBatch, row: usize) -> String {
+    let options = FormatOptions::default().with_null("null");
+    let values: Vec<String> = spec
+        .columns
+        .iter()
+        .map(|&i| {
+            ArrayFormatter::try_new(batch.column(i).as_ref(), &options)
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_else(|_| "?".into())
+        })
+        .collect();
+    format!(
+        "Key ({})=({}) already exists.",
+        spec.names.join(", "),
+        values.join(", ")
+    )
+}
