@@ -132,10 +132,10 @@ pub fn create_index(
 }
 
 /// A key as stored: a column's quoted name, or the expression's text.
+/// `ASC`/`DESC`/`NULLS FIRST|LAST` are accepted and dropped: an index is an
+/// arrangement by key for lookups and joins, not an ordered scan, so the
+/// order cannot change what any query returns.
 fn key_sql(key: &ast::IndexColumn, desc: &RelationDesc) -> Result<String> {
-    if key.column.options.asc.is_some() || key.column.options.nulls_first.is_some() {
-        return Err(PlanError::unsupported("ASC/DESC/NULLS in an index key"));
-    }
     match &key.column.expr {
         ast::Expr::Identifier(ident) => {
             let name = crate::parse::normalize_ident(ident);
