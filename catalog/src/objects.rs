@@ -108,6 +108,37 @@ pub struct ItemOptions {
     pub refresh: Option<RefreshSchedule>,
 }
 
+/// A table's key constraints. Writes that would give two rows one key fail
+/// with 23505.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableKeys {
+    /// Column positions of the primary key (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub primary_key: Vec<usize>,
+    /// `UNIQUE` constraints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unique: Vec<UniqueKey>,
+}
+
+impl TableKeys {
+    /// No key constraints at all.
+    pub fn is_empty(&self) -> bool {
+        self.primary_key.is_empty() && self.unique.is_empty()
+    }
+}
+
+/// A table's `UNIQUE` constraint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UniqueKey {
+    /// The constraint's name (PostgreSQL's default: `<table>_<cols>_key`).
+    pub name: String,
+    /// Key column positions.
+    pub columns: Vec<usize>,
+    /// `NULLS NOT DISTINCT`: rows with NULL keys conflict too (by default
+    /// a key with a NULL in it conflicts with nothing).
+    pub nulls_not_distinct: bool,
+}
+
 /// Kind-specific parts of an item's definition.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ItemDetails {
@@ -115,10 +146,10 @@ pub enum ItemDetails {
     Table {
         /// Default expression per column.
         defaults: Vec<DefaultExpr>,
-        /// Column positions of the primary key (empty: none). Writes that
-        /// would give two rows one key fail with 23505.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        primary_key: Vec<usize>,
+        /// Primary key and `UNIQUE` constraints (boxed: most tables have
+        /// none).
+        #[serde(default, skip_serializing_if = "TableKeys::is_empty")]
+        keys: Box<TableKeys>,
     },
     /// Nothing beyond the SQL.
     View,

@@ -39,7 +39,7 @@ fn table(schema_id: GlobalId, name: &str) -> Op {
         references: vec![],
         details: ItemDetails::Table {
             defaults: vec![None],
-            primary_key: vec![],
+            keys: Default::default(),
         },
         options: Default::default(),
     })

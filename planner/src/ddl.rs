@@ -7,7 +7,7 @@ use datafusion::sql::sqlparser::ast::{
     self, ColumnOption, CreateTable, CreateView, ObjectName, ObjectType, SchemaName,
     TableConstraint,
 };
-use freshet_catalog::{ItemDef, ItemDetails, ItemKind};
+use freshet_catalog::{ItemDef, ItemDetails, ItemKind, TableKeys, UniqueKey};
 use freshet_repr::{ColumnDesc, GlobalId, RelationDesc};
 
 use crate::error::{PlanError, Result};
@@ -77,20 +77,19 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
         return Err(PlanError::unsupported("CREATE OR REPLACE TABLE"));
     }
     let mut key_names: Option<Vec<String>> = None;
+    // UNIQUE constraints: explicit name, columns, NULLS NOT DISTINCT.
+    let mut unique_names: Vec<(Option<String>, Vec<String>, bool)> = Vec::new();
     for c in &ct.constraints {
         match c {
             TableConstraint::PrimaryKey(pk) if pk.characteristics.is_none() => {
-                let names = pk
-                    .columns
-                    .iter()
-                    .map(|c| match &c.column.expr {
-                        ast::Expr::Identifier(i) => Ok(normalize_ident(i)),
-                        other => Err(PlanError::unsupported(format!(
-                            "a primary key on the expression {other}"
-                        ))),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                set_primary_key(&mut key_names, names)?;
+                set_primary_key(&mut key_names, key_columns(&pk.columns)?)?;
+            }
+            TableConstraint::Unique(u) if u.characteristics.is_none() => {
+                unique_names.push((
+                    u.name.as_ref().map(normalize_ident),
+                    key_columns(&u.columns)?,
+                    matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct),
+                ));
             }
             other => return Err(PlanError::unsupported(format!("table constraint {other}"))),
         }
@@ -133,6 +132,13 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
                 ColumnOption::PrimaryKey(pk) if pk.characteristics.is_none() => {
                     set_primary_key(&mut key_names, vec![col_name.clone()])?;
                 }
+                ColumnOption::Unique(u) if u.characteristics.is_none() => {
+                    unique_names.push((
+                        u.name.as_ref().map(normalize_ident),
+                        vec![col_name.clone()],
+                        matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct),
+                    ));
+                }
                 other => {
                     return Err(PlanError::unsupported(format!("column option {other}")));
                 }
@@ -146,20 +152,22 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
         defaults.push(default);
     }
     // Key columns are NOT NULL, as in PostgreSQL.
-    let mut primary_key = Vec::new();
-    for key in key_names.unwrap_or_default() {
-        let i = columns
-            .iter()
-            .position(|c| c.name == key)
-            .ok_or_else(|| PlanError::UnknownColumn(key.clone()))?;
-        if primary_key.contains(&i) {
-            return Err(PlanError::DuplicateColumn(key));
-        }
+    let primary_key = key_positions(&columns, key_names.unwrap_or_default())?;
+    for &i in &primary_key {
         columns[i].nullable = false;
-        primary_key.push(i);
+    }
+    let mut unique = Vec::new();
+    for (constraint, names, nulls_not_distinct) in unique_names {
+        let positions = key_positions(&columns, names.clone())?;
+        let name = constraint.unwrap_or_else(|| format!("{name}_{}_key", names.join("_")));
+        unique.push(UniqueKey {
+            name,
+            columns: positions,
+            nulls_not_distinct,
+        });
     }
     let desc = RelationDesc::new(columns);
-    let create_sql = table_sql(&name, &desc, &defaults, &primary_key);
+    let create_sql = table_sql(&name, &desc, &defaults, &primary_key, &unique);
     Ok(Plan::CreateItem {
         def: ItemDef {
             schema_id: schema.id,
@@ -170,13 +178,45 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
             references: vec![],
             details: ItemDetails::Table {
                 defaults,
-                primary_key,
+                keys: Box::new(TableKeys {
+                    primary_key,
+                    unique,
+                }),
             },
             options: Default::default(),
         },
         if_not_exists: ct.if_not_exists,
         replace: None,
     })
+}
+
+/// The column names a key constraint lists (plain columns only).
+fn key_columns(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
+    columns
+        .iter()
+        .map(|c| match &c.column.expr {
+            ast::Expr::Identifier(i) => Ok(normalize_ident(i)),
+            other => Err(PlanError::unsupported(format!(
+                "a key on the expression {other}"
+            ))),
+        })
+        .collect()
+}
+
+/// Positions of a key's columns, each named once.
+fn key_positions(columns: &[ColumnDesc], names: Vec<String>) -> Result<Vec<usize>> {
+    let mut positions = Vec::with_capacity(names.len());
+    for key in names {
+        let i = columns
+            .iter()
+            .position(|c| c.name == key)
+            .ok_or_else(|| PlanError::UnknownColumn(key.clone()))?;
+        if positions.contains(&i) {
+            return Err(PlanError::DuplicateColumn(key));
+        }
+        positions.push(i);
+    }
+    Ok(positions)
 }
 
 /// A table's primary key, given once (as a column option or a table
@@ -197,6 +237,7 @@ pub fn table_sql(
     desc: &RelationDesc,
     defaults: &[Option<String>],
     primary_key: &[usize],
+    unique: &[UniqueKey],
 ) -> String {
     let cols: Vec<String> = desc
         .columns
@@ -213,15 +254,26 @@ pub fn table_sql(
             s
         })
         .collect();
-    let key = if primary_key.is_empty() {
-        String::new()
-    } else {
-        let names: Vec<String> = primary_key
+    let key_list = |positions: &[usize]| -> String {
+        positions
             .iter()
-            .map(|&i| quote_if_needed(&desc.columns[i].name).to_string())
-            .collect();
-        format!(", PRIMARY KEY ({})", names.join(", "))
+            .filter_map(|&i| desc.columns.get(i))
+            .map(|c| quote_if_needed(&c.name).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
+    let mut key = String::new();
+    if !primary_key.is_empty() {
+        key.push_str(&format!(", PRIMARY KEY ({})", key_list(primary_key)));
+    }
+    for u in unique {
+        let nulls = if u.nulls_not_distinct {
+            " NULLS NOT DISTINCT"
+        } else {
+            ""
+        };
+        key.push_str(&format!(", UNIQUE{nulls} ({})", key_list(&u.columns)));
+    }
     format!(
         "CREATE TABLE {} ({}{key})",
         quote_if_needed(name),
@@ -562,14 +614,17 @@ fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
     match item.kind {
         ItemKind::Table => {
             let desc = item.desc.clone().unwrap_or_default();
-            let (defaults, primary_key) = match &item.details {
-                ItemDetails::Table {
-                    defaults,
-                    primary_key,
-                } => (defaults.clone(), primary_key.clone()),
-                _ => (vec![], vec![]),
+            let (defaults, keys) = match &item.details {
+                ItemDetails::Table { defaults, keys } => (defaults.clone(), keys.as_ref().clone()),
+                _ => (vec![], TableKeys::default()),
             };
-            let sql = table_sql(&item.name, &desc, &defaults, &primary_key);
+            let sql = table_sql(
+                &item.name,
+                &desc,
+                &defaults,
+                &keys.primary_key,
+                &keys.unique,
+            );
             Ok(sql.replacen(
                 &format!("CREATE TABLE {}", quote_if_needed(&item.name)),
                 &format!("CREATE TABLE {qualified}"),

@@ -475,33 +475,57 @@ impl Coordinator {
         self.keys.commit(&self.storage, specs, writes).await
     }
 
-    /// The keyed tables among those `writes` write.
+    /// The keys (primary and `UNIQUE`) of the tables `writes` write.
     fn key_specs(&self, writes: &[TableWrite]) -> Vec<crate::keys::KeySpec> {
         let catalog = self.catalog_state();
         let ids: BTreeSet<GlobalId> = writes.iter().map(|w| w.id).collect();
-        ids.into_iter()
-            .filter_map(|id| {
-                let item = catalog.item(id)?;
-                let ItemDetails::Table { primary_key, .. } = &item.details else {
-                    return None;
-                };
-                if primary_key.is_empty() {
-                    return None;
-                }
-                let desc = item.desc.as_ref()?;
-                let columns = primary_key
+        let mut specs = Vec::new();
+        for id in ids {
+            let Some(item) = catalog.item(id) else {
+                continue;
+            };
+            let (
+                ItemDetails::Table {
+                    keys: table_keys, ..
+                },
+                Some(desc),
+            ) = (&item.details, item.desc.as_ref())
+            else {
+                continue;
+            };
+            let mut keys = Vec::new();
+            if !table_keys.primary_key.is_empty() {
+                keys.push((
+                    0,
+                    format!("{}_pkey", item.name),
+                    &table_keys.primary_key,
+                    false,
+                ));
+            }
+            for (i, u) in table_keys.unique.iter().enumerate() {
+                keys.push((i + 1, u.name.clone(), &u.columns, !u.nulls_not_distinct));
+            }
+            for (slot, constraint, positions, nulls_distinct) in keys {
+                let Some(columns) = positions
                     .iter()
                     .map(|&i| desc.columns.get(i))
-                    .collect::<Option<Vec<_>>>()?;
-                Some(crate::keys::KeySpec {
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    continue;
+                };
+                specs.push(crate::keys::KeySpec {
                     id,
+                    slot,
                     table: item.name.clone(),
-                    columns: primary_key.clone(),
+                    constraint,
+                    nulls_distinct,
+                    columns: positions.clone(),
                     names: columns.iter().map(|c| c.name.clone()).collect(),
                     types: columns.iter().map(|c| c.ty.arrow_type()).collect(),
-                })
-            })
-            .collect()
+                });
+            }
+        }
+        specs
     }
 
     fn table_lock(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<()>> {

@@ -1,5 +1,5 @@
-//! Primary keys: the key values each keyed table holds, checked by every
-//! commit that writes the table.
+//! Primary keys and `UNIQUE` constraints: the key values each keyed
+//! table holds, checked by every commit that writes the table.
 //!
 //! A table's key set is built from its contents the first time a commit
 //! writes it (so boot pays nothing for tables nobody writes) and kept in
@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{Int64Array, RecordBatch};
+use arrow::array::{Array, Int64Array, RecordBatch};
 use arrow::row::{RowConverter, SortField};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use freshet_repr::{GlobalId, Timestamp};
@@ -20,13 +20,20 @@ use freshet_storage::{Storage, TableWrite};
 
 use crate::error::{AdapterError, Result};
 
-/// What a commit needs to know about one keyed table it writes.
+/// What a commit needs to know about one key of a table it writes.
 #[derive(Debug, Clone)]
 pub struct KeySpec {
     /// The table.
     pub id: GlobalId,
-    /// Its name, for the constraint name (`<table>_pkey`).
+    /// Which of the table's keys (0: the primary key, 1..: `UNIQUE`s).
+    pub slot: usize,
+    /// The table's name, for messages.
     pub table: String,
+    /// The constraint's name (`<table>_pkey`, `<table>_<cols>_key`).
+    pub constraint: String,
+    /// Rows whose key has a NULL in it conflict with nothing (`UNIQUE`
+    /// without `NULLS NOT DISTINCT`).
+    pub nulls_distinct: bool,
     /// Key column positions.
     pub columns: Vec<usize>,
     /// Key column names, for the error's detail.
@@ -35,10 +42,13 @@ pub struct KeySpec {
     pub types: Vec<arrow::datatypes::DataType>,
 }
 
-/// The key sets of keyed tables, by table.
+/// A key set, not loaded until a commit first needs it.
+type SharedKeySet = Arc<tokio::sync::Mutex<Option<KeySet>>>;
+
+/// The key sets of keyed tables, by table and key.
 #[derive(Debug, Default)]
 pub struct PrimaryKeys {
-    tables: parking_lot::Mutex<HashMap<GlobalId, Arc<tokio::sync::Mutex<Option<KeySet>>>>>,
+    tables: parking_lot::Mutex<HashMap<(GlobalId, usize), SharedKeySet>>,
 }
 
 /// One table's key values, in Arrow's row format.
@@ -58,11 +68,11 @@ impl std::fmt::Debug for KeySet {
 impl PrimaryKeys {
     /// Forget a dropped table's keys.
     pub fn forget(&self, id: GlobalId) {
-        self.tables.lock().remove(&id);
+        self.tables.lock().retain(|(table, _), _| *table != id);
     }
 
-    fn table(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<Option<KeySet>>> {
-        Arc::clone(self.tables.lock().entry(id).or_default())
+    fn key_set(&self, spec: &KeySpec) -> SharedKeySet {
+        Arc::clone(self.tables.lock().entry((spec.id, spec.slot)).or_default())
     }
 
     /// Commit `writes`, first checking the keys of the tables in `specs`
@@ -90,10 +100,10 @@ impl PrimaryKeys {
         mut specs: Vec<KeySpec>,
         writes: Vec<TableWrite>,
     ) -> Result<Timestamp> {
-        specs.sort_by_key(|s| s.id);
+        specs.sort_by_key(|s| (s.id, s.slot));
         let mut guards = Vec::with_capacity(specs.len());
         for spec in &specs {
-            guards.push(self.table(spec.id).lock_owned().await);
+            guards.push(self.key_set(spec).lock_owned().await);
         }
         let mut changes = Vec::with_capacity(specs.len());
         for (spec, guard) in specs.iter().zip(guards.iter_mut()) {
@@ -147,7 +157,10 @@ impl KeySet {
         };
         for batch in storage.snapshot(spec.id, storage.read_ts())? {
             let rows = set.convert(&batch, &spec.columns)?;
-            for row in rows.iter() {
+            for (r, row) in rows.iter().enumerate() {
+                if exempt(spec, &batch, r) {
+                    continue;
+                }
                 if !set.keys.insert(row.as_ref().into()) {
                     return Err(AdapterError::Internal(format!(
                         "table {} already holds a duplicate key",
@@ -181,6 +194,9 @@ impl KeySet {
                 .ok_or_else(|| AdapterError::Internal("a table write without diffs".into()))?;
             let rows = self.convert(batch, &spec.columns)?;
             for (r, row) in rows.iter().enumerate() {
+                if exempt(spec, batch, r) {
+                    continue;
+                }
                 let entry = net.entry(row.as_ref().into()).or_default();
                 entry.delta += diffs.value(r);
                 if diffs.value(r) > 0 && entry.first_insert.is_none() {
@@ -209,8 +225,8 @@ impl KeySet {
                 return Err(AdapterError::Data {
                     code: "23505",
                     message: format!(
-                        "duplicate key value violates unique constraint \"{}_pkey\"",
-                        spec.table
+                        "duplicate key value violates unique constraint \"{}\"",
+                        spec.constraint
                     ),
                     detail: Some(detail),
                 });
@@ -223,6 +239,12 @@ impl KeySet {
         }
         Ok(change)
     }
+}
+
+/// Whether row `row` of `batch` is outside the key: a NULL in a key whose
+/// NULLs are distinct.
+fn exempt(spec: &KeySpec, batch: &RecordBatch, row: usize) -> bool {
+    spec.nulls_distinct && spec.columns.iter().any(|&i| batch.column(i).is_null(row))
 }
 
 /// `Key (a, b)=(1, x) already exists.`, as PostgreSQL says it.
