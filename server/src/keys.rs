@@ -4,9 +4,11 @@
 //! A table's key set is built from its contents the first time a commit
 //! writes it (so boot pays nothing for tables nobody writes) and kept in
 //! step with every commit after that. A commit locks the key sets of the
-//! keyed tables it writes (in id order), checks that no key would be held
-//! by two rows once its retractions and insertions apply, commits to
-//! storage, and then records the change — all in a task of its own, so a
+//! keys it writes (in order), checks that no key would be held by two rows
+//! once its retractions and insertions apply, reserves the keys it adds,
+//! and unlocks, so concurrent commits still share a group commit; once
+//! storage has answered, it drops the keys it removed (or, if the commit
+//! failed, its reservations). All of it runs in a task of its own, so a
 //! client that goes away mid-commit cannot leave a key set behind storage.
 
 use std::collections::{HashMap, HashSet};
@@ -101,9 +103,10 @@ impl PrimaryKeys {
         writes: Vec<TableWrite>,
     ) -> Result<Timestamp> {
         specs.sort_by_key(|s| (s.id, s.slot));
-        let mut guards = Vec::with_capacity(specs.len());
-        for spec in &specs {
-            guards.push(self.key_set(spec).lock_owned().await);
+        let sets: Vec<SharedKeySet> = specs.iter().map(|s| self.key_set(s)).collect();
+        let mut guards = Vec::with_capacity(sets.len());
+        for set in &sets {
+            guards.push(Arc::clone(set).lock_owned().await);
         }
         let mut changes = Vec::with_capacity(specs.len());
         for (spec, guard) in specs.iter().zip(guards.iter_mut()) {
@@ -115,16 +118,31 @@ impl PrimaryKeys {
                 .ok_or_else(|| AdapterError::Internal("key set not loaded".into()))?;
             changes.push(set.check(spec, &writes)?);
         }
-        let ts = storage.commit(writes).await?;
-        for (guard, change) in guards.iter_mut().zip(changes) {
+        // Reserve the added keys and let other commits check while this one
+        // is in the group commit. A key this commit removes stays held until
+        // it is durable: a commit checked meanwhile is one that ran before
+        // this one, and either order is a valid history of the two.
+        for (guard, change) in guards.iter_mut().zip(&changes) {
             if let Some(set) = guard.as_mut() {
-                for key in change.removed {
-                    set.keys.remove(&key);
-                }
-                set.keys.extend(change.added);
+                set.keys.extend(change.added.iter().cloned());
             }
         }
-        Ok(ts)
+        drop(guards);
+        let result = storage.commit(writes).await;
+        for (set, change) in sets.iter().zip(changes) {
+            let mut guard = set.lock().await;
+            if let Some(set) = guard.as_mut() {
+                let released = if result.is_ok() {
+                    change.removed
+                } else {
+                    change.added
+                };
+                for key in released {
+                    set.keys.remove(&key);
+                }
+            }
+        }
+        Ok(result?)
     }
 }
 

@@ -1,0 +1,2 @@
+\set k random(1, 9000000000000000000)
+INSERT INTO plain VALUES (:k, 1);
