@@ -272,7 +272,22 @@ pub fn table_sql(
         } else {
             ""
         };
-        key.push_str(&format!(", UNIQUE{nulls} ({})", key_list(&u.columns)));
+        // A name other than the default one is part of the definition.
+        let names: Vec<&str> = u
+            .columns
+            .iter()
+            .filter_map(|&i| desc.columns.get(i))
+            .map(|c| c.name.as_str())
+            .collect();
+        let named = if u.name == format!("{name}_{}_key", names.join("_")) {
+            String::new()
+        } else {
+            format!(" CONSTRAINT {}", quote_if_needed(&u.name))
+        };
+        key.push_str(&format!(
+            ",{named} UNIQUE{nulls} ({})",
+            key_list(&u.columns)
+        ));
     }
     format!(
         "CREATE TABLE {} ({}{key})",

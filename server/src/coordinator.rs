@@ -132,7 +132,7 @@ pub struct Coordinator {
     /// build's), committed back to the catalog once boot has applied it.
     replanned: Mutex<Vec<(GlobalId, freshet_catalog::WrittenPlan)>>,
     /// Key sets of tables with a primary key, checked by every commit.
-    keys: Arc<crate::keys::PrimaryKeys>,
+    keys: Arc<crate::keys::KeySets>,
 }
 
 impl std::fmt::Debug for Coordinator {

@@ -49,7 +49,7 @@ type SharedKeySet = Arc<tokio::sync::Mutex<Option<KeySet>>>;
 
 /// The key sets of keyed tables, by table and key.
 #[derive(Debug, Default)]
-pub struct PrimaryKeys {
+pub struct KeySets {
     tables: parking_lot::Mutex<HashMap<(GlobalId, usize), SharedKeySet>>,
 }
 
@@ -67,7 +67,7 @@ impl std::fmt::Debug for KeySet {
     }
 }
 
-impl PrimaryKeys {
+impl KeySets {
     /// Forget a dropped table's keys.
     pub fn forget(&self, id: GlobalId) {
         self.tables.lock().retain(|(table, _), _| *table != id);
