@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use freshet_repr::GlobalId;
-use freshet_storage::{CasResult, Consensus, Fence, SeqNo, StorageError, VersionedData};
+use freshet_storage::{
+    CLAIM_ATTEMPTS, CasResult, Consensus, Fence, SeqNo, StorageError, VersionedData,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::diff::{CatalogDiff, Change};
@@ -20,10 +22,6 @@ pub const DEFAULT_DATABASE: &str = "freshet";
 
 /// Rewrite the log as one snapshot once it holds this many entries.
 const SNAPSHOT_AFTER: usize = 256;
-
-/// How many times opening reads the log's head again when an older
-/// process appends between the read and the fence entry.
-const CLAIM_ATTEMPTS: usize = 1000;
 
 #[derive(Serialize, Deserialize)]
 enum LogEntry {

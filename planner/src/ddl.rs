@@ -14,7 +14,7 @@ use crate::error::{PlanError, Result};
 use crate::parse::{ObjectKind, normalize_ident, normalize_name};
 use crate::plan::Plan;
 use crate::query::{StatementContext, plan_maintained_query};
-use crate::resolve::{Resolved, quote_if_needed};
+use crate::resolve::{Resolved, key_positions, quote_if_needed};
 use crate::types::pg_type_of;
 
 /// `CREATE DATABASE`.
@@ -159,7 +159,7 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
     let mut unique = Vec::new();
     for (constraint, names, nulls_not_distinct) in unique_names {
         let positions = key_positions(&columns, names.clone())?;
-        let name = constraint.unwrap_or_else(|| format!("{name}_{}_key", names.join("_")));
+        let name = constraint.unwrap_or_else(|| default_unique_name(&name, &names));
         unique.push(UniqueKey {
             name,
             columns: positions,
@@ -203,20 +203,11 @@ fn key_columns(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
         .collect()
 }
 
-/// Positions of a key's columns, each named once.
-fn key_positions(columns: &[ColumnDesc], names: Vec<String>) -> Result<Vec<usize>> {
-    let mut positions = Vec::with_capacity(names.len());
-    for key in names {
-        let i = columns
-            .iter()
-            .position(|c| c.name == key)
-            .ok_or_else(|| PlanError::UnknownColumn(key.clone()))?;
-        if positions.contains(&i) {
-            return Err(PlanError::DuplicateColumn(key));
-        }
-        positions.push(i);
-    }
-    Ok(positions)
+/// PostgreSQL's name for a `UNIQUE` constraint not named in its
+/// definition: `<table>_<columns>_key`.
+fn default_unique_name(table: &str, columns: &[impl AsRef<str>]) -> String {
+    let columns: Vec<&str> = columns.iter().map(|c| c.as_ref()).collect();
+    format!("{table}_{}_key", columns.join("_"))
 }
 
 /// A table's primary key, given once (as a column option or a table
@@ -279,7 +270,7 @@ pub fn table_sql(
             .filter_map(|&i| desc.columns.get(i))
             .map(|c| c.name.as_str())
             .collect();
-        let named = if u.name == format!("{name}_{}_key", names.join("_")) {
+        let named = if u.name == default_unique_name(name, &names) {
             String::new()
         } else {
             format!(" CONSTRAINT {}", quote_if_needed(&u.name))

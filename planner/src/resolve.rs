@@ -326,6 +326,26 @@ pub fn humanize_ids(catalog: &CatalogState, text: &str) -> String {
     out
 }
 
+/// Positions of the columns `names` in `columns`, each named once: the
+/// key of a constraint or of a subscribe envelope.
+pub(crate) fn key_positions(
+    columns: &[freshet_repr::ColumnDesc],
+    names: impl IntoIterator<Item = String>,
+) -> crate::error::Result<Vec<usize>> {
+    let mut positions = Vec::new();
+    for name in names {
+        let i = columns
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| crate::error::PlanError::UnknownColumn(name.clone()))?;
+        if positions.contains(&i) {
+            return Err(crate::error::PlanError::DuplicateColumn(name));
+        }
+        positions.push(i);
+    }
+    Ok(positions)
+}
+
 /// Quote an identifier when Postgres would need quotes to read it back.
 pub fn quote_if_needed(name: &str) -> Ident {
     let plain = !name.is_empty()

@@ -42,11 +42,12 @@ pub enum SubscribeEnvelope {
 /// Where a subscribe's reads start: a time expression the sequencer
 /// evaluates (with `mz_now()` bound to the time it would read at now).
 #[derive(Debug, Clone)]
-pub enum SubscribeAsOf {
-    /// Exactly this time (an error if it is no longer readable).
-    Exact(TimeExpr),
-    /// This time or the earliest readable time after it.
-    AtLeast(TimeExpr),
+pub struct SubscribeAsOf {
+    /// `AT LEAST`: this time or the earliest readable time after it;
+    /// otherwise exactly this time (an error if no longer readable).
+    pub at_least: bool,
+    /// The time.
+    pub time: TimeExpr,
 }
 
 /// A planned subscribe.
@@ -126,16 +127,22 @@ pub fn plan_subscribe(cx: &StatementContext, stmt: &SubscribeStatement) -> Resul
             }
         }
     }
-    let as_of = match &stmt.as_of {
-        None => None,
-        Some((false, t)) => Some(SubscribeAsOf::Exact(plan_time(cx, t)?)),
-        Some((true, t)) => Some(SubscribeAsOf::AtLeast(plan_time(cx, t)?)),
-    };
+    let as_of = stmt
+        .as_of
+        .as_ref()
+        .map(|(at_least, t)| {
+            Ok::<_, PlanError>(SubscribeAsOf {
+                at_least: *at_least,
+                time: plan_time(cx, t)?,
+            })
+        })
+        .transpose()?;
     let up_to = stmt.up_to.as_ref().map(|t| plan_time(cx, t)).transpose()?;
     let envelope = match &stmt.envelope {
         None => SubscribeEnvelope::Diffs,
         Some((kind, key)) => {
-            let key = key_positions(&relation, key)?;
+            let key =
+                crate::resolve::key_positions(&relation.columns, key.iter().map(normalize_ident))?;
             match kind {
                 EnvelopeKind::Upsert => SubscribeEnvelope::Upsert { key },
                 EnvelopeKind::Debezium => SubscribeEnvelope::Debezium { key },
@@ -177,23 +184,6 @@ fn bool_option(name: &str, value: &ast::Expr) -> Result<bool> {
             name.to_uppercase()
         ))),
     }
-}
-
-fn key_positions(relation: &RelationDesc, key: &[ast::Ident]) -> Result<Vec<usize>> {
-    let mut positions = Vec::with_capacity(key.len());
-    for k in key {
-        let name = normalize_ident(k);
-        let i = relation
-            .columns
-            .iter()
-            .position(|c| c.name == name)
-            .ok_or_else(|| PlanError::UnknownColumn(name.clone()))?;
-        if positions.contains(&i) {
-            return Err(PlanError::DuplicateColumn(name));
-        }
-        positions.push(i);
-    }
-    Ok(positions)
 }
 
 /// The type of `mz_timestamp`.

@@ -468,11 +468,26 @@ impl Coordinator {
         Ok(ops)
     }
 
-    /// Commit table writes, checking the primary keys of the tables they
-    /// write.
-    async fn commit_writes(&self, writes: Vec<TableWrite>) -> Result<Timestamp> {
+    /// Commit table writes, checking the keys of the tables they write,
+    /// then release `lock` (a table's write lock, if the statement holds
+    /// it) — in a task of its own, so a cancelled or timed-out statement
+    /// can neither release the lock nor stop the key bookkeeping while the
+    /// commit is still in flight.
+    async fn commit_writes(
+        &self,
+        writes: Vec<TableWrite>,
+        lock: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) -> Result<Timestamp> {
+        let storage = Arc::clone(&self.storage);
+        let keys = Arc::clone(&self.keys);
         let specs = self.key_specs(&writes);
-        self.keys.commit(&self.storage, specs, writes).await
+        tokio::spawn(async move {
+            let result = keys.commit(&storage, specs, writes).await;
+            drop(lock);
+            result
+        })
+        .await
+        .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))?
     }
 
     /// The keys (primary and `UNIQUE`) of the tables `writes` write.
@@ -824,19 +839,16 @@ impl Coordinator {
         session: &Session,
         plan: freshet_planner::subscribe::SubscribePlan,
     ) -> Result<SubscribeStream> {
-        use freshet_planner::subscribe::SubscribeAsOf;
         let now = self.storage.read_ts();
         let up_to = match &plan.up_to {
             Some(t) => Some(self.eval_time(session, t, now).await?),
             None => None,
         };
         let requested = match &plan.as_of {
-            Some(SubscribeAsOf::Exact(t) | SubscribeAsOf::AtLeast(t)) => {
-                Some(self.eval_time(session, t, now).await?)
-            }
+            Some(a) => Some((a.at_least, self.eval_time(session, &a.time, now).await?)),
             None => None,
         };
-        if let (Some(a), Some(u)) = (requested, up_to)
+        if let (Some((_, a)), Some(u)) = (requested, up_to)
             && u < a
         {
             return Err(AdapterError::data(
@@ -844,10 +856,10 @@ impl Coordinator {
                 format!("UP TO ({u}) must not be earlier than AS OF ({a})"),
             ));
         }
-        let (as_of, holds) = match (&plan.as_of, requested) {
-            (Some(SubscribeAsOf::Exact(_)), Some(t)) => (t, self.hold_at(&plan.inputs, t)?),
-            (Some(SubscribeAsOf::AtLeast(_)), Some(t)) => self.hold_at_least(&plan.inputs, t)?,
-            _ => self.choose_and_hold(&plan.inputs, session.isolation())?,
+        let (as_of, holds) = match requested {
+            Some((false, t)) => (t, self.hold_at(&plan.inputs, t)?),
+            Some((true, t)) => self.hold_at_least(&plan.inputs, t)?,
+            None => self.choose_and_hold(&plan.inputs, session.isolation())?,
         };
         let id = GlobalId::Transient(
             self.next_transient
@@ -1063,7 +1075,7 @@ impl Coordinator {
             TxnStatus::Failed => Ok(ExecuteResponse::TransactionEnd("ROLLBACK".into())),
             TxnStatus::InBlock => {
                 if commit && !txn.writes.is_empty() {
-                    self.commit_writes(txn.writes).await?;
+                    self.commit_writes(txn.writes, None).await?;
                 }
                 drop(txn.read);
                 Ok(ExecuteResponse::TransactionEnd(
@@ -1207,7 +1219,8 @@ impl Coordinator {
             let at = self.readable_at_least(inputs, ts)?;
             match self.hold_at(inputs, at) {
                 Ok(holds) => return Ok((at, holds)),
-                Err(_) if attempts < 8 => attempts += 1,
+                // An input's since moved past `at` after it was read.
+                Err(AdapterError::Data { code: "22000", .. }) if attempts < 8 => attempts += 1,
                 Err(e) => return Err(e),
             }
         }
@@ -1621,19 +1634,7 @@ impl Coordinator {
         let commit_ts = if writes.is_empty() {
             ts
         } else {
-            // Commit and release the table lock in a task of its own, so a
-            // cancelled or timed-out statement cannot release the lock while
-            // its commit is still in flight.
-            let storage = Arc::clone(&self.storage);
-            let keys = Arc::clone(&self.keys);
-            let specs = self.key_specs(&writes);
-            let task = tokio::spawn(async move {
-                let result = keys.commit(&storage, specs, writes).await;
-                drop(lock);
-                result
-            });
-            task.await
-                .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))??
+            self.commit_writes(writes, lock).await?
         };
         self.finish_write(session, &w, written, commit_ts, count)
             .await
@@ -1718,7 +1719,7 @@ impl Coordinator {
             }
             session.txn.writes.extend(writes);
         } else if !writes.is_empty() {
-            self.commit_writes(writes).await?;
+            self.commit_writes(writes, None).await?;
         }
         Ok(count)
     }

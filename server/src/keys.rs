@@ -8,8 +8,9 @@
 //! once its retractions and insertions apply, reserves the keys it adds,
 //! and unlocks, so concurrent commits still share a group commit; once
 //! storage has answered, it drops the keys it removed (or, if the commit
-//! failed, its reservations). All of it runs in a task of its own, so a
-//! client that goes away mid-commit cannot leave a key set behind storage.
+//! failed, its reservations). The sequencer runs each commit in a task of
+//! its own, so a client that goes away mid-commit cannot leave a key set
+//! behind storage.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -77,28 +78,26 @@ impl KeySets {
         Arc::clone(self.tables.lock().entry((spec.id, spec.slot)).or_default())
     }
 
-    /// Commit `writes`, first checking the keys of the tables in `specs`
-    /// (the keyed tables among them). Fails with 23505 if a key would be
-    /// held by two rows; nothing is committed then.
+    /// Commit `writes`, first checking the keys in `specs` (those of the
+    /// tables they write). Fails with 23505 if a key would be held by two
+    /// rows; nothing is committed then. The caller runs this to the end
+    /// (in a task of its own): stopping between the commit and the release
+    /// of its reservations would leave the key sets behind storage.
     pub async fn commit(
-        self: &Arc<Self>,
-        storage: &Arc<Storage>,
+        &self,
+        storage: &Storage,
         specs: Vec<KeySpec>,
         writes: Vec<TableWrite>,
     ) -> Result<Timestamp> {
         if specs.is_empty() {
             return Ok(storage.commit(writes).await?);
         }
-        let keys = Arc::clone(self);
-        let storage = Arc::clone(storage);
-        tokio::spawn(async move { keys.check_and_commit(&storage, specs, writes).await })
-            .await
-            .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))?
+        self.check_and_commit(storage, specs, writes).await
     }
 
     async fn check_and_commit(
         &self,
-        storage: &Arc<Storage>,
+        storage: &Storage,
         mut specs: Vec<KeySpec>,
         writes: Vec<TableWrite>,
     ) -> Result<Timestamp> {

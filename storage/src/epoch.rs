@@ -9,10 +9,11 @@ use crate::error::{Result, StorageError};
 pub const EPOCH_KEY: &str = "epoch";
 
 /// How many times a newly fenced process re-reads a key (a shard, the
-/// oracle) it claims when an older process changed it between the read and
-/// the claim. Each retry follows one change by that process, which stops at
-/// its first write after the claim, so a few suffice.
-pub(crate) const CLAIM_ATTEMPTS: usize = 1000;
+/// oracle, the catalog log) it claims when an older process changed it
+/// between the read and the claim. Each retry follows one change by that
+/// process, which stops at its first write after the claim, so a few
+/// suffice.
+pub const CLAIM_ATTEMPTS: usize = 1000;
 
 /// A process's claim on the data directory.
 ///

@@ -34,7 +34,7 @@ pub use blob::{Blob, Bytes, FileBlob};
 pub use collection::{CollectionKind, ReadPolicy};
 pub use consensus::{CasResult, Consensus, FileConsensus, SeqNo, VersionedData};
 pub use controller::{CollectionInfo, Storage, StorageConfig, TableWrite};
-pub use epoch::{EPOCH_KEY, Fence};
+pub use epoch::{CLAIM_ATTEMPTS, EPOCH_KEY, Fence};
 pub use error::{Result, StorageError};
 pub use holds::{HoldInfo, ReadHold};
 pub use listen::{Listen, ListenEvent, Notify};

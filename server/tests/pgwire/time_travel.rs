@@ -25,6 +25,18 @@ async fn wait_until(
     }
 }
 
+/// Wait until table `name`'s since has passed `t`.
+async fn wait_for_since_past(c: &tokio_postgres::Client, name: &str, t: u64) {
+    let sql = format!(
+        "SELECT since FROM freshet_internal.collections WHERE object_name = 'freshet.public.{name}'"
+    );
+    wait_until(c, &sql, |v| {
+        v.and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|since| since > t)
+    })
+    .await;
+}
+
 fn num(v: Option<String>) -> u64 {
     v.expect("a value").parse().expect("a number")
 }
@@ -64,15 +76,7 @@ async fn as_of_reads_history_kept_by_retain_history_and_refuses_below_since() {
         "AT LEAST picks the fresh time when it is later"
     );
     // Without RETAIN HISTORY, history goes about a second behind.
-    wait_until(
-        &c,
-        "SELECT since FROM freshet_internal.collections WHERE object_name = 'freshet.public.brief'",
-        |v| {
-            v.and_then(|v| v.parse::<u64>().ok())
-                .is_some_and(|since| since > t0)
-        },
-    )
-    .await;
+    wait_for_since_past(&c, "brief", t0).await;
     let err = c
         .simple_query(&format!("SELECT count(*) FROM brief AS OF {t0}"))
         .await
@@ -137,15 +141,7 @@ async fn as_of_reads_history_kept_by_retain_history_and_refuses_below_since() {
     c.batch_execute("ALTER TABLE kept RESET (RETAIN HISTORY)")
         .await
         .unwrap();
-    wait_until(
-        &c,
-        "SELECT since FROM freshet_internal.collections WHERE object_name = 'freshet.public.kept'",
-        |v| {
-            v.and_then(|v| v.parse::<u64>().ok())
-                .is_some_and(|since| since > t0)
-        },
-    )
-    .await;
+    wait_for_since_past(&c, "kept", t0).await;
     // REFRESH AT a time the inputs no longer hold is refused at CREATE.
     let err = c
         .simple_query(&format!(
