@@ -27,6 +27,14 @@ pub enum PlanError {
         /// 1-based character position in the query, if known.
         position: Option<usize>,
     },
+    /// `$n` names a parameter that cannot exist (`$0`, or above
+    /// [`crate::query::MAX_PARAMETERS`]).
+    #[error("there is no parameter ${0}")]
+    UndefinedParameter(String),
+    /// The statement nests expressions deeper than planning allows
+    /// (PostgreSQL's "stack depth limit exceeded").
+    #[error("{0}")]
+    TooComplex(String),
     /// A syntax-level problem found after parsing.
     #[error("{0}")]
     Syntax(String),

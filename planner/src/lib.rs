@@ -5,6 +5,7 @@
 //! over [`provider::PlanningContext`] with a Postgres type layer
 //! ([`freshet_repr::PgType`], [`rules`]).
 
+pub mod complexity;
 pub mod engine;
 pub mod error;
 pub mod functions;

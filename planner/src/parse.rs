@@ -9,7 +9,7 @@ use datafusion::sql::sqlparser::ast::{self, Ident, ObjectName};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
-use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan};
+use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{PlanError, Result};
 
@@ -323,10 +323,15 @@ impl ObjectKind {
 /// Parse a query string holding any number of statements.
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     let dialect = PostgreSqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .with_unescape(true)
+        .tokenize_with_location()
+        .map_err(|e| parse_error(sql, e.into()))?;
+    crate::complexity::check_expression_depth(&tokens)?;
+    crate::complexity::check_parameters(&tokens)?;
     let mut parser = Parser::new(&dialect)
         .with_recursion_limit(RECURSION_LIMIT)
-        .try_with_sql(sql)
-        .map_err(|e| parse_error(sql, e))?;
+        .with_tokens_with_locations(tokens);
     let mut out = Vec::new();
     loop {
         while parser.consume_token(&Token::SemiColon) {}

@@ -90,6 +90,12 @@ pub fn parameter_types(
     placeholder_types(&logical)
 }
 
+/// The highest `$n` a statement may use: a Bind message carries at most
+/// this many values (its count is 16 bits), so a higher number could never
+/// be bound, and sizing the parameter list by it would let one Parse
+/// message allocate without bound.
+pub const MAX_PARAMETERS: usize = u16::MAX as usize;
+
 /// Positional placeholder types of a logical plan.
 pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
     let types = plan.get_parameter_types()?;
@@ -103,8 +109,8 @@ pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatyp
             .trim_start_matches('$')
             .parse()
             .map_err(|_| PlanError::Syntax(format!("invalid parameter {name}")))?;
-        if idx == 0 {
-            return Err(PlanError::Syntax("there is no parameter $0".into()));
+        if idx == 0 || idx > MAX_PARAMETERS {
+            return Err(PlanError::UndefinedParameter(idx.to_string()));
         }
         if out.len() < idx {
             out.resize(idx, None);

@@ -26,7 +26,27 @@ pub struct Config {
     /// number of cores).
     #[arg(long, env = "FRESHET_WORKERS")]
     pub workers: Option<usize>,
+    /// Most client connections served at once; more are refused with
+    /// 53300 (as PostgreSQL's `max_connections`).
+    #[arg(long, env = "FRESHET_MAX_CONNECTIONS", default_value_t = 1000)]
+    pub max_connections: usize,
+    /// Memory one query may use for its operators and result (e.g.
+    /// `512MiB`, `2GiB`); sorts and aggregations spill to disk beyond it,
+    /// other queries fail with 53200. Also bounds a `COPY FROM STDIN`'s
+    /// buffered data.
+    #[arg(long, env = "FRESHET_QUERY_MEMORY_LIMIT", default_value = "2GiB", value_parser = crate::query_exec::parse_size)]
+    pub query_memory_limit: usize,
+    /// Memory all running queries together may use.
+    #[arg(long, env = "FRESHET_TOTAL_QUERY_MEMORY", default_value = "8GiB", value_parser = crate::query_exec::parse_size)]
+    pub total_query_memory: usize,
     /// `tracing` filter, e.g. `info,freshet_storage=debug`.
     #[arg(long, env = "FRESHET_LOG_FILTER", default_value = "info")]
     pub log_filter: String,
 }
+
+/// Stack size of every thread that parses, plans or executes statements:
+/// enough for the deepest expression the parser admits
+/// (`freshet_planner::complexity::MAX_EXPRESSION_DEPTH`) to be planned,
+/// optimized and evaluated by recursive code. Only the pages a thread
+/// touches are committed.
+pub const STATEMENT_STACK_BYTES: usize = 64 << 20;

@@ -30,6 +30,7 @@ use pgwire::api::ConnectionManager;
 
 use crate::error::{AdapterError, Result};
 use crate::introspection::QueryReader;
+use crate::query_exec::QueryExecutor;
 use crate::session::{Cursor, PendingCopy, Session, TxnRead, TxnStatus};
 use crate::subscribe::{SubscribeStream, Subscribes};
 use crate::values::check_rows;
@@ -133,6 +134,8 @@ pub struct Coordinator {
     replanned: Mutex<Vec<(GlobalId, freshet_catalog::WrittenPlan)>>,
     /// Key sets of tables with a primary key, checked by every commit.
     keys: Arc<crate::keys::KeySets>,
+    /// Where queries' physical plans run, and their memory budget.
+    pub queries: QueryExecutor,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -196,6 +199,7 @@ impl Coordinator {
         data_dir: &Path,
         storage_config: Option<StorageConfig>,
         workers: usize,
+        queries: QueryExecutor,
     ) -> Result<Arc<Self>> {
         let (blob, fence) = open_local(data_dir)?;
         let config = storage_config.unwrap_or_else(|| StorageConfig::new(data_dir));
@@ -221,6 +225,7 @@ impl Coordinator {
             next_transient: std::sync::atomic::AtomicU64::new(1),
             replanned: Mutex::new(Vec::new()),
             keys: Arc::default(),
+            queries,
         };
         // Boot is the same function as DDL: the whole catalog as one diff.
         coord.apply(&state.as_diff_from_empty(), Vec::new(), true)?;
@@ -564,7 +569,13 @@ impl Coordinator {
 
     /// Plan a statement for the session (also used to describe prepared
     /// statements).
-    pub fn plan(
+    ///
+    /// Planning is CPU-bound and cannot yield, so it runs on a blocking
+    /// thread (with a stack sized for the deepest expression the parser
+    /// admits) while this future waits: other sessions keep running, and a
+    /// timeout, CancelRequest or disconnect answers the client at once,
+    /// leaving the abandoned plan to finish and be dropped.
+    pub async fn plan(
         &self,
         session: &Session,
         stmt: &Statement,
@@ -572,13 +583,26 @@ impl Coordinator {
     ) -> Result<Plan> {
         let catalog = self.catalog_state();
         let info = session.info();
-        let cx = StatementContext {
-            state: &session.df,
-            catalog: &catalog,
-            session: &info,
-            params,
-        };
-        Ok(plan_statement(&cx, stmt)?)
+        let state = Arc::clone(&session.df);
+        let stmt = stmt.clone();
+        let params = params.cloned();
+        let planning = tokio::task::spawn_blocking(move || {
+            let cx = StatementContext {
+                state: &state,
+                catalog: &catalog,
+                session: &info,
+                params: params.as_ref(),
+            };
+            plan_statement(&cx, &stmt)
+        });
+        match planning.await {
+            Ok(plan) => Ok(plan?),
+            Err(e) if e.is_panic() => Err(AdapterError::Internal(format!(
+                "planning panicked: {}",
+                crate::connection::panic_message(&e.into_panic())
+            ))),
+            Err(e) => Err(AdapterError::Internal(format!("planning failed: {e}"))),
+        }
     }
 
     async fn execute_inner(
@@ -592,8 +616,8 @@ impl Coordinator {
             return Err(AdapterError::TransactionAborted);
         }
         // `now()` and friends take their value from the statement's start.
-        session.df.mark_start_execution();
-        let plan = self.plan(session, stmt, params)?;
+        Arc::make_mut(&mut session.df).mark_start_execution();
+        let plan = self.plan(session, stmt, params).await?;
         let tag = command_tag(stmt);
         match plan {
             Plan::Empty => Ok(ExecuteResponse::Command(tag)),
@@ -757,10 +781,7 @@ impl Coordinator {
             Plan::Write(w) => self.write(session, *w).await,
             Plan::CopyFrom(plan) => {
                 let columns = plan.columns.len();
-                session.copy_in = Some(PendingCopy {
-                    plan: *plan,
-                    data: Vec::new(),
-                });
+                session.copy_in = Some(PendingCopy::new(*plan));
                 Ok(ExecuteResponse::CopyIn { columns })
             }
             Plan::CopyTo(q, options) => {
@@ -1360,7 +1381,7 @@ impl Coordinator {
             })
             .map_err(AdapterError::Internal)?;
         let physical = session.df.create_physical_plan(&q.logical).await?;
-        Ok(datafusion::physical_plan::collect(physical, session.df.task_ctx()).await?)
+        Ok(self.queries.collect(&session.df, physical).await?)
     }
 
     /// Run a query for a session, inside its transaction if it has one.
@@ -1683,7 +1704,20 @@ impl Coordinator {
     }
 
     async fn copy_in_inner(&self, session: &mut Session, copy: PendingCopy) -> Result<usize> {
-        let PendingCopy { plan, data } = copy;
+        let PendingCopy {
+            plan,
+            data,
+            too_large,
+        } = copy;
+        if let Some(limit) = too_large {
+            return Err(AdapterError::data(
+                "53200",
+                format!(
+                    "COPY data exceeds the memory limit of {} (--query-memory-limit)",
+                    crate::query_exec::human_bytes(limit)
+                ),
+            ));
+        }
         let CopyFromPlan {
             table,
             table_desc,

@@ -210,6 +210,8 @@ fn plan_code(e: &PlanError) -> (&'static str, String) {
     let code = match e {
         PlanError::Parse { .. } | PlanError::Syntax(_) => "42601",
         PlanError::Unsupported(_) => "0A000",
+        PlanError::UndefinedParameter(_) => "42P02",
+        PlanError::TooComplex(_) => "54001",
         PlanError::UnknownRelation(_) => "42P01",
         PlanError::UnknownSchema(_) => "3F000",
         PlanError::UnknownDatabase(_) => "3D000",

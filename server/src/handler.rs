@@ -32,7 +32,7 @@ use pgwire::api::{
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
-use pgwire::messages::extendedquery::{Bind, BindComplete};
+use pgwire::messages::extendedquery::{Bind, BindComplete, Execute};
 use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use pgwire::types::format::FormatOptions;
@@ -65,11 +65,26 @@ pub struct FreshetHandler {
     sockets: Arc<Sockets>,
     parser: Arc<FreshetParser>,
     pids: RandomPidSecretKeyGenerator,
+    /// One permit per connection that has started up (`max_connections`).
+    connection_slots: Arc<tokio::sync::Semaphore>,
+    max_connections: usize,
 }
+
+/// A connection's place under `max_connections`, kept in its session
+/// extensions and returned when the connection ends.
+struct ConnectionPermit(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
+
+/// Most rows one `Execute` may ask for at once. pgwire sizes a buffer by
+/// the request before it has any row, so an `Execute` asking for 2^31 rows
+/// would otherwise try to allocate tens of gigabytes and abort the
+/// process. A larger request returns this many rows and `PortalSuspended`;
+/// the client asks again (a result that fits is sent whole, see
+/// `do_query`).
+pub const MAX_ROWS_PER_EXECUTE: i32 = 1 << 20;
 
 impl FreshetHandler {
     /// Handlers over a coordinator.
-    pub fn new(coord: Arc<Coordinator>, sockets: Arc<Sockets>) -> Self {
+    pub fn new(coord: Arc<Coordinator>, sockets: Arc<Sockets>, max_connections: usize) -> Self {
         FreshetHandler {
             parser: Arc::new(FreshetParser {
                 coord: Arc::clone(&coord),
@@ -77,6 +92,8 @@ impl FreshetHandler {
             coord,
             sockets,
             pids: RandomPidSecretKeyGenerator::default(),
+            connection_slots: Arc::new(tokio::sync::Semaphore::new(max_connections)),
+            max_connections,
         }
     }
 }
@@ -89,11 +106,12 @@ pub struct Handlers {
 }
 
 impl Handlers {
-    /// Handlers over a coordinator.
-    pub fn new(coord: Arc<Coordinator>, sockets: Arc<Sockets>) -> Self {
+    /// Handlers over a coordinator, serving at most `max_connections`
+    /// clients at once.
+    pub fn new(coord: Arc<Coordinator>, sockets: Arc<Sockets>, max_connections: usize) -> Self {
         Handlers {
             cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(&coord.connections))),
-            handler: Arc::new(FreshetHandler::new(coord, sockets)),
+            handler: Arc::new(FreshetHandler::new(coord, sockets, max_connections)),
         }
     }
 }
@@ -388,6 +406,21 @@ impl StartupHandler for FreshetHandler {
             return Ok(());
         };
         protocol_negotiation(client, startup).await?;
+        let Ok(permit) = Arc::clone(&self.connection_slots).try_acquire_owned() else {
+            tracing::warn!(
+                max_connections = self.max_connections,
+                "refused a connection: too many clients"
+            );
+            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                "FATAL".into(),
+                "53300".into(),
+                format!(
+                    "sorry, too many clients already (max_connections is {})",
+                    self.max_connections
+                ),
+            ))));
+        };
+        client.session_extensions().insert(ConnectionPermit(permit));
         save_startup_parameters_to_metadata(client, startup);
         let metadata = client.metadata().clone();
         let user = metadata
@@ -525,12 +558,12 @@ pub struct FreshetParser {
     coord: Arc<Coordinator>,
 }
 
-fn describe(
+async fn describe(
     coord: &Coordinator,
     session: &Session,
     stmt: &Statement,
 ) -> Result<(Vec<Option<DataType>>, Option<RelationDesc>), AdapterError> {
-    let plan = coord.plan(session, stmt, None)?;
+    let plan = coord.plan(session, stmt, None).await?;
     let text = |name: &str| {
         RelationDesc::new(vec![ColumnDesc {
             name: name.into(),
@@ -604,7 +637,7 @@ impl QueryParser for FreshetParser {
         };
         let slot = session_slot(client)?;
         let session = slot.0.lock().await;
-        let (param_types, desc) = describe(&self.coord, &session, &stmt)?;
+        let (param_types, desc) = describe(&self.coord, &session, &stmt).await?;
         Ok(Some(Prepared {
             stmt: Some(stmt),
             param_types,
@@ -733,6 +766,20 @@ impl ExtendedQueryHandler for FreshetHandler {
         Ok(())
     }
 
+    /// Execute as the pgwire crate does, after bounding the rows requested:
+    /// a negative count means all rows (as in PostgreSQL), and a count above
+    /// [`MAX_ROWS_PER_EXECUTE`] is lowered to it.
+    async fn on_execute<C>(&self, client: &mut C, mut message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        message.max_rows = message.max_rows.clamp(0, MAX_ROWS_PER_EXECUTE);
+        self._on_execute(client, message).await
+    }
+
     async fn do_query<C>(
         &self,
         client: &mut C,
@@ -761,11 +808,12 @@ impl ExtendedQueryHandler for FreshetHandler {
             .run(client, &mut session, stmt, params.as_ref())
             .await?;
         if let ExecuteResponse::Rows { desc, batches, tag } = &resp
-            && max_rows == 0
+            && (max_rows == 0 || batches.iter().map(|b| b.num_rows()).sum::<usize>() <= max_rows)
         {
-            // All rows at once: queue them and answer with the tag, so the
-            // pgwire crate queues CommandComplete too instead of flushing
-            // it (its portal path would), and the Sync flushes once.
+            // All rows at once (asked for, or all fit the limit): queue
+            // them and answer with the tag, so the pgwire crate queues
+            // CommandComplete too instead of flushing it (its portal path
+            // would), and the Sync flushes once.
             let options = format_options(&session.vars);
             let fields = Arc::new(field_infos(desc, &portal.result_column_format, &options));
             let rows = encode_rows(desc, &fields, batches, &arrow_time_zone(&session.vars))?;
@@ -791,7 +839,7 @@ impl CopyHandler for FreshetHandler {
         let slot = session_slot(client)?;
         let mut session = slot.0.lock().await;
         if let Some(copy) = session.copy_in.as_mut() {
-            copy.data.extend_from_slice(&copy_data.data);
+            copy.push(&copy_data.data, self.coord.queries.per_query());
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! that turns statements into catalog transactions, reads and writes.
 
 pub mod config;
+pub mod connection;
 pub mod coordinator;
 pub mod copy;
 pub mod encode;
@@ -11,6 +12,7 @@ pub mod http;
 pub mod introspection;
 pub mod keys;
 pub mod params;
+pub mod query_exec;
 pub mod server;
 pub mod session;
 pub mod subscribe;

@@ -12,7 +12,20 @@ fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    // A panic ends only the task it happens in (a connection's is closed
+    // with XX000); log it once, through tracing, where it happened.
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        tracing::error!(
+            thread = thread.name().unwrap_or("?"),
+            location = %info.location().map(|l| l.to_string()).unwrap_or_default(),
+            message = freshet_server::connection::panic_message(info.payload()),
+            backtrace = %std::backtrace::Backtrace::capture(),
+            "panic"
+        );
+    }));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(freshet_server::config::STATEMENT_STACK_BYTES)
         .enable_all()
         .build()
     {

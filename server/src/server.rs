@@ -1,12 +1,14 @@
 //! Booting and running a server.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::coordinator::Coordinator;
 use crate::handler::Handlers;
+use crate::query_exec::{QueryExecutor, QueryLimits};
 use crate::watch::Sockets;
 
 /// Boot from the data directory and serve until interrupted or fenced.
@@ -15,10 +17,18 @@ pub async fn serve(config: Config) -> anyhow_like::Result<()> {
     let workers = config
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let coord = tokio::task::spawn_blocking(move || Coordinator::open(&data_dir, None, workers))
-        .await
-        .map_err(|e| anyhow_like::Error(e.to_string()))?
-        .map_err(|e| anyhow_like::Error(e.to_string()))?;
+    let limits = QueryLimits {
+        per_query: config.query_memory_limit,
+        total: config.total_query_memory,
+    };
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let queries = QueryExecutor::new(limits, threads, crate::config::STATEMENT_STACK_BYTES)
+        .map_err(|e| anyhow_like::Error(format!("cannot start the query runtime: {e}")))?;
+    let coord =
+        tokio::task::spawn_blocking(move || Coordinator::open(&data_dir, None, workers, queries))
+            .await
+            .map_err(|e| anyhow_like::Error(e.to_string()))?
+            .map_err(|e| anyhow_like::Error(e.to_string()))?;
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|e| anyhow_like::Error(format!("cannot listen on {}: {e}", config.listen)))?;
@@ -33,31 +43,33 @@ pub async fn serve(config: Config) -> anyhow_like::Result<()> {
     );
     tokio::spawn(crate::http::serve(http, Arc::clone(&coord)));
     let sockets = Arc::new(Sockets::default());
-    let handlers = Arc::new(Handlers::new(Arc::clone(&coord), Arc::clone(&sockets)));
+    let handlers = Arc::new(Handlers::new(
+        Arc::clone(&coord),
+        Arc::clone(&sockets),
+        config.max_connections,
+    ));
     let mut fenced = coord.storage.fenced();
+    let mut backoff = AcceptBackoff::default();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let (socket, peer) = match accepted {
-                    Ok(a) => a,
+                    Ok(a) => {
+                        backoff.succeeded();
+                        a
+                    }
                     Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
+                        backoff.failed(&e).await;
                         continue;
                     }
                 };
                 let _ = socket.set_nodelay(true);
-                match dup_socket(&socket) {
-                    Ok(dup) => sockets.insert(peer, dup),
-                    Err(e) => tracing::warn!(error = %e, "cannot watch connection"),
-                }
-                let handlers = Arc::clone(&handlers);
-                let sockets = Arc::clone(&sockets);
-                tokio::spawn(async move {
-                    if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
-                    }
-                    sockets.remove(&peer);
-                });
+                tokio::spawn(crate::connection::serve_connection(
+                    socket,
+                    peer,
+                    Arc::clone(&handlers),
+                    Arc::clone(&sockets),
+                ));
             }
             _ = fenced.changed() => {
                 if *fenced.borrow() {
@@ -75,11 +87,36 @@ pub async fn serve(config: Config) -> anyhow_like::Result<()> {
     }
 }
 
-/// A second descriptor for the socket, used to notice disconnects.
-fn dup_socket(socket: &tokio::net::TcpStream) -> std::io::Result<std::net::TcpStream> {
-    use std::os::fd::AsFd;
-    let fd = socket.as_fd().try_clone_to_owned()?;
-    Ok(std::net::TcpStream::from(fd))
+/// Pacing for `accept` failures. At the descriptor limit every `accept`
+/// fails at once while the pending connection stays queued, so retrying
+/// immediately would spin a core and flood the log; instead wait, doubling
+/// up to a second, and log once per streak of failures.
+#[derive(Debug, Default)]
+struct AcceptBackoff {
+    delay: Option<Duration>,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MAX: Duration = Duration::from_secs(1);
+
+    fn succeeded(&mut self) {
+        if self.delay.take().is_some() {
+            tracing::info!("accepting connections again");
+        }
+    }
+
+    async fn failed(&mut self, error: &std::io::Error) {
+        let delay = match self.delay {
+            None => {
+                tracing::warn!(%error, "accept failed; retrying with backoff until it succeeds");
+                Self::FIRST
+            }
+            Some(d) => (d * 2).min(Self::MAX),
+        };
+        self.delay = Some(delay);
+        tokio::time::sleep(delay).await;
+    }
 }
 
 /// A minimal error type for the binary's top level.

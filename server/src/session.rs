@@ -82,8 +82,9 @@ pub struct Session {
     pub status: TxnStatus,
     /// The open transaction, if any.
     pub txn: Transaction,
-    /// The session's DataFusion state (time zone, session functions).
-    pub df: SessionState,
+    /// The session's DataFusion state (time zone, session functions),
+    /// shared with the thread planning the current statement.
+    pub df: Arc<SessionState>,
     /// A `COPY ... FROM STDIN` waiting for its data.
     pub copy_in: Option<PendingCopy>,
 }
@@ -95,6 +96,33 @@ pub struct PendingCopy {
     pub plan: freshet_planner::CopyFromPlan,
     /// Raw data received so far.
     pub data: Vec<u8>,
+    /// Set (to the limit) once the data outgrew the memory a query may
+    /// use: the rest of the stream is discarded and the COPY fails.
+    pub too_large: Option<usize>,
+}
+
+impl PendingCopy {
+    /// A COPY waiting for its first data.
+    pub fn new(plan: freshet_planner::CopyFromPlan) -> Self {
+        PendingCopy {
+            plan,
+            data: Vec::new(),
+            too_large: None,
+        }
+    }
+
+    /// Buffer `bytes`, unless the data would exceed `limit` bytes.
+    pub fn push(&mut self, bytes: &[u8], limit: usize) {
+        if self.too_large.is_some() {
+            return;
+        }
+        if self.data.len().saturating_add(bytes.len()) > limit {
+            self.data = Vec::new();
+            self.too_large = Some(limit);
+        } else {
+            self.data.extend_from_slice(bytes);
+        }
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -117,7 +145,7 @@ impl Session {
             reset_vars: Vars::default(),
             status: TxnStatus::Idle,
             txn: Transaction::default(),
-            df: base.clone(),
+            df: Arc::new(base.clone()),
             copy_in: None,
         };
         s.refresh_df();
@@ -225,7 +253,8 @@ impl Session {
             "UTC" | "utc" | "Etc/UTC" | "GMT" => "+00:00".to_string(),
             other => other.to_string(),
         };
-        self.df.config_mut().options_mut().execution.time_zone = Some(tz);
+        let df = Arc::make_mut(&mut self.df);
+        df.config_mut().options_mut().execution.time_zone = Some(tz);
         let current_schema = self
             .vars
             .search_path
@@ -253,17 +282,13 @@ impl Session {
             ("session_user", ScalarValue::Utf8(Some(self.user.clone()))),
             ("user", ScalarValue::Utf8(Some(self.user.clone()))),
         ];
-        let _ = self
-            .df
-            .register_udf(Arc::new(ScalarUDF::new_from_impl(CurrentSetting::new(
-                self.vars.all(),
-            ))));
+        let _ = df.register_udf(Arc::new(ScalarUDF::new_from_impl(CurrentSetting::new(
+            self.vars.all(),
+        ))));
         for (name, value) in functions {
-            let _ = self
-                .df
-                .register_udf(Arc::new(ScalarUDF::new_from_impl(SessionConstant::new(
-                    name, value,
-                ))));
+            let _ = df.register_udf(Arc::new(ScalarUDF::new_from_impl(SessionConstant::new(
+                name, value,
+            ))));
         }
     }
 }

@@ -72,6 +72,9 @@ pub struct Vars {
 
 /// The default `subscribe_buffer_limit`.
 pub const DEFAULT_SUBSCRIBE_BUFFER_LIMIT: usize = 1_000_000;
+/// The most a session may raise `subscribe_buffer_limit` to: a subscribe
+/// buffers this many updates in the server's memory for one slow client.
+pub const MAX_SUBSCRIBE_BUFFER_LIMIT: usize = 10_000_000;
 
 impl Default for Vars {
     fn default() -> Self {
@@ -229,16 +232,19 @@ impl Vars {
             "subscribe_buffer_limit" => {
                 self.subscribe_buffer_limit = match one(name, value)? {
                     None => defaults.subscribe_buffer_limit,
-                    Some(v) => v
-                        .trim()
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| {
+                    Some(v) => {
+                        let n = v.trim().parse::<u64>().map_err(|_| {
                             AdapterError::InvalidParameterValue(format!(
                                 "invalid value for parameter \"subscribe_buffer_limit\": \"{v}\""
                             ))
-                        })?,
+                        })?;
+                        if !(1..=MAX_SUBSCRIBE_BUFFER_LIMIT as u64).contains(&n) {
+                            return Err(AdapterError::InvalidParameterValue(format!(
+                                "{n} is outside the valid range for parameter \"subscribe_buffer_limit\" (1 .. {MAX_SUBSCRIBE_BUFFER_LIMIT})"
+                            )));
+                        }
+                        n as usize
+                    }
                 };
             }
             "search_path" => {

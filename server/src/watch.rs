@@ -21,14 +21,14 @@ pub struct Sockets {
 }
 
 impl Sockets {
-    /// Remember a connection's socket (a duplicate of its descriptor).
-    pub fn insert(&self, peer: SocketAddr, socket: TcpStream) {
+    /// Remember a connection's socket (a duplicate of its descriptor)
+    /// until the returned slot is dropped, however the connection ends.
+    pub fn insert(self: &Arc<Self>, peer: SocketAddr, socket: TcpStream) -> SocketSlot {
         self.by_peer.lock().insert(peer, Arc::new(socket));
-    }
-
-    /// Forget a connection.
-    pub fn remove(&self, peer: &SocketAddr) {
-        self.by_peer.lock().remove(peer);
+        SocketSlot {
+            sockets: Arc::clone(self),
+            peer,
+        }
     }
 
     /// A watch on a connection, if it is known.
@@ -41,6 +41,20 @@ impl Sockets {
     }
 }
 
+/// A connection's entry in [`Sockets`]; dropping it forgets the socket
+/// (closing the duplicate descriptor once no watch uses it).
+#[derive(Debug)]
+pub struct SocketSlot {
+    sockets: Arc<Sockets>,
+    peer: SocketAddr,
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        self.sockets.by_peer.lock().remove(&self.peer);
+    }
+}
+
 /// Watches one connection for disconnection.
 #[derive(Debug, Clone)]
 pub struct ConnWatch {
@@ -48,6 +62,11 @@ pub struct ConnWatch {
 }
 
 impl ConnWatch {
+    /// The watched socket (a duplicate descriptor of the connection's).
+    pub fn socket(&self) -> &TcpStream {
+        &self.socket
+    }
+
     /// Resolves once the peer has closed or reset the connection (also
     /// when messages it sent before closing are still unread, e.g. the
     /// `Sync` after an `Execute` that is streaming).

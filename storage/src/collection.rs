@@ -82,10 +82,18 @@ impl Collection {
         kind: CollectionKind,
         data_schema: SchemaRef,
         shard: DurableShard,
+        recorded_since: Option<Timestamp>,
         txn_upper: Arc<AtomicU64>,
         txn_watch: &watch::Sender<Timestamp>,
     ) -> Self {
-        let since = shard.since().as_option().copied().unwrap_or(Timestamp::MAX);
+        // The since recorded before a restart may be ahead of the shard's
+        // (which only compaction advances): never go back behind it.
+        let since = shard
+            .since()
+            .as_option()
+            .copied()
+            .unwrap_or(Timestamp::MAX)
+            .max(recorded_since.unwrap_or(0));
         let upper_watch = match kind {
             CollectionKind::Table => txn_watch.clone(),
             CollectionKind::Materialized => {
@@ -336,11 +344,10 @@ impl Collection {
 
     /// Advance the logical since as far as the read policy allows, but
     /// never past a read hold or the dependents' compaction permission.
-    pub(crate) fn advance_since(&self) {
+    /// Returns the since (`None` once the collection is sealed).
+    pub(crate) fn advance_since(&self) -> Option<Timestamp> {
         let mut state = self.state.lock();
-        let Some(upper) = self.upper_locked(&state).as_option().copied() else {
-            return;
-        };
+        let upper = self.upper_locked(&state).as_option().copied()?;
         // Never ahead of the present: a scheduled view's upper is its next
         // refresh, which may be far in the future.
         let upper = upper.min(self.txn_upper.load(Ordering::SeqCst));
@@ -355,6 +362,7 @@ impl Collection {
         if target > state.since {
             state.since = target;
         }
+        Some(state.since)
     }
 
     /// Refuse reads below `floor` from now on (a materialized view whose

@@ -24,6 +24,7 @@ use crate::holds::{HoldInfo, ReadHold};
 use crate::listen::{Listen, Notify};
 use crate::oracle::{TimestampOracle, wall_clock_ms};
 use crate::shard::{DurableShard, decode_state, delete_shard, part_prefix};
+use crate::sinces::SinceLog;
 use crate::txn_log::{self, TxnLog};
 
 /// Tunables for [`Storage`]; the defaults suit the embedded server.
@@ -129,6 +130,8 @@ struct Inner {
     /// Set once a newer process fenced this one.
     fenced: watch::Sender<bool>,
     shutting_down: AtomicBool,
+    /// The durable record of collections' logical sinces.
+    sinces: Mutex<SinceLog>,
 }
 
 /// Durable collections, table transactions, timestamps and read holds.
@@ -171,6 +174,7 @@ impl Storage {
             }
         }
         let oracle = TimestampOracle::open(fence.clone(), min_ts, Arc::clone(&config.now))?;
+        let sinces = SinceLog::open(fence.clone())?;
         let start = oracle.read_ts();
         let mut recovered: HashMap<GlobalId, Vec<RecordBatch>> = HashMap::new();
         let n_records = records.len();
@@ -200,6 +204,7 @@ impl Storage {
             booted: AtomicBool::new(false),
             fenced: watch::Sender::new(false),
             shutting_down: AtomicBool::new(false),
+            sinces: Mutex::new(sinces),
             config,
         });
         let (tx, rx) = mpsc::channel();
@@ -244,11 +249,13 @@ impl Storage {
         }
         let shard = DurableShard::open(id, Arc::clone(&self.inner.blob), self.inner.fence.clone())
             .inspect_err(|e| self.inner.note_error(e))?;
+        let recorded_since = self.inner.sinces.lock().recorded(id);
         let collection = Collection::new(
             id,
             kind,
             schema,
             shard,
+            recorded_since,
             Arc::clone(&self.inner.txn_upper),
             &self.inner.txn_watch,
         );
@@ -744,8 +751,21 @@ fn run_maintenance(inner: Weak<Inner>) {
                 inner.publish_permissions();
                 let collections: Vec<Arc<Collection>> =
                     inner.collections.read().values().cloned().collect();
+                let sinces = collections
+                    .iter()
+                    .filter_map(|c| c.advance_since().map(|t| (c.id, t)))
+                    .collect();
+                // Record the sinces before compaction consolidates at them,
+                // so a restart never starts a collection below one.
+                let recorded = inner.sinces.lock().record(sinces);
+                if let Err(e) = recorded {
+                    inner.note_error(&e);
+                    tracing::warn!(error = %e, "cannot record collections' sinces");
+                    drop(inner);
+                    std::thread::sleep(tick);
+                    continue;
+                }
                 for c in collections {
-                    c.advance_since();
                     if let Err(e) = c.maybe_compact(inner.config.max_parts) {
                         inner.note_error(&e);
                         tracing::warn!(id = %c.id, error = %e, "compaction failed");

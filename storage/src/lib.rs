@@ -27,6 +27,7 @@ mod holds;
 mod listen;
 mod oracle;
 mod shard;
+mod sinces;
 mod txn_log;
 
 pub use batch::{data_columns, updates_schema, write_batch, write_schema};

@@ -14,9 +14,13 @@ use crate::error::{Result, StorageError};
 /// Consensus key holding the oracle's persisted upper bound.
 pub const ORACLE_KEY: &str = "oracle";
 
-/// How far ahead of the last handed-out timestamp the oracle persists, so
-/// that only one write in this many milliseconds of time needs an fsync.
-pub const ALLOCATION_BLOCK_MS: u64 = 5_000;
+/// How far ahead of the timestamp it hands out the oracle persists its
+/// upper bound (its lease), so that only about one write timestamp per this
+/// many milliseconds needs an fsync. A restart resumes at the persisted
+/// bound, so this is also the most the oracle can run ahead of the wall
+/// clock after a crash (once the clock passes the last timestamp handed
+/// out before it).
+pub const ALLOCATION_BLOCK_MS: u64 = 1_000;
 
 #[derive(Serialize, Deserialize)]
 struct PersistedOracle {
@@ -37,10 +41,14 @@ struct OracleState {
 /// reused across restarts) and tracks the read timestamp at which every
 /// acknowledged write is visible.
 ///
-/// Timestamps are allocated ahead in blocks: the oracle durably records an
-/// upper bound `ALLOCATION_BLOCK_MS` past what it hands out, so a restart
-/// resumes above anything handed out before, even if the wall clock went
-/// backwards.
+/// Timestamps are allocated ahead in blocks: before handing out a write
+/// timestamp at or above its persisted upper bound, the oracle durably
+/// records a new bound `ALLOCATION_BLOCK_MS` past that timestamp, so a
+/// restart resumes above anything handed out before, even if the wall
+/// clock went backwards. Opening only claims the persisted bound (it does
+/// not extend it): a bound is always within one block of a timestamp that
+/// was really handed out, so crashes in a row do not add up leaps ahead of
+/// the wall clock.
 pub struct TimestampOracle {
     fence: Fence,
     state: Mutex<OracleState>,
@@ -100,7 +108,9 @@ impl TimestampOracle {
                 }),
                 now: Arc::clone(&now),
             };
-            if oracle.try_persist(&mut oracle.state.lock(), start + ALLOCATION_BLOCK_MS)? {
+            // Claim the oracle for this epoch without extending the bound:
+            // the first write timestamp (above `start`) extends it.
+            if oracle.try_persist(&mut oracle.state.lock(), start)? {
                 tracing::info!(start, persisted, min_ts, "timestamp oracle resumed");
                 return Ok(oracle);
             }
@@ -204,6 +214,47 @@ mod tests {
             // The wall clock jumps back an hour before the next start.
             clock.fetch_sub(3_600_000, Ordering::SeqCst);
         }
+    }
+
+    #[test]
+    fn restarts_in_a_row_stay_within_one_block_of_the_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let c: Arc<dyn Consensus> = Arc::new(FileConsensus::open(dir.path()).unwrap());
+        let clock = Arc::new(AtomicU64::new(1_000_000));
+        let now = {
+            let clock = Arc::clone(&clock);
+            Arc::new(move || clock.load(Ordering::SeqCst)) as Arc<dyn Fn() -> u64 + Send + Sync>
+        };
+        let mut last = 0;
+        for round in 0..10 {
+            let fence = Fence::acquire(Arc::clone(&c)).unwrap();
+            let oracle = TimestampOracle::open(fence, 0, Arc::clone(&now)).unwrap();
+            let start = oracle.read_ts();
+            // The wall clock has passed everything handed out before: the
+            // oracle may be ahead of it by at most one block.
+            let wall = clock.load(Ordering::SeqCst);
+            assert!(
+                start <= wall + ALLOCATION_BLOCK_MS,
+                "round {round}: resumed at {start}, {} ahead of the clock",
+                start - wall
+            );
+            let ts = oracle.allocate_write_ts().unwrap();
+            assert!(ts > last);
+            last = ts;
+            // A crash right after; the next process starts 1 ms after the
+            // last timestamp, a restart far quicker than a block.
+            clock.store(ts + 1, Ordering::SeqCst);
+        }
+        // Opening without writing does not extend the lease.
+        let first =
+            TimestampOracle::open(Fence::acquire(Arc::clone(&c)).unwrap(), 0, Arc::clone(&now))
+                .unwrap()
+                .read_ts();
+        let second =
+            TimestampOracle::open(Fence::acquire(Arc::clone(&c)).unwrap(), 0, Arc::clone(&now))
+                .unwrap()
+                .read_ts();
+        assert_eq!(first, second);
     }
 
     #[test]

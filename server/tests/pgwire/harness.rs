@@ -14,6 +14,8 @@ pub struct Server {
     pub data_dir: PathBuf,
     child: Option<Child>,
     _tmp: Option<tempfile::TempDir>,
+    /// Extra command-line flags.
+    args: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -26,6 +28,11 @@ fn free_port() -> u16 {
 impl Server {
     /// Start a server on a fresh data directory.
     pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// Start a server on a fresh data directory with extra flags.
+    pub fn start_with(args: &[&str]) -> Server {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut s = Server {
             port: free_port(),
@@ -33,6 +40,7 @@ impl Server {
             data_dir: tmp.path().to_path_buf(),
             child: None,
             _tmp: Some(tmp),
+            args: args.iter().map(|a| a.to_string()).collect(),
         };
         s.spawn();
         s
@@ -46,6 +54,7 @@ impl Server {
             data_dir: data_dir.to_path_buf(),
             child: None,
             _tmp: None,
+            args: Vec::new(),
         };
         s.spawn();
         s
@@ -61,6 +70,7 @@ impl Server {
             .arg(format!("127.0.0.1:{}", self.http_port))
             .arg("--log-filter")
             .arg(std::env::var("FRESHET_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -92,6 +102,34 @@ impl Server {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Open file descriptors of the server process (Linux).
+    pub fn open_fds(&self) -> usize {
+        let pid = self.pid().expect("server running");
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
+    /// CPU time (user + system) the server process has used so far.
+    pub fn cpu_time(&self) -> Duration {
+        let pid = self.pid().expect("server running");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start at
+        // the state; utime and stime are the 14th and 15th fields.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks: u64 = fields
+            .get(11..13)
+            .map_or(0, |f| f.iter().filter_map(|v| v.parse::<u64>().ok()).sum());
+        // Linux reports CPU time in clock ticks of 1/100 s.
+        Duration::from_millis(ticks * 10)
     }
 
     /// Whether the process is still running.

@@ -10,6 +10,7 @@ mod differential;
 mod durability;
 mod endpoint;
 mod harness;
+mod hostile;
 mod indexes;
 mod mv_property;
 mod pg;
