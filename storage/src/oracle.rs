@@ -191,15 +191,24 @@ mod tests {
     use crate::consensus::{Consensus, FileConsensus};
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    #[test]
-    fn monotonic_across_restarts_even_when_clock_goes_back() {
+    type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+    /// A consensus store in a temp dir and a settable clock starting at
+    /// `start` milliseconds.
+    fn test_clock(start: u64) -> (tempfile::TempDir, Arc<dyn Consensus>, Arc<AtomicU64>, Clock) {
         let dir = tempfile::tempdir().unwrap();
         let c: Arc<dyn Consensus> = Arc::new(FileConsensus::open(dir.path()).unwrap());
-        let clock = Arc::new(AtomicU64::new(1_000_000));
+        let clock = Arc::new(AtomicU64::new(start));
         let now = {
             let clock = Arc::clone(&clock);
-            Arc::new(move || clock.load(Ordering::SeqCst)) as Arc<dyn Fn() -> u64 + Send + Sync>
+            Arc::new(move || clock.load(Ordering::SeqCst)) as Clock
         };
+        (dir, c, clock, now)
+    }
+
+    #[test]
+    fn monotonic_across_restarts_even_when_clock_goes_back() {
+        let (_dir, c, clock, now) = test_clock(1_000_000);
         let mut last = 0;
         for round in 0..3 {
             let fence = Fence::acquire(Arc::clone(&c)).unwrap();
@@ -218,13 +227,7 @@ mod tests {
 
     #[test]
     fn restarts_in_a_row_stay_within_one_block_of_the_clock() {
-        let dir = tempfile::tempdir().unwrap();
-        let c: Arc<dyn Consensus> = Arc::new(FileConsensus::open(dir.path()).unwrap());
-        let clock = Arc::new(AtomicU64::new(1_000_000));
-        let now = {
-            let clock = Arc::clone(&clock);
-            Arc::new(move || clock.load(Ordering::SeqCst)) as Arc<dyn Fn() -> u64 + Send + Sync>
-        };
+        let (_dir, c, clock, now) = test_clock(1_000_000);
         let mut last = 0;
         for round in 0..10 {
             let fence = Fence::acquire(Arc::clone(&c)).unwrap();

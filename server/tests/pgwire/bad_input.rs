@@ -40,8 +40,16 @@ pub fn raw_connect(s: &Server) -> TcpStream {
     sock
 }
 
-/// Read backend messages until ReadyForQuery (or EOF).
+/// Read backend messages until ReadyForQuery (or EOF): their type bytes.
 pub fn read_until_ready(sock: &mut TcpStream) -> Vec<u8> {
+    read_messages(sock)
+        .into_iter()
+        .map(|(kind, _)| kind)
+        .collect()
+}
+
+/// Backend messages until ReadyForQuery (or EOF), with their bodies.
+pub fn read_messages(sock: &mut TcpStream) -> Vec<(u8, Vec<u8>)> {
     let mut seen = Vec::new();
     loop {
         let mut header = [0u8; 5];
@@ -53,8 +61,9 @@ pub fn read_until_ready(sock: &mut TcpStream) -> Vec<u8> {
         if sock.read_exact(&mut body).is_err() {
             return seen;
         }
-        seen.push(header[0]);
-        if header[0] == b'Z' {
+        let kind = header[0];
+        seen.push((kind, body));
+        if kind == b'Z' {
             return seen;
         }
     }

@@ -2,11 +2,11 @@
 //! here once took the process down, froze it, or let one client hold
 //! resources without bound.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::bad_input::{query_message, raw_connect, startup_message};
+use crate::bad_input::{query_message, raw_connect, read_messages, startup_message};
 use crate::harness::*;
 
 /// A frontend message: type byte, length, body.
@@ -39,27 +39,6 @@ fn execute(max_rows: i32) -> Vec<u8> {
 
 fn sync() -> Vec<u8> {
     message(b'S', &[])
-}
-
-/// Backend messages until ReadyForQuery, with their bodies.
-fn read_messages(sock: &mut TcpStream) -> Vec<(u8, Vec<u8>)> {
-    let mut seen = Vec::new();
-    loop {
-        let mut header = [0u8; 5];
-        if sock.read_exact(&mut header).is_err() {
-            return seen;
-        }
-        let len = i32::from_be_bytes([header[1], header[2], header[3], header[4]]) as usize;
-        let mut body = vec![0u8; len.saturating_sub(4)];
-        if sock.read_exact(&mut body).is_err() {
-            return seen;
-        }
-        let kind = header[0];
-        seen.push((kind, body));
-        if kind == b'Z' {
-            return seen;
-        }
-    }
 }
 
 /// The SQLSTATE of an ErrorResponse body.
