@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every Freshet test: unit and integration tests (including the
-# PostgreSQL differential harness, the psql smoke test and the storage crash
-# harness), the sqllogictest suites, and the driver tests (psycopg 3, in a
-# virtualenv this script creates next to the build cache).
+# PostgreSQL differential harness, the psql smoke test, the storage crash
+# harness and the protocol fuzzer against a running server), the
+# sqllogictest suites, the driver tests (psycopg 3, in a virtualenv this
+# script creates next to the build cache), and the cargo-fuzz targets for
+# a bounded time.
 #
 # It sets up what the tests need itself: PostgreSQL refuses to run as root,
 # so when run as root it creates an unprivileged system user for the
@@ -24,7 +26,9 @@ echo "== cargo test (workspace) =="
 cargo test --workspace
 
 echo "== sqllogictest suites =="
-cargo build -p freshet-server --bin freshet
+# `cargo test --workspace` built target/debug/freshet (the integration
+# tests run it); building it again with `-p freshet-server` would unify
+# features differently and compile DataFusion a second time.
 cargo run -p freshet-sqllogictest -- \
   --server-binary "${CARGO_TARGET_DIR:-target}/debug/freshet" \
   sqllogictest/tests/
@@ -36,5 +40,11 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check "psycopg[binary]>=3.1,<4" "pytest>=7,<10"
 FRESHET_BIN="${CARGO_TARGET_DIR:-target}/debug/freshet" "$venv/bin/python" -m pytest -q tests/drivers
+
+echo "== fuzzing (pgwire decoder, SQL planning) =="
+# Bounded in time: ${FRESHET_FUZZ_SECONDS:-30} s per target; the build is
+# skipped (not failed) past its budget on a machine without a build cache.
+FRESHET_FUZZ_BUILD_BUDGET="${FRESHET_FUZZ_BUILD_BUDGET:-2400}" \
+  ./scripts/fuzz.sh "${FRESHET_FUZZ_SECONDS:-30}"
 
 echo "all tests passed"

@@ -48,6 +48,9 @@ pub struct DataflowState {
     /// Set when the dataflow is dropped: failures after that (its output
     /// collection going away under a last write) are expected.
     dropped: AtomicBool,
+    /// Set when it was torn down for holding too much memory (its state
+    /// stays, failed, so reads report why).
+    evicted: AtomicBool,
     installed_at: Instant,
     inner: Mutex<StateInner>,
 }
@@ -58,8 +61,9 @@ struct StateInner {
     errors: BTreeMap<DataflowError, i64>,
     /// Updates and bytes held in arrangements, per worker.
     arranged: BTreeMap<usize, (i64, usize)>,
-    /// Set when the dataflow cannot continue (storage failed under it).
-    failure: Option<String>,
+    /// Set when the dataflow cannot continue (storage failed under it, or
+    /// its arrangements outgrew the server's bound).
+    failure: Option<DataflowError>,
     /// Holds on the inputs, following the output upper.
     holds: Vec<ReadHold>,
     /// An index's completed times per worker (`None`: complete forever).
@@ -93,13 +97,10 @@ impl DataflowState {
         self.installed_at.elapsed()
     }
 
-    /// Why the dataflow stopped, if it did (storage failed under it).
+    /// Why the dataflow stopped, if it did (storage failed under it, or it
+    /// was evicted for holding too much memory).
     pub fn failure(&self) -> Option<DataflowError> {
-        self.inner
-            .lock()
-            .failure
-            .as_ref()
-            .map(|f| DataflowError::internal(format!("materialized view {} failed: {f}", self.id)))
+        self.inner.lock().failure.clone()
     }
 
     /// Updates held in the dataflow's arrangements over all workers (as
@@ -115,6 +116,10 @@ impl DataflowState {
     }
 
     pub(crate) fn set_arranged(&self, worker: usize, records: i64, bytes: usize) {
+        // A report racing an eviction: the workers are tearing it down.
+        if self.evicted.load(Ordering::SeqCst) {
+            return;
+        }
         self.inner.lock().arranged.insert(worker, (records, bytes));
     }
 
@@ -227,19 +232,28 @@ impl DataflowState {
         })
     }
 
-    /// Record a failure that stops the dataflow.
+    /// Record an internal failure that stops the dataflow.
     pub(crate) fn fail(&self, message: String) {
         if self.dropped.load(Ordering::SeqCst) {
             tracing::debug!(dataflow = %self.id, %message, "dropped dataflow stopped");
             return;
         }
-        tracing::error!(dataflow = %self.id, %message, "dataflow failed");
+        let what = if self.subscribe.is_some() {
+            "subscribe".to_string()
+        } else {
+            format!("materialized view {}", self.id)
+        };
+        self.fail_with(DataflowError::internal(format!("{what} failed: {message}")));
+    }
+
+    /// Record `error` as what stops the dataflow: reads of its output fail
+    /// with it, and a subscribe ends with it.
+    fn fail_with(&self, error: DataflowError) {
+        tracing::error!(dataflow = %self.id, %error, "dataflow failed");
         if let Some(queue) = &self.subscribe {
-            queue.fail(DataflowError::internal(format!(
-                "subscribe failed: {message}"
-            )));
+            queue.fail(error.clone());
         }
-        self.inner.lock().failure.get_or_insert(message);
+        self.inner.lock().failure.get_or_insert(error);
     }
 
     /// Where a subscribe's worker sends its updates (`None`: not a
@@ -347,6 +361,9 @@ pub struct ComputeController {
     dataflows: Mutex<BTreeMap<GlobalId, Arc<DataflowState>>>,
     codec: PlanCodec,
     workers: usize,
+    /// Bytes all dataflows' arrangements may hold together (see
+    /// [`ComputeController::enforce_arrangement_limit`]).
+    arrangement_limit: AtomicU64,
 }
 
 impl std::fmt::Debug for ComputeController {
@@ -387,7 +404,70 @@ impl ComputeController {
             dataflows: Mutex::new(BTreeMap::new()),
             codec,
             workers,
+            arrangement_limit: AtomicU64::new(u64::MAX),
         })
+    }
+
+    /// Bound the bytes all dataflows' arrangements may hold together.
+    pub fn set_arrangement_limit(&self, bytes: u64) {
+        self.arrangement_limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Keep the dataflows' arrangements within the server's bound: while
+    /// the bytes they hold together (as workers last reported them, once a
+    /// second) exceed it, the largest dataflow is evicted — torn down on
+    /// the workers, its input holds released, and failed with 53200, which
+    /// every read of its output (and a subscribe it feeds) then reports.
+    /// The object stays in the catalog: dropping it, or restarting with a
+    /// larger bound, is the way back. One object fails instead of the
+    /// process being killed for memory. Returns the evicted dataflows.
+    pub fn enforce_arrangement_limit(&self) -> Vec<GlobalId> {
+        let limit = self.arrangement_limit.load(Ordering::Relaxed);
+        let mut live: Vec<(u64, Arc<DataflowState>)> = self
+            .dataflows()
+            .into_iter()
+            .filter(|d| !d.evicted.load(Ordering::SeqCst))
+            .map(|d| (d.arranged_bytes() as u64, d))
+            .collect();
+        let mut total: u64 = live.iter().map(|(bytes, _)| bytes).sum();
+        live.sort_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
+        let mut evicted = Vec::new();
+        for (bytes, state) in live {
+            if total <= limit {
+                break;
+            }
+            total -= bytes;
+            self.evict(&state, bytes, limit);
+            evicted.push(state.id);
+        }
+        evicted
+    }
+
+    fn evict(&self, state: &Arc<DataflowState>, bytes: u64, limit: u64) {
+        let what = if state.subscribe.is_some() {
+            "subscribe".to_string()
+        } else if state.index_codecs.is_some() {
+            format!("index {}", state.id)
+        } else {
+            format!("materialized view {}", state.id)
+        };
+        state.evicted.store(true, Ordering::SeqCst);
+        state.fail_with(DataflowError {
+            code: "53200".into(),
+            message: format!(
+                "{what} was stopped: its arrangements held {bytes} bytes, \
+                 beyond the server's arrangement memory limit of {limit} bytes \
+                 (--max-arrangement-memory); drop it, or restart with a larger limit"
+            ),
+        });
+        {
+            let mut inner = state.inner.lock();
+            inner.holds.clear();
+            inner.arranged.clear();
+        }
+        if let Err(e) = self.broadcast(|| Command::Drop(state.id)) {
+            tracing::warn!(dataflow = %state.id, error = %e, "cannot tear down an evicted dataflow");
+        }
     }
 
     /// The number of timely workers.
@@ -603,6 +683,7 @@ impl ComputeController {
             hydrated: AtomicBool::new(false),
             history: AtomicU64::new(INDEX_HISTORY),
             dropped: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
             installed_at: Instant::now(),
             inner: Mutex::new(StateInner {
                 holds,
@@ -624,6 +705,9 @@ impl ComputeController {
         key: Option<Vec<ScalarValue>>,
     ) -> Result<PendingPeek> {
         let state = self.dataflow(id).ok_or(ComputeError::UnknownIndex(id))?;
+        if let Some(failure) = state.failure() {
+            return Err(ComputeError::Failed(failure));
+        }
         let codecs = state
             .index_codecs
             .clone()

@@ -96,6 +96,9 @@ pub enum ComputeError {
         /// Its since.
         since: u64,
     },
+    /// The dataflow stopped (see [`crate::DataflowState::failure`]).
+    #[error("{0}")]
+    Failed(DataflowError),
     /// Workers did not answer a peek in time.
     #[error("index read timed out")]
     PeekTimeout,

@@ -45,6 +45,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         .with_config(config)
         .with_default_features()
         .with_analyzer_rules(analyzer_rules)
+        .with_optimizer_rule(Arc::new(crate::long_chains::BalanceBooleanChains))
         .build();
     functions.extend(crate::functions::decimal_rounding(state.scalar_functions()));
     for f in functions {

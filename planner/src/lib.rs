@@ -5,11 +5,13 @@
 //! over [`provider::PlanningContext`] with a Postgres type layer
 //! ([`freshet_repr::PgType`], [`rules`]).
 
+pub mod checked_arithmetic;
 pub mod complexity;
 pub mod engine;
 pub mod error;
 pub mod functions;
 pub mod index;
+pub mod long_chains;
 pub mod lower;
 pub mod materialized;
 pub mod parse;

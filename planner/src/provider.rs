@@ -276,6 +276,7 @@ impl<'a> PlanningContext<'a> {
     /// Plan a statement with Postgres literal typing applied to a copy of it.
     pub fn plan_sql_statement(&self, stmt: ast::Statement) -> crate::Result<LogicalPlan> {
         let mut stmt = stmt;
+        crate::long_chains::reshape(&mut stmt);
         if let ast::Statement::Query(q) = &mut stmt {
             crate::set_all::rewrite(self, q)?;
         }

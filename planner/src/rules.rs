@@ -1,219 +1,28 @@
 //! Analyzer rules and functions that give DataFusion plans Postgres
 //! semantics where DataFusion differs.
 //!
-//! * `+`, `-` and `*` on two integers of the same type raise 22003 on
-//!   overflow instead of wrapping: after type coercion they become the
-//!   `checked_add` / `checked_sub` / `checked_mul` functions, whose kernels
-//!   are Arrow's checked arithmetic. Constant folding evaluates them too, so
-//!   `SELECT 2147483647 + 1` fails like it does in Postgres.
+//! * Integer arithmetic that raises 22003 instead of wrapping lives in
+//!   [`crate::checked_arithmetic`]; it is re-exported here with the other
+//!   rules the session state installs.
 
 use std::sync::Arc;
 
-use arrow::array::Datum;
 use arrow::datatypes::DataType;
-use arrow::error::ArrowError;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
-    BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ScalarFunctionArgs,
-    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
 
+use crate::checked_arithmetic::is_int;
 use crate::udf;
 
-/// Rewrites integer `+ - *` into overflow-checked functions.
-#[derive(Debug)]
-pub struct CheckedIntegerArithmetic {
-    add: Arc<ScalarUDF>,
-    sub: Arc<ScalarUDF>,
-    mul: Arc<ScalarUDF>,
-    div: Arc<ScalarUDF>,
-    rem: Arc<ScalarUDF>,
-}
-
-impl Default for CheckedIntegerArithmetic {
-    fn default() -> Self {
-        CheckedIntegerArithmetic {
-            add: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Add))),
-            sub: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Sub))),
-            mul: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Mul))),
-            div: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Div))),
-            rem: Arc::new(ScalarUDF::new_from_impl(CheckedArith::new(ArithOp::Rem))),
-        }
-    }
-}
-
-fn is_int(t: &DataType) -> bool {
-    matches!(t, DataType::Int16 | DataType::Int32 | DataType::Int64)
-}
-
-impl CheckedIntegerArithmetic {
-    /// The functions this rule introduces, for registration.
-    pub fn functions(&self) -> Vec<Arc<ScalarUDF>> {
-        vec![
-            Arc::clone(&self.add),
-            Arc::clone(&self.sub),
-            Arc::clone(&self.mul),
-            Arc::clone(&self.div),
-            Arc::clone(&self.rem),
-        ]
-    }
-
-    fn rewrite(&self, e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
-        // -x on an integer overflows for the smallest value.
-        if let Expr::Negative(inner) = &e
-            && let Ok(t) = inner.get_type(schema)
-            && is_int(&t)
-        {
-            let zero = Expr::Literal(ScalarValue::new_zero(&t)?, None);
-            return Ok(Transformed::yes(Expr::ScalarFunction(
-                ScalarFunction::new_udf(Arc::clone(&self.sub), vec![zero, inner.as_ref().clone()]),
-            )));
-        }
-        let Expr::BinaryExpr(BinaryExpr { left, op, right }) = &e else {
-            return Ok(Transformed::no(e));
-        };
-        let (Ok(lt), Ok(rt)) = (left.get_type(schema), right.get_type(schema)) else {
-            return Ok(Transformed::no(e));
-        };
-        if lt != rt {
-            return Ok(Transformed::no(e));
-        }
-        let is_float = matches!(lt, DataType::Float32 | DataType::Float64);
-        let udf = match op {
-            Operator::Plus if is_int(&lt) => &self.add,
-            Operator::Minus if is_int(&lt) => &self.sub,
-            Operator::Multiply if is_int(&lt) => &self.mul,
-            // Arrow divides floats by zero to infinity; Postgres raises.
-            Operator::Divide if is_float => &self.div,
-            Operator::Modulo if is_float => &self.rem,
-            _ => return Ok(Transformed::no(e)),
-        };
-        Ok(Transformed::yes(Expr::ScalarFunction(
-            ScalarFunction::new_udf(
-                Arc::clone(udf),
-                vec![left.as_ref().clone(), right.as_ref().clone()],
-            ),
-        )))
-    }
-}
-
-impl AnalyzerRule for CheckedIntegerArithmetic {
-    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        let out = plan.transform_up_with_subqueries(|node| {
-            let mut schema = DFSchema::empty();
-            for input in node.inputs() {
-                schema.merge(input.schema());
-            }
-            let preserver = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = preserver.save(&e);
-                Ok(e.transform_up(|e| self.rewrite(e, &schema))?
-                    .update_data(|e| saved.restore(e)))
-            })
-        })?;
-        Ok(out.data)
-    }
-
-    fn name(&self) -> &str {
-        "freshet_checked_integer_arithmetic"
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum ArithOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
-}
-
-/// Integer arithmetic that fails with 22003 instead of wrapping.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct CheckedArith {
-    op: ArithOp,
-    signature: Signature,
-}
-
-impl CheckedArith {
-    fn new(op: ArithOp) -> Self {
-        CheckedArith {
-            op,
-            signature: Signature::any(2, Volatility::Immutable),
-        }
-    }
-}
-
-fn out_of_range(t: &DataType) -> datafusion::error::DataFusionError {
-    let what = match t {
-        DataType::Int16 => "smallint",
-        DataType::Int32 => "integer",
-        _ => "bigint",
-    };
-    crate::error::sqlstate_error("22003", format!("{what} out of range"))
-}
-
-impl ScalarUDFImpl for CheckedArith {
-    fn name(&self) -> &str {
-        match self.op {
-            ArithOp::Add => "checked_add",
-            ArithOp::Sub => "checked_sub",
-            ArithOp::Mul => "checked_mul",
-            ArithOp::Div => "checked_div",
-            ArithOp::Rem => "checked_mod",
-        }
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(arg_types[0].clone())
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let [l, r] = args.args.as_slice() else {
-            return datafusion::common::exec_err!("{} takes two arguments", self.name());
-        };
-        let ty = l.data_type();
-        let scalar = udf::all_scalar(&args);
-        let to_datum = |v: &ColumnarValue| -> Result<Box<dyn Datum>> {
-            Ok(match v {
-                ColumnarValue::Array(a) => Box::new(Arc::clone(a)),
-                ColumnarValue::Scalar(s) => Box::new(s.to_scalar()?),
-            })
-        };
-        if matches!(self.op, ArithOp::Div | ArithOp::Rem) {
-            let divisor = r.to_array(args.number_rows.max(1))?;
-            let zero = ScalarValue::new_zero(&divisor.data_type().clone())?.to_scalar()?;
-            let is_zero = arrow::compute::kernels::cmp::eq(&divisor, &zero)?;
-            if is_zero.true_count() > 0 {
-                return Err(crate::error::sqlstate_error("22012", "division by zero"));
-            }
-        }
-        let (ld, rd) = (to_datum(l)?, to_datum(r)?);
-        use arrow::compute::kernels::numeric;
-        let result = match self.op {
-            ArithOp::Add => numeric::add(ld.as_ref(), rd.as_ref()),
-            ArithOp::Sub => numeric::sub(ld.as_ref(), rd.as_ref()),
-            ArithOp::Mul => numeric::mul(ld.as_ref(), rd.as_ref()),
-            ArithOp::Div => numeric::div(ld.as_ref(), rd.as_ref()),
-            ArithOp::Rem => numeric::rem(ld.as_ref(), rd.as_ref()),
-        };
-        let array = match result {
-            Ok(a) => a,
-            Err(ArrowError::ArithmeticOverflow(_)) => return Err(out_of_range(&ty)),
-            Err(e) => return Err(e.into()),
-        };
-        udf::to_columnar(array, scalar)
-    }
-}
+pub use crate::checked_arithmetic::CheckedIntegerArithmetic;
 
 /// Casts from text that Postgres parses differently from Arrow: text to
 /// `bytea` reads the `\x` hex and escape formats instead of taking the

@@ -128,6 +128,7 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("arranged_records", Int8),
             ("arranged_bytes", Int8),
             ("written_plan_format", Text),
+            ("failure", Text),
         ],
     },
     SystemRelation {

@@ -39,6 +39,12 @@ pub struct Config {
     /// Memory all running queries together may use.
     #[arg(long, env = "FRESHET_TOTAL_QUERY_MEMORY", default_value = "8GiB", value_parser = crate::query_exec::parse_size)]
     pub total_query_memory: usize,
+    /// Memory the arrangements of all materialized views, indexes and
+    /// subscribes may hold together. Beyond it the largest is stopped and
+    /// fails reads with 53200, instead of the process running out of
+    /// memory (checked once a second).
+    #[arg(long, env = "FRESHET_MAX_ARRANGEMENT_MEMORY", default_value = "8GiB", value_parser = crate::query_exec::parse_size)]
+    pub max_arrangement_memory: usize,
     /// `tracing` filter, e.g. `info,freshet_storage=debug`.
     #[arg(long, env = "FRESHET_LOG_FILTER", default_value = "info")]
     pub log_filter: String,

@@ -127,6 +127,9 @@ impl AdapterError {
             AdapterError::Compute(freshet_compute::ComputeError::Storage(e)) => {
                 (storage_code(e), e.to_string())
             }
+            AdapterError::Compute(freshet_compute::ComputeError::Failed(e)) => {
+                (e.sqlstate(), e.message.clone())
+            }
             AdapterError::Compute(_) => ("XX000", self.to_string()),
             AdapterError::Dataflow(e) => (e.sqlstate(), e.message.clone()),
             AdapterError::Arrow(_) => ("XX000", self.to_string()),

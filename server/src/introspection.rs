@@ -99,6 +99,7 @@ impl QueryReader {
                         Some(d.arranged_records().to_string()),
                         Some(d.arranged_bytes().to_string()),
                         freshet_planner::written_plan::format_of(&self.catalog, d.id),
+                        d.failure().map(|e| format!("{}: {}", e.code, e.message)),
                     ]
                 })
                 .collect(),

@@ -42,6 +42,10 @@ pub async fn serve(config: Config) -> anyhow_like::Result<()> {
         "freshet is listening"
     );
     tokio::spawn(crate::http::serve(http, Arc::clone(&coord)));
+    coord
+        .compute
+        .set_arrangement_limit(config.max_arrangement_memory as u64);
+    tokio::spawn(enforce_arrangement_limit(Arc::clone(&coord)));
     let sockets = Arc::new(Sockets::default());
     let handlers = Arc::new(Handlers::new(
         Arc::clone(&coord),
@@ -83,6 +87,19 @@ pub async fn serve(config: Config) -> anyhow_like::Result<()> {
                 coord.storage.shutdown();
                 return Ok(());
             }
+        }
+    }
+}
+
+/// Once a second (as often as workers report arrangement sizes), stop
+/// whichever dataflows hold more than the server's arrangement bound.
+async fn enforce_arrangement_limit(coord: Arc<Coordinator>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        for id in coord.compute.enforce_arrangement_limit() {
+            tracing::warn!(dataflow = %id, "dataflow stopped: arrangement memory limit reached");
         }
     }
 }

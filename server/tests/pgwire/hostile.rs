@@ -122,16 +122,26 @@ async fn long_flat_expressions_plan_or_are_refused_with_54001() {
     c.batch_execute("CREATE TABLE s (g int); INSERT INTO s SELECT * FROM generate_series(1, 10)")
         .await
         .unwrap();
-    // Chains up to the limits (a few thousand terms once overflowed the
-    // stack) plan and run.
-    let n = 200;
+    // Chains up to the limit (a few thousand terms once overflowed the
+    // stack, and took minutes to plan) plan and run.
+    let n = 9_000;
     let sum = value(&c, &format!("SELECT {}", chain(" + ", n))).await;
     assert_eq!(sum, Some((n * (n + 1) / 2).to_string()));
+    // Over a column, with a step that overflows: the chain is checked at
+    // every step, as the nested operators are.
+    let terms = vec!["g"; 5_000].join(" + ");
+    let total = value(&c, &format!("SELECT sum({terms}) FROM s")).await;
+    assert_eq!(total.as_deref(), Some((55 * 5_000).to_string().as_str()));
+    let err = c
+        .simple_query(&format!("SELECT {terms} + 2147483647 - 2147483647 FROM s"))
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22003", "{err:?}");
     let any = value(
         &c,
         &format!(
             "SELECT count(*) FROM s WHERE {}",
-            (1..=1_000)
+            (1..=4_000)
                 .map(|i| format!("g = {}", i * 7))
                 .collect::<Vec<_>>()
                 .join(" OR ")
@@ -139,9 +149,9 @@ async fn long_flat_expressions_plan_or_are_refused_with_54001() {
     )
     .await;
     assert_eq!(any.as_deref(), Some("1"));
-    // Past the limits: refused before any tree is built.
+    // Past the limit: refused before any tree is built.
     for (op, n) in [
-        (" + ", 3_000),
+        (" + ", 10_002),
         (" - ", 50_000),
         (" OR ", 50_000),
         (" || ", 50_000),
@@ -323,6 +333,93 @@ async fn query_memory_is_bounded_and_sorts_spill() {
         None => copy.finish().await.unwrap_err(),
     };
     assert_eq!(sqlstate(&err), "53200", "{err:?}");
+    still_serving(&s).await;
+}
+
+/// The `failure` of the dataflow maintaining `name`, once it has one.
+async fn wait_for_failure(c: &tokio_postgres::Client, name: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let failure = value(
+            c,
+            &format!(
+                "SELECT failure FROM freshet_internal.dataflows \
+                 WHERE object_name LIKE '%.{name}' AND failure IS NOT NULL"
+            ),
+        )
+        .await;
+        if let Some(f) = failure {
+            return f;
+        }
+        assert!(Instant::now() < deadline, "{name} never failed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn arrangements_beyond_the_server_bound_fail_their_object_not_the_process() {
+    let s = Server::start_with(&["--max-arrangement-memory", "4MiB"]);
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE big (k bigint, v text); \
+         INSERT INTO big SELECT g, repeat('x', 40) FROM generate_series(1, 200000) g; \
+         CREATE TABLE small (k int); INSERT INTO small VALUES (1), (2), (2); \
+         CREATE MATERIALIZED VIEW small_counts AS SELECT k, count(*) AS n FROM small GROUP BY k",
+    )
+    .await
+    .unwrap();
+    // 200,000 distinct groups with their text arrange far more than 4 MiB.
+    c.batch_execute(
+        "CREATE MATERIALIZED VIEW wide AS SELECT k, v, count(*) AS n FROM big GROUP BY k, v",
+    )
+    .await
+    .unwrap();
+    let failure = wait_for_failure(&c, "wide").await;
+    assert!(failure.starts_with("53200: "), "{failure}");
+    let err = c
+        .simple_query("SELECT count(*) FROM wide")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "53200", "{err:?}");
+    assert!(
+        err.as_db_error()
+            .is_some_and(|e| e.message().contains("arrangement memory limit")),
+        "{err:?}"
+    );
+    // The eviction released what it held on its input, and the small
+    // view goes on being maintained.
+    assert_eq!(holds_on(&c, "big").await, 0);
+    c.batch_execute("INSERT INTO small VALUES (3)")
+        .await
+        .unwrap();
+    assert_eq!(
+        rows(&c, "SELECT k, n FROM small_counts ORDER BY k").await,
+        vec![
+            vec![Some("1".into()), Some("1".into())],
+            vec![Some("2".into()), Some("2".into())],
+            vec![Some("3".into()), Some("1".into())],
+        ]
+    );
+    // An index beyond the bound fails its lookups the same way.
+    c.batch_execute("CREATE INDEX big_k ON big (k)")
+        .await
+        .unwrap();
+    wait_for_failure(&c, "big_k").await;
+    let err = c
+        .simple_query("SELECT v FROM big WHERE k = 7")
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "53200", "{err:?}");
+    // Dropping the objects is the way back.
+    c.batch_execute("DROP INDEX big_k; DROP MATERIALIZED VIEW wide")
+        .await
+        .unwrap();
+    assert_eq!(
+        value(&c, "SELECT count(*) FROM big WHERE k = 7")
+            .await
+            .as_deref(),
+        Some("1")
+    );
     still_serving(&s).await;
 }
 
