@@ -362,7 +362,7 @@ async fn arrangements_beyond_the_server_bound_fail_their_object_not_the_process(
     let c = s.connect().await;
     c.batch_execute(
         "CREATE TABLE big (k bigint, v text); \
-         INSERT INTO big SELECT g, repeat('x', 40) FROM generate_series(1, 200000) g; \
+         INSERT INTO big SELECT g, repeat('x', 40) FROM generate_series(1, 200000) AS s(g); \
          CREATE TABLE small (k int); INSERT INTO small VALUES (1), (2), (2); \
          CREATE MATERIALIZED VIEW small_counts AS SELECT k, count(*) AS n FROM small GROUP BY k",
     )
@@ -406,7 +406,7 @@ async fn arrangements_beyond_the_server_bound_fail_their_object_not_the_process(
         .unwrap();
     wait_for_failure(&c, "big_k").await;
     let err = c
-        .simple_query("SELECT v FROM big WHERE k = 7")
+        .simple_query("SELECT * FROM big WHERE k = 7")
         .await
         .unwrap_err();
     assert_eq!(sqlstate(&err), "53200", "{err:?}");
