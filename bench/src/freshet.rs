@@ -45,6 +45,16 @@ impl FreshetServer {
     /// `workers` is passed as `--workers` only when given, so the benchmark
     /// also runs against servers that predate that flag.
     pub async fn start(bin: &Path, workers: Option<u32>) -> Result<FreshetServer> {
+        FreshetServer::start_with(bin, workers, &[]).await
+    }
+
+    /// [`FreshetServer::start`] with `extra` flags appended to the command
+    /// line (e.g. `--max-connections 1100`).
+    pub async fn start_with(
+        bin: &Path,
+        workers: Option<u32>,
+        extra: &[String],
+    ) -> Result<FreshetServer> {
         let tmp = tempfile::Builder::new()
             .prefix("freshet-bench-")
             .tempdir()
@@ -67,6 +77,7 @@ impl FreshetServer {
             command.push("--workers".into());
             command.push(n.to_string().into());
         }
+        command.extend(extra.iter().map(Into::into));
         let child = spawn(&command, log)?;
         let mut server = FreshetServer {
             port,

@@ -18,6 +18,7 @@
 //! It talks to both servers over pgwire only and depends on no Freshet
 //! crate, so it builds in seconds and measures the real server binary.
 
+mod connections;
 mod db;
 mod error;
 mod freshet;
@@ -125,6 +126,20 @@ struct Args {
     /// (comma-separated; the last repeats).
     #[arg(long, value_delimiter = ',', default_value = "1,10")]
     subscribe_rows_per_insert: Vec<u32>,
+    /// Run the concurrent-connections benchmark (idle memory per
+    /// connection; SELECT 1 and keyed lookups from N sessions at once)
+    /// instead of the maintenance benchmark.
+    #[arg(long)]
+    connections: bool,
+    /// Connection counts of the connections benchmark, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "300,1000")]
+    connections_counts: Vec<usize>,
+    /// Seconds of each query loop in the connections benchmark.
+    #[arg(long, default_value_t = 10)]
+    connections_seconds: u64,
+    /// Rows in the connections benchmark's `kv` table.
+    #[arg(long, default_value_t = 100_000)]
+    connections_rows: usize,
     /// Run the restart benchmark (hydration vs. serializable and fresh
     /// reads after kill -9) instead of the maintenance benchmark.
     #[arg(long)]
@@ -208,11 +223,45 @@ async fn bench(args: &Args) -> Result<()> {
         }
         return emit(args, &text);
     }
-    let pg = start_postgres(args, &mut notes);
+    let connections_settings = connections::ConnectionsSettings {
+        bin: &bin,
+        workers: args.freshet_workers,
+        counts: args.connections_counts.clone(),
+        seconds: args.connections_seconds,
+        rows: args.connections_rows,
+        seed: args.seed,
+    };
+    let pg_settings = if args.connections {
+        vec![format!(
+            "max_connections={}",
+            connections_settings.max_connections()
+        )]
+    } else {
+        vec![]
+    };
+    let pg = start_postgres(args, &pg_settings, &mut notes);
     let pg_version = match &pg {
         Some(pg) => postgres_version(pg).await,
         None => "not run".to_string(),
     };
+    if args.connections {
+        let rows = connections::run(&connections_settings, pg.as_ref()).await?;
+        drop(pg);
+        notes.push(format!(
+            "Both servers ran with max_connections {} (PostgreSQL: `-c max_connections={}`; \
+             Freshet: `--max-connections {}`).",
+            connections_settings.max_connections(),
+            connections_settings.max_connections(),
+            connections_settings.max_connections()
+        ));
+        let env = environment(args, &bin, settings.view, pg_version, load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment("connections", &env, &notes),
+            connections::render(&rows, &connections_settings)
+        );
+        return emit(args, &text);
+    }
     if args.lookup {
         let lookup_settings = lookup::LookupSettings {
             bin: &bin,
@@ -270,6 +319,16 @@ fn validate(args: &Args) -> Result<()> {
     if args.subscribe_rates.contains(&0) || args.subscribe_writers == 0 {
         return failed("--subscribe-rates and --subscribe-writers must be positive");
     }
+    if args.connections
+        && (args.connections_counts.is_empty()
+            || args.connections_counts.contains(&0)
+            || args.connections_seconds == 0
+            || args.connections_rows == 0)
+    {
+        return failed(
+            "--connections-counts, --connections-seconds and --connections-rows must be positive",
+        );
+    }
     if args.changes == 0 || args.batch == 0 || args.batches == 0 {
         return failed("--changes, --batch and --batches must be positive");
     }
@@ -295,13 +354,13 @@ fn resolve_bin(bin: &Path) -> Result<PathBuf> {
 
 /// Start PostgreSQL unless skipped; a failure is noted in the report and
 /// Freshet is still measured.
-fn start_postgres(args: &Args, notes: &mut Vec<String>) -> Option<PgServer> {
+fn start_postgres(args: &Args, settings: &[String], notes: &mut Vec<String>) -> Option<PgServer> {
     if args.skip_postgres {
         notes.push("PostgreSQL skipped (--skip-postgres).".into());
         return None;
     }
     eprintln!("starting PostgreSQL");
-    match PgServer::start(args.pg_bindir.as_deref()) {
+    match PgServer::start_with(args.pg_bindir.as_deref(), settings) {
         Ok(pg) => Some(pg),
         Err(e) => {
             eprintln!("PostgreSQL did not start: {e}");

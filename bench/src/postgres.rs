@@ -29,6 +29,8 @@ pub struct PgServer {
     bindir: Option<PathBuf>,
     /// The user the server runs as (`None`: the current user).
     run_as: Option<String>,
+    /// Extra `name=value` settings for `postgres -c`.
+    settings: Vec<String>,
     /// Whether `pg_ctl start` was attempted, so `drop` must stop it.
     started: bool,
     /// Declared last so that it is removed after the server stopped.
@@ -37,8 +39,10 @@ pub struct PgServer {
 
 impl PgServer {
     /// initdb a fresh cluster and start it on a free loopback port.
-    /// `bindir` overrides the lookup of `initdb` and `pg_ctl`.
-    pub fn start(bindir: Option<&Path>) -> Result<PgServer> {
+    /// `bindir` overrides the lookup of `initdb` and `pg_ctl`; `settings`
+    /// are extra `name=value` server settings (passed as `-c name=value`),
+    /// e.g. `max_connections=1100`.
+    pub fn start_with(bindir: Option<&Path>, settings: &[String]) -> Result<PgServer> {
         let run_as = pg_run_as_user()?;
         let tmp = tempfile::Builder::new()
             .prefix("freshet-bench-pg-")
@@ -57,6 +61,7 @@ impl PgServer {
             data_dir: tmp.path().join("data"),
             bindir: bindir.map(Path::to_path_buf),
             run_as,
+            settings: settings.to_vec(),
             started: false,
             tmp,
         };
@@ -96,12 +101,16 @@ impl PgServer {
     }
 
     fn pg_ctl_start(&mut self) -> Result<()> {
-        let options = format!(
+        let mut options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c TimeZone=UTC \
              -c fsync=on -c synchronous_commit=on",
             self.port,
             self.tmp.path().display()
         );
+        for setting in &self.settings {
+            options.push_str(" -c ");
+            options.push_str(setting);
+        }
         let log = self.tmp.path().join("postgres.log");
         self.started = true;
         let out = self
@@ -123,6 +132,16 @@ impl PgServer {
             "PostgreSQL did not start: {}\nserver log:\n{log_text}",
             describe_output(&out)
         ))
+    }
+
+    /// The postmaster's process id (the first line of `postmaster.pid`).
+    pub fn postmaster_pid(&self) -> Result<u32> {
+        let path = self.data_dir.join("postmaster.pid");
+        let text = std::fs::read_to_string(&path).context(format!("read {}", path.display()))?;
+        match text.lines().next().and_then(|l| l.trim().parse().ok()) {
+            Some(pid) => Ok(pid),
+            None => failed(format!("no process id in {}", path.display())),
+        }
     }
 
     /// The port it listens on.

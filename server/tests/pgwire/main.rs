@@ -16,6 +16,7 @@ mod mv_property;
 mod pg;
 mod primary_keys;
 mod protocol;
+mod protocol_fuzz;
 mod psql_smoke;
 mod subscribe;
 mod time_travel;
