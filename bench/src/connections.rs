@@ -18,10 +18,14 @@
 //!    that map it, and is the fairer figure for both.
 //! 2. all N sessions loop `SELECT 1` (simple query protocol) concurrently
 //!    for `--connections-seconds`, timing every query: p50, p99, total qps;
-//! 3. the same with a prepared `SELECT v FROM kv WHERE k = $1`, random
+//! 3. the same with a prepared `SELECT * FROM kv WHERE k = $1`, random
 //!    keys, over `kv (k bigint, v bigint)` with `--connections-rows` rows
-//!    and an index on `k` (Freshet: `CREATE INDEX kv_k ON kv (k)`, the
-//!    index fast path; PostgreSQL: the same btree index).
+//!    and an index on `k` (Freshet: `CREATE INDEX kv_k ON kv (k)`, which
+//!    it answers on the index fast path; PostgreSQL: the same btree
+//!    index);
+//! 4. the same with `SELECT v FROM kv WHERE k = $1`: Freshet's fast path
+//!    covers `SELECT *` only, so this one is planned by DataFusion (a
+//!    filter over the table), while PostgreSQL uses the index for both.
 //!
 //! The client is this process's single-threaded tokio runtime; client and
 //! servers share the machine's cores.
@@ -110,7 +114,10 @@ pub struct ConnectionsRow {
     pub idle_before: Memory,
     pub idle_after: Memory,
     pub select1: LoadResult,
+    /// `SELECT * FROM kv WHERE k = $1`.
     pub lookup: LoadResult,
+    /// `SELECT v FROM kv WHERE k = $1`.
+    pub lookup_v: LoadResult,
 }
 
 /// How to reach one system and where its memory is.
@@ -200,7 +207,7 @@ async fn load_freshet(server: &FreshetServer, rows: usize) -> Result<()> {
         db::exec(&c, &sql, "Freshet").await?;
     }
     check_loaded(&c, "Freshet", rows).await?;
-    let plan = db::rows(&c, "EXPLAIN SELECT v FROM kv WHERE k = 1", "Freshet").await?;
+    let plan = db::rows(&c, "EXPLAIN SELECT * FROM kv WHERE k = 1", "Freshet").await?;
     let first = plan.first().and_then(|r| r.first().cloned()).flatten();
     if !first.as_deref().is_some_and(|l| l.starts_with("Fast path")) {
         return failed(format!(
@@ -264,6 +271,21 @@ async fn measure(
         settings.seed,
         Query::Lookup {
             rows: settings.rows,
+            star: true,
+        },
+    )
+    .await;
+    eprintln!(
+        "connections: {}: {n} sessions loop a projected keyed lookup for {duration:?}",
+        target.system
+    );
+    let lookup_v = load(
+        &clients,
+        duration,
+        settings.seed,
+        Query::Lookup {
+            rows: settings.rows,
+            star: false,
         },
     )
     .await;
@@ -276,6 +298,7 @@ async fn measure(
         idle_after,
         select1,
         lookup,
+        lookup_v,
     })
 }
 
@@ -303,7 +326,22 @@ async fn open(target: &Target, n: usize) -> Result<Vec<Client>> {
 #[derive(Clone, Copy)]
 enum Query {
     SelectOne,
-    Lookup { rows: usize },
+    /// A prepared lookup of a random key in `1..=rows`: `SELECT *` (both
+    /// columns) when `star`, else `SELECT v`.
+    Lookup {
+        rows: usize,
+        star: bool,
+    },
+}
+
+impl Query {
+    fn sql(self) -> &'static str {
+        match self {
+            Query::SelectOne => "SELECT 1",
+            Query::Lookup { star: true, .. } => "SELECT * FROM kv WHERE k = $1",
+            Query::Lookup { star: false, .. } => "SELECT v FROM kv WHERE k = $1",
+        }
+    }
 }
 
 /// Every session loops `query` until `duration` has passed; the latency
@@ -361,7 +399,7 @@ async fn session_loop(
     let mut rng = StdRng::seed_from_u64(seed);
     let stmt = match query {
         Query::SelectOne => None,
-        Query::Lookup { .. } => match client.prepare("SELECT v FROM kv WHERE k = $1").await {
+        Query::Lookup { .. } => match client.prepare(query.sql()).await {
             Ok(s) => Some(s),
             Err(e) => return (latencies, 1, Some(format!("prepare: {e}"))),
         },
@@ -372,18 +410,21 @@ async fn session_loop(
         }
         let t = Instant::now();
         let result = match (query, &stmt) {
-            (Query::Lookup { rows }, Some(stmt)) => {
+            (Query::Lookup { rows, star }, Some(stmt)) => {
                 let k: i64 = rng.random_range(1..=rows as i64);
+                let column = usize::from(star);
                 tokio::time::timeout(QUERY_TIMEOUT, client.query(stmt, &[&k]))
                     .await
                     .map(|r| {
                         r.and_then(|rows| {
-                            rows.first().map(|row| row.try_get::<_, i64>(0)).transpose()
+                            rows.first()
+                                .map(|row| row.try_get::<_, i64>(column))
+                                .transpose()
                         })
                         .map(|v| v == Some(k * 2))
                     })
             }
-            _ => tokio::time::timeout(QUERY_TIMEOUT, client.simple_query("SELECT 1"))
+            _ => tokio::time::timeout(QUERY_TIMEOUT, client.simple_query(query.sql()))
                 .await
                 .map(|r| r.map(|_| true)),
         };
@@ -507,7 +548,7 @@ pub fn render(rows: &[ConnectionsRow], settings: &ConnectionsSettings<'_>) -> St
     );
     for r in rows {
         s.push_str(&format!(
-            "| {} | {} | {:.2} | {} → {} | {} | {} → {} | {} | {} → {} |\n",
+            "| {} | {} | {:.3} | {} → {} | {} | {} → {} | {} | {} → {} |\n",
             r.system,
             r.connections,
             r.open_time.as_secs_f64(),
@@ -523,8 +564,10 @@ pub fn render(rows: &[ConnectionsRow], settings: &ConnectionsSettings<'_>) -> St
     }
     s.push_str(&format!(
         "\nAll N sessions loop concurrently for {secs} s: `SELECT 1` (simple query protocol), \
-         then a prepared `SELECT v FROM kv WHERE k = $1` with a random key (`kv` has {rows} \
-         rows, index `kv_k` on `k`; every answer checked). Latency is per query, from send to \
+         then prepared `SELECT * FROM kv WHERE k = $1` and `SELECT v FROM kv WHERE k = $1` \
+         with a random key (`kv` has {rows} rows, index `kv_k` on `k`; every answer checked; \
+         Freshet answers the first on its index fast path and plans the second with DataFusion). \
+         Latency is per query, from send to \
          the last row; qps = queries completed / elapsed. The client is one single-threaded \
          tokio runtime on the same machine.\n\n\
          | system | connections | query | queries | qps | p50 (ms) | p99 (ms) | errors |\n\
@@ -533,7 +576,11 @@ pub fn render(rows: &[ConnectionsRow], settings: &ConnectionsSettings<'_>) -> St
         rows = settings.rows,
     ));
     for r in rows {
-        for (what, l) in [("SELECT 1", &r.select1), ("keyed lookup", &r.lookup)] {
+        for (what, l) in [
+            ("SELECT 1", &r.select1),
+            ("`SELECT *` by key", &r.lookup),
+            ("`SELECT v` by key", &r.lookup_v),
+        ] {
             let (p50, p99) = latency_ms(l.latency);
             s.push_str(&format!(
                 "| {} | {} | {what} | {} | {:.0} | {p50} | {p99} | {} |\n",

@@ -254,7 +254,14 @@ async fn bench(args: &Args) -> Result<()> {
             connections_settings.max_connections(),
             connections_settings.max_connections()
         ));
-        let env = environment(args, &bin, settings.view, pg_version, load_before);
+        let mut env = environment(args, &bin, settings.view, pg_version, load_before);
+        // The maintenance benchmark's knobs do not apply here.
+        env.rows.retain(|(k, _)| {
+            !matches!(
+                *k,
+                "region_stats on Freshet" | "orders sizes" | "changes / batch / batches"
+            )
+        });
         let text = format!(
             "{}\n{}",
             report::render_environment("connections", &env, &notes),

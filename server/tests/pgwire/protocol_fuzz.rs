@@ -9,12 +9,15 @@
 //! several statements or invalid UTF-8), (d) mutations of a valid
 //! extended-protocol exchange (bit flips, truncation, duplication, deleted
 //! or swapped messages, corrupted length fields) and (e) clients that
-//! vanish mid-stream. The process must stay up, keep answering `SELECT 1`,
-//! and give back its sockets and memory afterwards.
+//! vanish mid-stream. The process must stay up, keep answering `SELECT 1`
+//! (checked every [`CHECK_EVERY`] cases), and give back its sockets and
+//! memory afterwards. The cases run twice: four at a time, then replayed
+//! one at a time, so that memory a case keeps shows up as growth in the
+//! replay (see [`RSS_SLACK_KIB`] and [`REPLAY_RSS_SLACK_KIB`]).
 //!
 //! Every case is a pure function of the seed and its index. Environment:
 //!
-//! * `FRESHET_PROTOCOL_FUZZ_CASES` — number of cases (default 2000);
+//! * `FRESHET_PROTOCOL_FUZZ_CASES` — cases per pass (default 2000);
 //! * `FRESHET_PROTOCOL_FUZZ_SEED` — the seed (default [`DEFAULT_SEED`], so
 //!   CI runs are repeatable; `random` picks one from the clock);
 //! * `FRESHET_PROTOCOL_FUZZ_THREADS` — cases in flight at once (default 4);
@@ -1534,5 +1537,56 @@ async fn settle(s: &Server, pid: u32, max_fds: usize, max_rss: u64) -> (usize, u
             return (fds, rss);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Found by the fuzz above; ignored until fixed. pgwire 0.41.1 hands each
+/// message's decoder the whole connection buffer, not the message's
+/// `length` bytes (`codec::decode_packet`), so a body shorter than its
+/// own counts is completed with the bytes of the messages after it:
+///
+/// * `P` "" "SELECT 1" with 1 parameter type declared and none sent, then
+///   Sync: the decoder takes `S\0\0\0` of the Sync as the type OID; the
+///   server answers ParseComplete and never ReadyForQuery (the stream is
+///   out of step from then on).
+/// * the same declaring 3 types and carrying 1: the decoder runs out of
+///   buffer and panics (`bytes` "advance out of bounds"); the panic is
+///   contained (FATAL XX000, connection closed), but the panic hook logs a
+///   symbolized backtrace, and the first one costs the process about
+///   300 MiB of RSS for good (debug info loaded for symbolization; seen in
+///   the release build too: 43 → 390 MiB).
+///
+/// PostgreSQL 15 answers both with `08P01 insufficient data left in
+/// message` and ReadyForQuery, and keeps the connection.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "pgwire decodes past the end of a message; see the comment"]
+async fn a_message_shorter_than_its_counts_is_08p01() {
+    let s = Server::start();
+    for declared in [1u8, 3] {
+        let mut body = b"\0SELECT 1\0\x00".to_vec();
+        body.push(declared);
+        if declared == 3 {
+            body.extend_from_slice(&23u32.to_be_bytes());
+        }
+        let mut sock = crate::bad_input::raw_connect(&s);
+        let _ = sock.set_read_timeout(Some(SOCKET_TIMEOUT));
+        sock.write_all(&[message(b'P', &body), sync_msg()].concat())
+            .unwrap();
+        let seen = read_messages(&mut sock);
+        let kinds: Vec<char> = seen.iter().map(|(k, _)| *k as char).collect();
+        let code = seen.iter().find(|(k, _)| *k == b'E').and_then(|(_, body)| {
+            body.split(|b| *b == 0)
+                .find(|f| f.first() == Some(&b'C'))
+                .map(|f| String::from_utf8_lossy(&f[1..]).into_owned())
+        });
+        assert_eq!(
+            (code.as_deref(), kinds.last()),
+            (Some("08P01"), Some(&'Z')),
+            "{declared} type(s) declared: {kinds:?}"
+        );
+        // The session goes on, as in PostgreSQL.
+        sock.write_all(&query_message("SELECT 1")).unwrap();
+        let after: Vec<u8> = read_messages(&mut sock).iter().map(|(k, _)| *k).collect();
+        assert!(after.contains(&b'D'), "{declared}: {after:?}");
     }
 }
