@@ -44,9 +44,18 @@ bounded cargo fuzz build --fuzz-dir fuzz --sanitizer none --release
 for target in wire_decode sql_plan; do
   scratch="$(mktemp -d)"
   echo "== fuzzing $target for ${seconds}s =="
-  cargo fuzz run --fuzz-dir fuzz --sanitizer none --release "$target" \
+  # libFuzzer reports every new input; keep its log aside and show the
+  # totals, or the end of the log (the crash and its input) on failure.
+  log="$scratch.log"
+  if ! cargo fuzz run --fuzz-dir fuzz --sanitizer none --release "$target" \
     "$scratch" "fuzz/corpus/$target" -- \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1
-  rm -rf "$scratch"
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    > "$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzzing: $target failed"
+    exit 1
+  fi
+  grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" || tail -n 5 "$log"
+  rm -rf "$scratch" "$log"
 done
 echo "fuzzing: 2 passed, 0 failed"

@@ -32,10 +32,9 @@ use arrow::datatypes::DataType;
 use arrow::datatypes::FieldRef;
 use arrow::error::ArrowError;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, ScalarValue, exec_err, internal_err, plan_err};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
 use datafusion::logical_expr::{
     BinaryExpr, ColumnarValue, Expr, ExprSchemable, LogicalPlan, Operator, ReturnFieldArgs,
@@ -44,6 +43,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_expr::expressions as physical;
 
+use crate::expr_rewrite::rewrite_expressions_up;
 use crate::udf;
 
 /// The name of the flat chain function.
@@ -180,8 +180,12 @@ impl CheckedIntegerArithmetic {
         let call = |func: &Arc<ScalarUDF>, args| {
             Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(func), args))
         };
-        match left {
-            Expr::ScalarFunction(ScalarFunction { func, mut args })
+        let two_operand = match &left {
+            Expr::ScalarFunction(f) if f.args.len() == 2 => self.binary_op(&f.func),
+            _ => None,
+        };
+        match (left, two_operand) {
+            (Expr::ScalarFunction(ScalarFunction { func, mut args }), _)
                 if Arc::ptr_eq(&func, &self.chain) =>
             {
                 if let Some(Expr::Literal(ScalarValue::Utf8(Some(ops)), _)) = args.first_mut() {
@@ -194,36 +198,21 @@ impl CheckedIntegerArithmetic {
                     call(self.binary(op), vec![left, right])
                 }
             }
-            Expr::ScalarFunction(ScalarFunction { func, args })
-                if args.len() == 2 && self.binary_op(&func).is_some() =>
-            {
-                let first = self.binary_op(&func).map_or('+', ArithOp::symbol);
-                let ops: String = [first, op.symbol()].into_iter().collect();
+            (Expr::ScalarFunction(ScalarFunction { args, .. }), Some(first)) => {
+                let ops: String = [first.symbol(), op.symbol()].into_iter().collect();
                 let mut chain = vec![Expr::Literal(ScalarValue::Utf8(Some(ops)), None)];
                 chain.extend(args);
                 chain.push(right);
                 call(&self.chain, chain)
             }
-            left => call(self.binary(op), vec![left, right]),
+            (left, _) => call(self.binary(op), vec![left, right]),
         }
     }
 }
 
 impl AnalyzerRule for CheckedIntegerArithmetic {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        let out = plan.transform_up_with_subqueries(|node| {
-            let mut schema = DFSchema::empty();
-            for input in node.inputs() {
-                schema.merge(input.schema());
-            }
-            let preserver = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = preserver.save(&e);
-                Ok(e.transform_up(|e| self.rewrite(e, &schema))?
-                    .update_data(|e| saved.restore(e)))
-            })
-        })?;
-        Ok(out.data)
+        rewrite_expressions_up(plan, |e, schema| self.rewrite(e, schema))
     }
 
     fn name(&self) -> &str {
@@ -418,22 +407,25 @@ struct CheckedChain {
     signature: Signature,
 }
 
+/// The operators `spelled` names (`+-*/%`), which must number one fewer
+/// than the `operands`.
+fn parse_ops(spelled: &str, operands: usize) -> Result<Vec<ArithOp>> {
+    let ops: Option<Vec<ArithOp>> = spelled.chars().map(ArithOp::from_symbol).collect();
+    match ops {
+        Some(ops) if !ops.is_empty() && ops.len() + 1 == operands => Ok(ops),
+        _ => plan_err!("{CHAIN}: operators '{spelled}' do not fit {operands} operands"),
+    }
+}
+
 impl CheckedChain {
     /// The operators and operands of a call, checked against each other.
-    fn parse<'a>(args: &'a [ColumnarValue]) -> Result<(Vec<ArithOp>, &'a [ColumnarValue])> {
+    fn parse(args: &[ColumnarValue]) -> Result<(Vec<ArithOp>, &[ColumnarValue])> {
         let Some((ColumnarValue::Scalar(ScalarValue::Utf8(Some(spelled))), operands)) =
             args.split_first()
         else {
             return exec_err!("{CHAIN} takes its operators as a text constant first");
         };
-        let ops: Option<Vec<ArithOp>> = spelled.chars().map(ArithOp::from_symbol).collect();
-        match ops {
-            Some(ops) if !ops.is_empty() && ops.len() + 1 == operands.len() => Ok((ops, operands)),
-            _ => exec_err!(
-                "{CHAIN}: operators '{spelled}' do not fit {} operands",
-                operands.len()
-            ),
-        }
+        Ok((parse_ops(spelled, operands.len())?, operands))
     }
 }
 
@@ -458,16 +450,10 @@ impl ScalarUDFImpl for CheckedChain {
             Some(Some(ScalarValue::Utf8(Some(spelled)))) => spelled,
             _ => return plan_err!("{CHAIN} takes its operators as a text constant first"),
         };
-        let ops: Option<Vec<ArithOp>> = spelled.chars().map(ArithOp::from_symbol).collect();
-        let (Some(ops), [_, first, rest @ ..]) = (ops, args.arg_fields) else {
-            return plan_err!("{CHAIN}: invalid operators '{spelled}'");
+        let ops = parse_ops(spelled, args.arg_fields.len().saturating_sub(1))?;
+        let [_, first, rest @ ..] = args.arg_fields else {
+            return plan_err!("{CHAIN} takes operators and at least two operands");
         };
-        if ops.len() != rest.len() {
-            return plan_err!(
-                "{CHAIN}: operators '{spelled}' do not fit {} operands",
-                rest.len() + 1
-            );
-        }
         let mut t = first.data_type().clone();
         let mut nullable = first.is_nullable();
         for (op, operand) in ops.into_iter().zip(rest) {
@@ -491,6 +477,7 @@ impl ScalarUDFImpl for CheckedChain {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::common::tree_node::TreeNode;
     use datafusion::logical_expr::col;
 
     fn schema() -> DFSchema {

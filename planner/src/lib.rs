@@ -9,6 +9,7 @@ pub mod checked_arithmetic;
 pub mod complexity;
 pub mod engine;
 pub mod error;
+mod expr_rewrite;
 pub mod functions;
 pub mod index;
 pub mod long_chains;

@@ -35,7 +35,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use datafusion::common::Result;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{self as logical, LogicalPlan, Operator};
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
@@ -142,25 +142,32 @@ fn placeholder() -> Expr {
 }
 
 /// A balanced tree of `op` over `operands`, in order.
-fn balance(mut operands: Vec<Expr>, op: &BinaryOperator) -> Expr {
-    // Pair neighbours until one is left: each round halves the count, so
-    // the depth is the logarithm of the length.
+fn balance(operands: Vec<Expr>, op: &BinaryOperator) -> Expr {
+    balanced(operands, |left, right| Expr::BinaryOp {
+        left: Box::new(left),
+        op: op.clone(),
+        right: Box::new(right),
+    })
+    .unwrap_or_else(placeholder)
+}
+
+/// `operands` joined pairwise by `join` into a balanced tree, in order
+/// (for either kind of tree: the syntax tree's or DataFusion's). Each
+/// round pairs neighbours and halves the count, so the depth is the
+/// logarithm of the length.
+fn balanced<E>(mut operands: Vec<E>, join: impl Fn(E, E) -> E) -> Option<E> {
     while operands.len() > 1 {
         let mut next = Vec::with_capacity(operands.len().div_ceil(2));
         let mut it = operands.into_iter();
         while let Some(left) = it.next() {
-            match it.next() {
-                Some(right) => next.push(Expr::BinaryOp {
-                    left: Box::new(left),
-                    op: op.clone(),
-                    right: Box::new(right),
-                }),
-                None => next.push(left),
-            }
+            next.push(match it.next() {
+                Some(right) => join(left, right),
+                None => left,
+            });
         }
         operands = next;
     }
-    operands.pop().unwrap_or_else(placeholder)
+    operands.pop()
 }
 
 /// `checked_arith('<ops>', operands...)`.
@@ -201,6 +208,20 @@ impl OptimizerRule for BalanceBooleanChains {
         _config: &dyn OptimizerConfig,
     ) -> Result<Transformed<LogicalPlan>> {
         plan.transform_up_with_subqueries(|node| {
+            // Most plans have no long chain: look before naming anything
+            // (this runs in every optimizer pass of every statement).
+            let mut long = false;
+            node.apply_expressions(|e| {
+                long = e.exists(|e| Ok(logical_spine(e).is_some_and(|(_, n)| n > LONG_CHAIN)))?;
+                Ok(if long {
+                    TreeNodeRecursion::Stop
+                } else {
+                    TreeNodeRecursion::Continue
+                })
+            })?;
+            if !long {
+                return Ok(Transformed::no(node));
+            }
             let preserver = NamePreserver::new(&node);
             node.map_expressions(|e| {
                 let saved = preserver.save(&e);
@@ -211,24 +232,33 @@ impl OptimizerRule for BalanceBooleanChains {
     }
 }
 
-/// At the top of a long `AND`/`OR` chain, the same operands balanced; the
-/// walk then goes on below the balanced tree.
-fn balance_logical(e: logical::Expr) -> Result<Transformed<logical::Expr>> {
-    let logical::Expr::BinaryExpr(logical::BinaryExpr { op, .. }) = &e else {
-        return Ok(Transformed::no(e));
+/// An `AND`/`OR` expression's operator and the number of operators along
+/// its left spine.
+fn logical_spine(e: &logical::Expr) -> Option<(Operator, usize)> {
+    let logical::Expr::BinaryExpr(b) = e else {
+        return None;
     };
-    let op = *op;
+    let op = b.op;
     if !matches!(op, Operator::And | Operator::Or) {
-        return Ok(Transformed::no(e));
+        return None;
     }
     let mut len = 0;
-    let mut at = &e;
+    let mut at = e;
     while let logical::Expr::BinaryExpr(b) = at
         && b.op == op
     {
         len += 1;
         at = &b.left;
     }
+    Some((op, len))
+}
+
+/// At the top of a long `AND`/`OR` chain, the same operands balanced; the
+/// walk then goes on below the balanced tree.
+fn balance_logical(e: logical::Expr) -> Result<Transformed<logical::Expr>> {
+    let Some((op, len)) = logical_spine(&e) else {
+        return Ok(Transformed::no(e));
+    };
     if len <= LONG_CHAIN {
         return Ok(Transformed::no(e));
     }
@@ -247,20 +277,7 @@ fn balance_logical(e: logical::Expr) -> Result<Transformed<logical::Expr>> {
         }
     }
     rights.reverse();
-    let mut operands = rights;
-    while operands.len() > 1 {
-        let mut next = Vec::with_capacity(operands.len().div_ceil(2));
-        let mut it = operands.into_iter();
-        while let Some(left) = it.next() {
-            next.push(match it.next() {
-                Some(right) => logical::binary_expr(left, op, right),
-                None => left,
-            });
-        }
-        operands = next;
-    }
-    let balanced = operands
-        .pop()
+    let balanced = balanced(rights, |l, r| logical::binary_expr(l, op, r))
         .unwrap_or_else(|| logical::lit(op == Operator::And));
     // The walk goes on into the operands (which may hold chains of their
     // own); the balanced levels above them are short.

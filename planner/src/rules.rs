@@ -20,6 +20,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::AnalyzerRule;
 
 use crate::checked_arithmetic::is_int;
+use crate::expr_rewrite::rewrite_expressions_up;
 use crate::udf;
 
 pub use crate::checked_arithmetic::CheckedIntegerArithmetic;
@@ -189,19 +190,7 @@ impl PostgresTextCasts {
 
 impl AnalyzerRule for PostgresTextCasts {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        let out = plan.transform_up_with_subqueries(|node| {
-            let mut schema = DFSchema::empty();
-            for input in node.inputs() {
-                schema.merge(input.schema());
-            }
-            let preserver = NamePreserver::new(&node);
-            node.map_expressions(|e| {
-                let saved = preserver.save(&e);
-                Ok(e.transform_up(|e| self.rewrite(e, &schema))?
-                    .update_data(|e| saved.restore(e)))
-            })
-        })?;
-        Ok(out.data)
+        rewrite_expressions_up(plan, |e, schema| self.rewrite(e, schema))
     }
 
     fn name(&self) -> &str {

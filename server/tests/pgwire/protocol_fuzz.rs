@@ -1389,9 +1389,9 @@ async fn random_and_structured_messages_never_take_the_server_down() {
         // One message pgwire's decoder panics on: a Parse declaring three
         // parameter types and carrying one (pgwire 0.41 decodes past the
         // end of the message and runs out of buffer). The server contains
-        // the panic, but its hook logs a symbolized backtrace, and the
-        // first symbolization loads the binary's debug info: about 300 MiB
-        // of RSS that stays. That one-time cost belongs in the baseline.
+        // the panic; any one-time cost of a first panic belongs in the
+        // baseline (a symbolized backtrace once cost ~300 MiB that stayed;
+        // the hook no longer symbolizes).
         {
             let port = s.port;
             tokio::task::block_in_place(|| {
@@ -1551,10 +1551,10 @@ async fn settle(s: &Server, pid: u32, max_fds: usize, max_rss: u64) -> (usize, u
 ///   out of step from then on).
 /// * the same declaring 3 types and carrying 1: the decoder runs out of
 ///   buffer and panics (`bytes` "advance out of bounds"); the panic is
-///   contained (FATAL XX000, connection closed), but the panic hook logs a
-///   symbolized backtrace, and the first one costs the process about
-///   300 MiB of RSS for good (debug info loaded for symbolization; seen in
-///   the release build too: 43 → 390 MiB).
+///   contained (FATAL XX000, connection closed). (The panic hook used to
+///   log a symbolized backtrace, and the first one cost the process about
+///   300 MiB of RSS for good: 43 → 390 MiB in the release build; it logs
+///   the location only now.)
 ///
 /// PostgreSQL 15 answers both with `08P01 insufficient data left in
 /// message` and ReadyForQuery, and keeps the connection.
