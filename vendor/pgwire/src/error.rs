@@ -19,6 +19,8 @@ pub enum PgWireError {
     MessageTooLarge(usize, usize),
     #[error("Invalid element count {0}: {1} bytes required, {2} remaining")]
     InvalidElementCount(usize, usize, usize),
+    #[error("invalid message format: {0}")]
+    InvalidMessageFormat(String),
     #[error("Invalid target type, received {0}")]
     InvalidTargetType(u8),
     #[error("Invalid transaction status, received {0}")]
@@ -332,6 +334,9 @@ impl From<PgWireError> for ErrorInfo {
             PgWireError::InvalidElementCount(..) => {
                 ErrorInfo::new("FATAL".to_owned(), "08P01".to_owned(), error.to_string())
             }
+            PgWireError::InvalidMessageFormat(..) => {
+                ErrorInfo::new("FATAL".to_owned(), "08P01".to_owned(), error.to_string())
+            }
             PgWireError::InvalidTransactionStatus(_) => {
                 ErrorInfo::new("FATAL".to_owned(), "08P01".to_owned(), error.to_string())
             }
@@ -503,5 +508,12 @@ mod test {
         is_error_send_and_sync::<PgWireError>();
         #[cfg(feature = "client-api")]
         is_error_send_and_sync::<PgWireClientError>();
+    }
+}
+
+/// A decoder asked for more bytes than its message holds.
+impl From<bytes::TryGetError> for PgWireError {
+    fn from(_: bytes::TryGetError) -> Self {
+        PgWireError::InvalidMessageFormat("insufficient data left in message".to_owned())
     }
 }

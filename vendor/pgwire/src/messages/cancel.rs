@@ -75,8 +75,8 @@ impl Message for CancelRequest {
         }
 
         // skip cancel code
-        buf.advance(4);
-        let pid = buf.get_i32();
+        let _cancel_code = buf.try_get_i32()?;
+        let pid = buf.try_get_i32()?;
         let secret_key = SecretKey::decode(buf, msg_len - 12, ctx)?;
 
         Ok(CancelRequest { pid, secret_key })

@@ -71,8 +71,23 @@ pub(crate) fn ensure_count(count: usize, elem_size: usize, buf: &BytesMut) -> Pg
     }
 }
 
+/// `len` bytes split off the front of `buf`, or an error if it holds fewer.
+pub(crate) fn take_bytes(buf: &mut BytesMut, len: usize) -> PgWireResult<BytesMut> {
+    if len > buf.remaining() {
+        Err(PgWireError::InvalidMessageFormat(
+            "insufficient data left in message".to_owned(),
+        ))
+    } else {
+        Ok(buf.split_to(len))
+    }
+}
+
 /// Check if message_length matches and move the cursor to right position then
-/// call the `decode_fn` for the body
+/// call the `decode_fn` for the body.
+///
+/// The decoder sees only the message's own bytes: a message whose contents
+/// claim more than its length holds fails to decode (08P01) instead of
+/// reading the next message's bytes as its own.
 pub(crate) fn decode_packet<T, F>(
     buf: &mut BytesMut,
     offset: usize,
@@ -87,9 +102,16 @@ where
             return Err(PgWireError::MessageTooLarge(max_size, msg_len));
         }
 
+        if msg_len < 4 {
+            return Err(PgWireError::InvalidMessageFormat(format!(
+                "invalid message length {msg_len}"
+            )));
+        }
+
         if buf.remaining() >= msg_len + offset {
-            buf.advance(offset + 4);
-            return decode_fn(buf, msg_len).map(|r| Some(r));
+            let mut body = buf.split_to(offset + msg_len);
+            body.advance(offset + 4);
+            return decode_fn(&mut body, msg_len).map(|r| Some(r));
         }
     }
 

@@ -1,7 +1,7 @@
 use bytes::{Buf, BufMut, Bytes};
 
 use super::{DecodeContext, Message, codec};
-use crate::error::PgWireResult;
+use crate::error::{PgWireError, PgWireResult};
 
 /// Request from frontend to parse a prepared query string
 #[non_exhaustive]
@@ -51,11 +51,12 @@ impl Message for Parse {
     ) -> PgWireResult<Self> {
         let name = codec::get_cstring(buf);
         let query = codec::get_cstring(buf).unwrap_or_else(|| "".to_owned());
-        let type_oid_count = buf.get_u16();
+        let type_oid_count = buf.try_get_u16()?;
+        codec::ensure_count(type_oid_count as usize, 4, buf)?;
 
         let mut type_oids = Vec::with_capacity(type_oid_count as usize);
         for _ in 0..type_oid_count {
-            type_oids.push(buf.get_u32());
+            type_oids.push(buf.try_get_u32()?);
         }
 
         Ok(Parse {
@@ -142,7 +143,7 @@ impl Message for Close {
         _: usize,
         _ctx: &DecodeContext,
     ) -> PgWireResult<Self> {
-        let target_type = buf.get_u8();
+        let target_type = buf.try_get_u8()?;
         let name = codec::get_cstring(buf);
 
         Ok(Close { target_type, name })
@@ -261,31 +262,37 @@ impl Message for Bind {
         let portal_name = codec::get_cstring(buf);
         let statement_name = codec::get_cstring(buf);
 
-        let parameter_format_code_len = buf.get_u16();
+        let parameter_format_code_len = buf.try_get_u16()?;
+        codec::ensure_count(parameter_format_code_len as usize, 2, buf)?;
         let mut parameter_format_codes = Vec::with_capacity(parameter_format_code_len as usize);
 
         for _ in 0..parameter_format_code_len {
-            parameter_format_codes.push(buf.get_i16());
+            parameter_format_codes.push(buf.try_get_i16()?);
         }
 
-        let parameter_len = buf.get_u16();
+        let parameter_len = buf.try_get_u16()?;
+        codec::ensure_count(parameter_len as usize, 4, buf)?;
         let mut parameters = Vec::with_capacity(parameter_len as usize);
         for _ in 0..parameter_len {
-            let data_len = buf.get_i32();
+            let data_len = buf.try_get_i32()?;
 
             if data_len >= 0 {
-                parameters.push(Some(buf.split_to(data_len as usize).freeze()));
-            } else {
+                parameters.push(Some(codec::take_bytes(buf, data_len as usize)?.freeze()));
+            } else if data_len == -1 {
                 parameters.push(None);
+            } else {
+                return Err(PgWireError::InvalidMessageFormat(format!(
+                    "invalid parameter length {data_len}"
+                )));
             }
         }
 
-        let result_column_format_code_len = buf.get_u16();
+        let result_column_format_code_len = buf.try_get_u16()?;
         codec::ensure_count(result_column_format_code_len as usize, 2, buf)?;
         let mut result_column_format_codes =
             Vec::with_capacity(result_column_format_code_len as usize);
         for _ in 0..result_column_format_code_len {
-            result_column_format_codes.push(buf.get_i16());
+            result_column_format_codes.push(buf.try_get_i16()?);
         }
 
         Ok(Bind {
@@ -372,7 +379,7 @@ impl Message for Describe {
         _: usize,
         _ctx: &DecodeContext,
     ) -> PgWireResult<Self> {
-        let target_type = buf.get_u8();
+        let target_type = buf.try_get_u8()?;
         let name = codec::get_cstring(buf);
 
         Ok(Describe { target_type, name })
@@ -412,7 +419,7 @@ impl Message for Execute {
         _ctx: &DecodeContext,
     ) -> PgWireResult<Self> {
         let name = codec::get_cstring(buf);
-        let max_rows = buf.get_i32();
+        let max_rows = buf.try_get_i32()?;
 
         Ok(Execute { name, max_rows })
     }

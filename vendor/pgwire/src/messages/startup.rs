@@ -89,7 +89,7 @@ impl Message for Startup {
         }
 
         // parse
-        let protocol_number_major = buf.get_u16();
+        let protocol_number_major = buf.try_get_u16()?;
 
         // ensure the protocol version is correct and supported
         if !(Self::PG_PROTOCOL_EARLIEST..=Self::PG_PROTOCOL_LATEST).contains(&protocol_number_major)
@@ -97,7 +97,7 @@ impl Message for Startup {
             return Err(PgWireError::InvalidStartupMessage);
         }
 
-        let protocol_number_minor = buf.get_u16();
+        let protocol_number_minor = buf.try_get_u16()?;
 
         // end by reading the last \0
         let mut parameters = BTreeMap::new();
@@ -506,9 +506,9 @@ impl SecretKey {
 
         match ctx.protocol_version {
             ProtocolVersion::PROTOCOL3_2 | ProtocolVersion::PROTOCOL3_9999 => {
-                Ok(SecretKey::Bytes(buf.split_to(data_len).freeze()))
+                Ok(SecretKey::Bytes(codec::take_bytes(buf, data_len)?.freeze()))
             }
-            ProtocolVersion::PROTOCOL3_0 => Ok(SecretKey::I32(buf.get_i32())),
+            ProtocolVersion::PROTOCOL3_0 => Ok(SecretKey::I32(buf.try_get_i32()?)),
         }
     }
 }
@@ -730,11 +730,15 @@ impl Message for SASLInitialResponse {
         _ctx: &DecodeContext,
     ) -> PgWireResult<Self> {
         let auth_method = codec::get_cstring(buf).unwrap_or_else(|| "".to_owned());
-        let data_len = buf.get_i32();
-        let data = if data_len == -1 {
-            None
-        } else {
-            Some(buf.split_to(data_len as usize).freeze())
+        let data_len = buf.try_get_i32()?;
+        let data = match usize::try_from(data_len) {
+            Ok(len) => Some(codec::take_bytes(buf, len)?.freeze()),
+            Err(_) if data_len == -1 => None,
+            Err(_) => {
+                return Err(PgWireError::InvalidMessageFormat(format!(
+                    "invalid SASL data length {data_len}"
+                )));
+            }
         };
 
         Ok(SASLInitialResponse { auth_method, data })

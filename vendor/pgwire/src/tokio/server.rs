@@ -617,6 +617,16 @@ macro_rules! process_socket_messages {
                     process_error(socket, e, is_extended_query).await?;
                 }
             } else {
+                // A message that could not be decoded ends the connection:
+                // say why first (08P01), unless the socket itself failed.
+                if let Some(Err(e)) = msg {
+                    if !matches!(e, PgWireError::IoError(_)) {
+                        let info: ErrorInfo = e.into();
+                        let _ = socket
+                            .send(PgWireBackendMessage::ErrorResponse(info.into()))
+                            .await;
+                    }
+                }
                 break;
             }
         }
