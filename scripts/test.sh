@@ -22,6 +22,11 @@ for bin in initdb pg_ctl postgres psql; do
   command -v "$bin" >/dev/null || { echo "missing $bin (PostgreSQL 15 binaries are required)" >&2; exit 1; }
 done
 
+echo "== cargo fmt --check =="
+# Also checks vendor/pgwire (a path dependency): its patch keeps upstream's
+# formatting.
+cargo fmt --all -- --check
+
 echo "== cargo test (workspace) =="
 cargo test --workspace
 

@@ -24,6 +24,7 @@ mod error;
 mod freshet;
 mod lookup;
 mod phases;
+mod planning;
 mod postgres;
 mod recovery;
 mod report;
@@ -140,6 +141,10 @@ struct Args {
     /// Rows in the connections benchmark's `kv` table.
     #[arg(long, default_value_t = 100_000)]
     connections_rows: usize,
+    /// Run the planning benchmark (long `IN` lists and operator chains,
+    /// Freshet and PostgreSQL) instead of the maintenance benchmark.
+    #[arg(long)]
+    planning: bool,
     /// Run the restart benchmark (hydration vs. serializable and fresh
     /// reads after kill -9) instead of the maintenance benchmark.
     #[arg(long)]
@@ -254,18 +259,23 @@ async fn bench(args: &Args) -> Result<()> {
             connections_settings.max_connections(),
             connections_settings.max_connections()
         ));
-        let mut env = environment(args, &bin, settings.view, pg_version, load_before);
-        // The maintenance benchmark's knobs do not apply here.
-        env.rows.retain(|(k, _)| {
-            !matches!(
-                *k,
-                "region_stats on Freshet" | "orders sizes" | "changes / batch / batches"
-            )
-        });
+        let env = standalone_environment(args, &bin, pg_version, load_before);
         let text = format!(
             "{}\n{}",
             report::render_environment("connections", &env, &notes),
             connections::render(&rows, &connections_settings)
+        );
+        return emit(args, &text);
+    }
+    if args.planning {
+        let rows = planning::run(&bin, args.freshet_workers, pg.as_ref()).await?;
+        drop(pg);
+        planning::check(&rows)?;
+        let env = standalone_environment(args, &bin, pg_version, load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment("planning", &env, &notes),
+            planning::render(&rows)
         );
         return emit(args, &text);
     }
@@ -390,6 +400,24 @@ async fn postgres_version(pg: &PgServer) -> String {
             .unwrap_or_default(),
         Err(e) => format!("unknown ({e})"),
     }
+}
+
+/// The environment table of a benchmark other than view maintenance,
+/// whose knobs (sizes, batches, the view) do not apply to it.
+fn standalone_environment(
+    args: &Args,
+    bin: &Path,
+    pg_version: String,
+    load_before: String,
+) -> Environment {
+    let mut env = environment(args, bin, ViewKind::Materialized, pg_version, load_before);
+    env.rows.retain(|(k, _)| {
+        !matches!(
+            *k,
+            "region_stats on Freshet" | "orders sizes" | "changes / batch / batches"
+        )
+    });
+    env
 }
 
 /// The environment table's rows.

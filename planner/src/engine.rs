@@ -46,6 +46,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         .with_default_features()
         .with_analyzer_rules(analyzer_rules)
         .with_optimizer_rule(Arc::new(crate::long_chains::BalanceBooleanChains))
+        .with_physical_optimizer_rule(Arc::new(crate::long_chains::BalanceFilterPredicates))
         .build();
     functions.extend(crate::functions::decimal_rounding(state.scalar_functions()));
     for f in functions {
@@ -60,5 +61,6 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
             .register_udaf(Arc::new(aliased))
             .expect("registering built-in functions cannot fail");
     }
-    state
+    // Every rule checks the statement's stop flag first (`interrupt`).
+    crate::interrupt::interruptible(state)
 }

@@ -12,6 +12,8 @@ pub mod error;
 mod expr_rewrite;
 pub mod functions;
 pub mod index;
+pub mod interrupt;
+pub mod literal_sets;
 pub mod long_chains;
 pub mod lower;
 pub mod materialized;

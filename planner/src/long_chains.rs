@@ -25,9 +25,13 @@
 //! asks each level for its type as it evaluates, so a rebuilt chain would
 //! cost the square of its length on every batch. [`BalanceBooleanChains`],
 //! the last optimizer rule, balances long `AND`/`OR` chains again in the
-//! optimized plan, which both queries and dataflows run.
+//! optimized plan, which both queries and dataflows run; and
+//! [`BalanceFilterPredicates`], the last physical optimizer rule, once more
+//! in a query's physical filters, which DataFusion's physical filter
+//! pushdown rebuilds left-deep.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use datafusion::sql::sqlparser::ast::{
     BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
@@ -35,10 +39,16 @@ use datafusion::sql::sqlparser::ast::{
 };
 
 use datafusion::common::Result;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{self as logical, LogicalPlan, Operator};
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
+use datafusion::physical_expr::expressions::BinaryExpr;
+use datafusion::physical_expr::{PhysicalExpr, split_conjunction};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
 
 use crate::checked_arithmetic::CHAIN;
 
@@ -232,6 +242,51 @@ impl OptimizerRule for BalanceBooleanChains {
     }
 }
 
+/// Balances long `AND` chains in physical filters. DataFusion's physical
+/// filter pushdown splits a filter's predicate into conjuncts and joins
+/// them again left-deep after [`BalanceBooleanChains`] ran, and a deep
+/// physical `AND` re-derives its children's types at every level as it
+/// evaluates. The last physical optimizer rule.
+#[derive(Debug, Default)]
+pub struct BalanceFilterPredicates;
+
+impl PhysicalOptimizerRule for BalanceFilterPredicates {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        plan.transform_up(|node| {
+            let Some(filter) = node.downcast_ref::<FilterExec>() else {
+                return Ok(Transformed::no(node));
+            };
+            let conjuncts = split_conjunction(filter.predicate());
+            if conjuncts.len() <= LONG_CHAIN + 1 {
+                return Ok(Transformed::no(node));
+            }
+            let operands: Vec<Arc<dyn PhysicalExpr>> = conjuncts.into_iter().cloned().collect();
+            let Some(predicate) = balanced(operands, |l, r| {
+                Arc::new(BinaryExpr::new(l, Operator::And, r)) as Arc<dyn PhysicalExpr>
+            }) else {
+                return Ok(Transformed::no(node));
+            };
+            let rebuilt = FilterExecBuilder::from(filter)
+                .with_predicate(predicate)
+                .build()?;
+            Ok(Transformed::yes(Arc::new(rebuilt) as Arc<dyn ExecutionPlan>))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "freshet_balance_filter_predicates"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
 /// An `AND`/`OR` expression's operator and the number of operators along
 /// its left spine.
 fn logical_spine(e: &logical::Expr) -> Option<(Operator, usize)> {
@@ -390,5 +445,46 @@ mod tests {
         assert_eq!((operands.len(), ops.len()), (n + 1, n));
         let balanced = balance(operands, &BinaryOperator::Or);
         assert!(spine_len(&balanced, |o| *o == BinaryOperator::Or) <= 18);
+    }
+
+    /// The depth of a physical expression tree.
+    fn physical_depth(e: &Arc<dyn PhysicalExpr>) -> usize {
+        1 + e
+            .children()
+            .into_iter()
+            .map(physical_depth)
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[tokio::test]
+    async fn physical_filters_keep_long_conjunctions_balanced() {
+        let state = crate::engine::new_session_state(1);
+        let terms: Vec<String> = (0..300)
+            .map(|i| format!("x * 2 <> {}", 2 * i + 1))
+            .collect();
+        let sql = format!(
+            "SELECT x FROM (VALUES (1000), (5)) t(x) WHERE {}",
+            terms.join(" AND ")
+        );
+        let logical = state.create_logical_plan(&sql).await.expect("plans");
+        let physical = state.create_physical_plan(&logical).await.expect("plans");
+        let mut depths = vec![];
+        physical
+            .apply(|node| {
+                if let Some(f) = node.downcast_ref::<FilterExec>() {
+                    depths.push(physical_depth(f.predicate()));
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+            .expect("walks");
+        // 300 conjuncts: a balanced tree of them is 9 `AND`s deep, plus
+        // the comparison and its operands.
+        assert!(
+            !depths.is_empty(),
+            "{}",
+            datafusion::physical_plan::displayable(physical.as_ref()).indent(true)
+        );
+        assert!(depths.iter().all(|d| *d <= 16), "{depths:?}");
     }
 }

@@ -219,6 +219,12 @@ pub fn alias_unnamed_items<V: VisitMut>(node: &mut V) {
 }
 
 /// Wrap integer literals that fit in 32 bits in `CAST(... AS integer)`.
+///
+/// Not the items of a long `IN` list: an item's type only picks the type
+/// the comparison is made in, and integer equality answers the same in
+/// `bigint` as in `integer`, while 100,000 casts are 100,000 more
+/// expressions to plan (such a list becomes one set anyway,
+/// [`crate::literal_sets`]).
 pub fn type_integer_literals<V: VisitMut>(node: &mut V) {
     let mut typer = LiteralTyper::default();
     let _ = node.visit(&mut typer);
@@ -311,6 +317,11 @@ impl VisitorMut for LiteralTyper {
     }
 
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::InList { list, .. } = expr
+            && list.len() > crate::literal_sets::LONG_IN_LIST
+        {
+            self.skip.extend(list.iter().map(|e| e as *const Expr));
+        }
         // Window frame offsets must stay plain literals.
         if let Expr::Function(f) = expr
             && let Some(WindowType::WindowSpec(spec)) = &f.over
@@ -373,6 +384,20 @@ mod tests {
         assert_eq!(
             typed("INSERT INTO t VALUES (1, -2)"),
             "INSERT INTO t VALUES (CAST(1 AS INTEGER), -CAST(2 AS INTEGER))"
+        );
+    }
+
+    #[test]
+    fn leaves_the_items_of_long_in_lists_plain() {
+        let long: Vec<String> = (0..=crate::literal_sets::LONG_IN_LIST)
+            .map(|i| i.to_string())
+            .collect();
+        let sql = format!("SELECT x IN ({}), x IN (1, 2) FROM t", long.join(", "));
+        let out = typed(&sql);
+        assert!(out.starts_with("SELECT x IN (0, 1, 2,"), "{out}");
+        assert!(
+            out.contains("x IN (CAST(1 AS INTEGER), CAST(2 AS INTEGER))"),
+            "{out}"
         );
     }
 }

@@ -26,6 +26,13 @@ pub struct Config {
     /// number of cores).
     #[arg(long, env = "FRESHET_WORKERS")]
     pub workers: Option<usize>,
+    /// Threads running queries (default: four per core, at least eight).
+    /// More threads than cores let the operating system share the cores
+    /// among running queries: an operator that computes for seconds without
+    /// yielding (a nested-loop join whose filter rejects everything) holds
+    /// its thread, not every other session's next query.
+    #[arg(long, env = "FRESHET_QUERY_THREADS")]
+    pub query_threads: Option<usize>,
     /// Most client connections served at once; more are refused with
     /// 53300 (as PostgreSQL's `max_connections`).
     #[arg(long, env = "FRESHET_MAX_CONNECTIONS", default_value_t = 1000)]

@@ -5,6 +5,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use arrow::array::RecordBatch;
 use datafusion::common::ParamValues;
@@ -30,7 +31,7 @@ use pgwire::api::ConnectionManager;
 
 use crate::error::{AdapterError, Result};
 use crate::introspection::QueryReader;
-use crate::query_exec::QueryExecutor;
+use crate::query_exec::{AbortOnDrop, QueryExecutor};
 use crate::session::{Cursor, PendingCopy, Session, TxnRead, TxnStatus};
 use crate::subscribe::{SubscribeStream, Subscribes};
 use crate::values::check_rows;
@@ -574,7 +575,8 @@ impl Coordinator {
     /// thread (with a stack sized for the deepest expression the parser
     /// admits) while this future waits: other sessions keep running, and a
     /// timeout, CancelRequest or disconnect answers the client at once,
-    /// leaving the abandoned plan to finish and be dropped.
+    /// and the abandoned plan stops at its next optimizer rule
+    /// ([`freshet_planner::interrupt`]).
     pub async fn plan(
         &self,
         session: &Session,
@@ -586,6 +588,8 @@ impl Coordinator {
         let state = Arc::clone(&session.df);
         let stmt = stmt.clone();
         let params = params.cloned();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
         let planning = tokio::task::spawn_blocking(move || {
             let cx = StatementContext {
                 state: &state,
@@ -593,9 +597,12 @@ impl Coordinator {
                 session: &info,
                 params: params.as_ref(),
             };
-            plan_statement(&cx, &stmt)
+            freshet_planner::interrupt::sync_scope(flag, || plan_statement(&cx, &stmt))
         });
-        match planning.await {
+        // Dropped unfinished (timeout, cancel, disconnect): the stop flag
+        // ends the abandoned plan at its next rule.
+        let mut planning = AbortOnDrop(planning, stop);
+        match (&mut planning.0).await {
             Ok(plan) => Ok(plan?),
             Err(e) if e.is_panic() => Err(AdapterError::Internal(format!(
                 "planning panicked: {}",
@@ -1380,8 +1387,7 @@ impl Coordinator {
                 reader: self.reader(session),
             })
             .map_err(AdapterError::Internal)?;
-        let physical = session.df.create_physical_plan(&q.logical).await?;
-        Ok(self.queries.collect(&session.df, physical).await?)
+        Ok(self.queries.collect(&session.df, q.logical.clone()).await?)
     }
 
     /// Run a query for a session, inside its transaction if it has one.

@@ -28,9 +28,11 @@ use datafusion::execution::memory_pool::{
 };
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::execution::{SessionState, TaskContext};
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use freshet_planner::interrupt;
 use futures::StreamExt;
 
 /// How much memory queries may use.
@@ -96,12 +98,15 @@ impl QueryExecutor {
         self.server_pool.reserved()
     }
 
-    /// Execute `plan` to completion and return its batches. Dropping the
-    /// returned future stops the query.
+    /// Plan `logical` physically, execute it to completion and return its
+    /// batches, all on the query runtime (DataFusion's optimizers and
+    /// physical planner can take seconds over a large statement). Dropping
+    /// the returned future stops the query, planning included
+    /// ([`freshet_planner::interrupt`]).
     pub async fn collect(
         &self,
-        state: &SessionState,
-        plan: Arc<dyn ExecutionPlan>,
+        state: &Arc<SessionState>,
+        logical: LogicalPlan,
     ) -> Result<Vec<RecordBatch>> {
         let pool: Arc<dyn MemoryPool> = Arc::new(QueryPool {
             server: Arc::clone(&self.server_pool),
@@ -115,10 +120,17 @@ impl QueryExecutor {
             cache_manager: Arc::clone(&base.cache_manager),
             object_store_registry: Arc::clone(&base.object_store_registry),
         });
-        let task = Arc::new(TaskContext::from(state).with_runtime(env));
+        let task = Arc::new(TaskContext::from(state.as_ref()).with_runtime(env));
         let stop = Arc::new(AtomicBool::new(false));
-        let plan = stoppable(plan, &stop)?;
+        let state = Arc::clone(state);
+        let flag = Arc::clone(&stop);
         let handle = self.handle.spawn(async move {
+            let logical = interrupt::sync_scope(Arc::clone(&flag), || {
+                freshet_planner::literal_sets::literal_sets(logical)
+            })?;
+            let planning = state.create_physical_plan(&logical);
+            let physical = interrupt::scope(Arc::clone(&flag), planning).await?;
+            let plan = stoppable(physical, &flag)?;
             let result = MemoryConsumer::new("query result").register(&pool);
             let mut stream = datafusion::physical_plan::execute_stream(plan, task)?;
             let mut batches = Vec::new();
@@ -168,7 +180,7 @@ impl Drop for BackgroundRuntime {
 /// Stops a query when the future waiting for it is dropped: raises its
 /// stop flag (seen by every operator at its next batch, even one that never
 /// yields) and aborts its task (effective at its next yield).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>, Arc<AtomicBool>);
+pub(crate) struct AbortOnDrop<T>(pub tokio::task::JoinHandle<T>, pub Arc<AtomicBool>);
 
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {

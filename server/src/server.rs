@@ -21,7 +21,8 @@ pub async fn serve(config: Config) -> anyhow_like::Result<()> {
         per_query: config.query_memory_limit,
         total: config.total_query_memory,
     };
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let threads = config.query_threads.unwrap_or((4 * cores).max(8));
     let queries = QueryExecutor::new(limits, threads, crate::config::STATEMENT_STACK_BYTES)
         .map_err(|e| anyhow_like::Error(format!("cannot start the query runtime: {e}")))?;
     let coord =
