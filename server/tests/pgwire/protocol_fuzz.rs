@@ -440,15 +440,20 @@ fn hostile_parse(rng: &mut StdRng) -> Vec<u8> {
     frame(rng, b'P', b)
 }
 
-fn hostile_bind(rng: &mut StdRng) -> Vec<u8> {
-    let mut b = Vec::new();
-    field(&mut b, &name(rng), rng);
-    field(&mut b, &name(rng), rng);
+/// A count of format codes, then (maybe fewer or more than it says) codes.
+fn push_format_codes(b: &mut Vec<u8>, rng: &mut StdRng) {
     let formats = count(rng);
     b.extend_from_slice(&formats.to_be_bytes());
     for _ in 0..actual(rng, formats) {
         b.extend_from_slice(&format_code(rng).to_be_bytes());
     }
+}
+
+fn hostile_bind(rng: &mut StdRng) -> Vec<u8> {
+    let mut b = Vec::new();
+    field(&mut b, &name(rng), rng);
+    field(&mut b, &name(rng), rng);
+    push_format_codes(&mut b, rng);
     let params = count(rng);
     b.extend_from_slice(&params.to_be_bytes());
     for _ in 0..actual(rng, params) {
@@ -463,11 +468,7 @@ fn hostile_bind(rng: &mut StdRng) -> Vec<u8> {
             b.extend_from_slice(&value);
         }
     }
-    let results = count(rng);
-    b.extend_from_slice(&results.to_be_bytes());
-    for _ in 0..actual(rng, results) {
-        b.extend_from_slice(&format_code(rng).to_be_bytes());
-    }
+    push_format_codes(&mut b, rng);
     frame(rng, b'B', b)
 }
 
@@ -497,11 +498,7 @@ fn hostile_execute(rng: &mut StdRng) -> Vec<u8> {
 fn hostile_function_call(rng: &mut StdRng) -> Vec<u8> {
     let mut b = Vec::new();
     b.extend_from_slice(&(oid(rng) as i32).to_be_bytes());
-    let formats = count(rng);
-    b.extend_from_slice(&formats.to_be_bytes());
-    for _ in 0..actual(rng, formats) {
-        b.extend_from_slice(&format_code(rng).to_be_bytes());
-    }
+    push_format_codes(&mut b, rng);
     let args = count(rng);
     b.extend_from_slice(&args.to_be_bytes());
     for _ in 0..actual(rng, args) {
