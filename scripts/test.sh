@@ -27,6 +27,9 @@ echo "== cargo fmt --check =="
 # formatting.
 cargo fmt --all -- --check
 
+echo "== cargo clippy (workspace, all targets, warnings denied) =="
+cargo clippy --workspace --all-targets -- -D warnings
+
 echo "== cargo test (workspace) =="
 cargo test --workspace
 

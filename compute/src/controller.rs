@@ -1,11 +1,12 @@
 //! The compute controller: timely workers on dedicated threads, driven by
-//! one ordered stream of commands that every worker receives identically.
+//! one ordered stream of commands ([`crate::protocol::Command`]) that every
+//! worker receives identically. What it and the workers know about each
+//! dataflow is in [`crate::state`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::Instant;
 
 use arrow::array::RecordBatch;
 use datafusion::common::ScalarValue;
@@ -15,306 +16,14 @@ use parking_lot::Mutex;
 use timely::communication::initialize::WorkerGuards;
 
 use crate::error::{ComputeError, DataflowError, Result};
-use crate::plan::wire::PlanCodec;
-use crate::plan::{DataflowDesc, Export};
+use crate::protocol::{Command, Compiled, Report};
 use crate::render::{PeekPart, compile, compile_index_key, error_worker};
 use crate::row::{Row, RowCodec};
+use crate::state::{DataflowState, IndexCodecs, IndexHold};
 use crate::subscribe::{SubscribeQueue, Subscription};
-use crate::worker::{Command, run_worker};
-
-/// Live facts about one installed dataflow, shared by the controller (for
-/// reads and introspection) and the worker that writes its output.
-#[derive(Debug)]
-pub struct DataflowState {
-    /// The object maintained.
-    pub id: GlobalId,
-    /// For an index: how its keys and its rows are encoded.
-    index_codecs: Option<IndexCodecs>,
-    /// For a subscribe: where its updates go.
-    subscribe: Option<Arc<SubscribeQueue>>,
-    /// For an index: no error exists at times before this (0: unknown).
-    errors_absent_through: AtomicU64,
-    /// Inputs were read as of this time.
-    pub as_of: Timestamp,
-    /// Output began at this time.
-    pub start: Timestamp,
-    /// The collections it reads.
-    pub inputs: Vec<GlobalId>,
-    /// The output shard's upper as the sink last wrote it.
-    upper: AtomicU64,
-    hydrated: AtomicBool,
-    /// An index's history behind its upper (ms): `RETAIN HISTORY`.
-    history: AtomicU64,
-    /// Set when the dataflow is dropped: failures after that (its output
-    /// collection going away under a last write) are expected.
-    dropped: AtomicBool,
-    /// Set when it was torn down for holding too much memory (its state
-    /// stays, failed, so reads report why).
-    evicted: AtomicBool,
-    installed_at: Instant,
-    inner: Mutex<StateInner>,
-}
-
-#[derive(Debug, Default)]
-struct StateInner {
-    /// Current errors with their multiplicities.
-    errors: BTreeMap<DataflowError, i64>,
-    /// Updates and bytes held in arrangements, per worker.
-    arranged: BTreeMap<usize, (i64, usize)>,
-    /// Set when the dataflow cannot continue (storage failed under it, or
-    /// its arrangements outgrew the server's bound).
-    failure: Option<DataflowError>,
-    /// Holds on the inputs, following the output upper.
-    holds: Vec<ReadHold>,
-    /// An index's completed times per worker (`None`: complete forever).
-    index_uppers: BTreeMap<usize, Option<Timestamp>>,
-    /// Times peeks of an index read at, with counts.
-    peek_holds: BTreeMap<Timestamp, usize>,
-    /// An index may be compacted up to here; peeks read at or after it.
-    index_since: Timestamp,
-    /// An index's distinct errors (its views' errors are in `errors`).
-    index_errors: usize,
-}
-
-/// How far an index's compaction trails its upper (ms) by default, so
-/// reads that choose a slightly older time still find it readable.
-const INDEX_HISTORY: Timestamp = 1_000;
-
-impl DataflowState {
-    /// The output upper as last written.
-    pub fn upper(&self) -> Timestamp {
-        self.upper.load(Ordering::SeqCst)
-    }
-
-    /// Whether the output has been written past `start` (the initial
-    /// snapshot is fully processed).
-    pub fn hydrated(&self) -> bool {
-        self.hydrated.load(Ordering::SeqCst)
-    }
-
-    /// How long ago the dataflow was installed.
-    pub fn age(&self) -> std::time::Duration {
-        self.installed_at.elapsed()
-    }
-
-    /// Why the dataflow stopped, if it did (storage failed under it, or it
-    /// was evicted for holding too much memory).
-    pub fn failure(&self) -> Option<DataflowError> {
-        self.inner.lock().failure.clone()
-    }
-
-    /// Updates held in the dataflow's arrangements over all workers (as
-    /// last reported; workers report every second).
-    pub fn arranged_records(&self) -> i64 {
-        self.inner.lock().arranged.values().map(|(r, _)| r).sum()
-    }
-
-    /// Bytes the dataflow's arrangements hold over all workers (keys,
-    /// values, times, diffs and offsets; as last reported).
-    pub fn arranged_bytes(&self) -> usize {
-        self.inner.lock().arranged.values().map(|(_, b)| b).sum()
-    }
-
-    pub(crate) fn set_arranged(&self, worker: usize, records: i64, bytes: usize) {
-        // A report racing an eviction: the workers are tearing it down.
-        if self.evicted.load(Ordering::SeqCst) {
-            return;
-        }
-        self.inner.lock().arranged.insert(worker, (records, bytes));
-    }
-
-    /// How many distinct errors the output currently holds.
-    pub fn error_count(&self) -> usize {
-        let inner = self.inner.lock();
-        inner.errors.len() + inner.index_errors
-    }
-
-    /// An index's distinct errors at its upper, as its error worker last
-    /// counted them.
-    pub(crate) fn set_index_errors(&self, count: usize) {
-        self.inner.lock().index_errors = count;
-    }
-
-    /// Count error changes written to (or found in) the output shard.
-    pub(crate) fn record_errors(&self, errors: Vec<(DataflowError, i64)>) {
-        let mut inner = self.inner.lock();
-        for (e, d) in errors {
-            let n = inner.errors.entry(e.clone()).or_default();
-            *n += d;
-            if *n == 0 {
-                inner.errors.remove(&e);
-            }
-        }
-    }
-
-    /// A worker's part of the index reached `upper`; the index's upper is
-    /// the least over workers. Returns how far that worker may compact:
-    /// never past `read_ts` (the time strict-serializable reads choose, so
-    /// such a read always finds the index readable), a peek's hold, or
-    /// about a second behind the upper.
-    pub(crate) fn index_progress(
-        &self,
-        worker: usize,
-        workers: usize,
-        upper: Option<Timestamp>,
-        read_ts: Timestamp,
-    ) -> Timestamp {
-        let mut inner = self.inner.lock();
-        inner.index_uppers.insert(worker, upper);
-        let least = if inner.index_uppers.len() == workers {
-            Some(
-                inner
-                    .index_uppers
-                    .values()
-                    .map(|u| u.unwrap_or(Timestamp::MAX))
-                    .min()
-                    .unwrap_or(Timestamp::MAX),
-            )
-        } else {
-            None
-        };
-        if let Some(least) = least {
-            let mut since = least
-                .saturating_sub(self.history.load(Ordering::Relaxed))
-                .min(read_ts)
-                .max(self.as_of);
-            if let Some((&held, _)) = inner.peek_holds.iter().next() {
-                since = since.min(held);
-            }
-            inner.index_since = inner.index_since.max(since);
-        }
-        let since = inner.index_since;
-        drop(inner);
-        if let Some(least) = least
-            && least > self.upper()
-        {
-            self.advance(least, Vec::new());
-        }
-        since
-    }
-
-    /// Keep `ms` of an index's history readable behind its upper.
-    pub fn set_history(&self, ms: Timestamp) {
-        self.history.store(ms, Ordering::Relaxed);
-    }
-
-    /// The earliest time a peek of the index may read at.
-    pub fn index_since(&self) -> Timestamp {
-        self.inner.lock().index_since
-    }
-
-    /// Record that the index has no error before `through` (`None`: it
-    /// may have errors).
-    pub(crate) fn set_errors_absent_through(&self, through: Option<Timestamp>) {
-        self.errors_absent_through
-            .store(through.unwrap_or(0), Ordering::SeqCst);
-    }
-
-    /// Whether the index certainly has no error at `time`.
-    fn errors_absent_at(&self, time: Timestamp) -> bool {
-        time < self.errors_absent_through.load(Ordering::SeqCst)
-    }
-
-    /// Hold the index readable at `time` (refused below its since).
-    pub fn hold_index(self: &Arc<Self>, time: Timestamp) -> Result<IndexHold> {
-        let mut inner = self.inner.lock();
-        if time < inner.index_since {
-            return Err(ComputeError::NotReadable {
-                id: self.id,
-                time,
-                since: inner.index_since,
-            });
-        }
-        *inner.peek_holds.entry(time).or_default() += 1;
-        Ok(IndexHold {
-            state: Arc::clone(self),
-            time,
-        })
-    }
-
-    /// Record an internal failure that stops the dataflow.
-    pub(crate) fn fail(&self, message: String) {
-        if self.dropped.load(Ordering::SeqCst) {
-            tracing::debug!(dataflow = %self.id, %message, "dropped dataflow stopped");
-            return;
-        }
-        let what = if self.subscribe.is_some() {
-            "subscribe".to_string()
-        } else {
-            format!("materialized view {}", self.id)
-        };
-        self.fail_with(DataflowError::internal(format!("{what} failed: {message}")));
-    }
-
-    /// Record `error` as what stops the dataflow: reads of its output fail
-    /// with it, and a subscribe ends with it.
-    fn fail_with(&self, error: DataflowError) {
-        tracing::error!(dataflow = %self.id, %error, "dataflow failed");
-        if let Some(queue) = &self.subscribe {
-            queue.fail(error.clone());
-        }
-        self.inner.lock().failure.get_or_insert(error);
-    }
-
-    /// Where a subscribe's worker sends its updates (`None`: not a
-    /// subscribe).
-    pub(crate) fn subscribe_queue(&self) -> Option<&SubscribeQueue> {
-        self.subscribe.as_deref()
-    }
-
-    /// End a subscribe with `error`, which its consumer receives after
-    /// what is already queued (an input was dropped, the server is
-    /// shutting down). No effect on other dataflows.
-    pub fn end_subscribe(&self, error: DataflowError) {
-        if let Some(queue) = &self.subscribe {
-            queue.fail(error);
-        }
-    }
-
-    /// The sink wrote through `upper` with these error changes. Returns
-    /// whether this made the dataflow hydrated.
-    pub(crate) fn advance(&self, upper: Timestamp, errors: Vec<(DataflowError, i64)>) -> bool {
-        self.record_errors(errors);
-        let mut inner = self.inner.lock();
-        // Inputs must stay readable at `upper - 1`, where a restart resumes.
-        let hold_at = upper.saturating_sub(1).max(self.as_of);
-        for h in &mut inner.holds {
-            if let Err(e) = h.downgrade(hold_at) {
-                tracing::warn!(dataflow = %self.id, error = %e, "cannot downgrade input hold");
-            }
-        }
-        drop(inner);
-        self.upper.store(upper, Ordering::SeqCst);
-        upper > self.start && !self.hydrated.swap(true, Ordering::SeqCst)
-    }
-}
-
-/// Keeps an index readable at one time while a peek reads it; released on
-/// drop.
-#[derive(Debug)]
-pub struct IndexHold {
-    state: Arc<DataflowState>,
-    time: Timestamp,
-}
-
-impl Drop for IndexHold {
-    fn drop(&mut self) {
-        let mut inner = self.state.inner.lock();
-        if let Some(n) = inner.peek_holds.get_mut(&self.time) {
-            *n -= 1;
-            if *n == 0 {
-                inner.peek_holds.remove(&self.time);
-            }
-        }
-    }
-}
-
-/// How an index's keys and rows are encoded.
-#[derive(Debug, Clone)]
-struct IndexCodecs {
-    key: Arc<RowCodec>,
-    rows: Arc<RowCodec>,
-}
+use crate::worker::run_worker;
+use freshet_compute_types::{DataflowDesc, Export, RelPlan};
+use freshet_repr::sqlstate;
 
 /// A peek on its way: every worker's answer, once each has it. Awaiting
 /// it parks the requesting task, not a thread: workers wake it directly.
@@ -358,8 +67,10 @@ pub struct ComputeController {
     storage: Arc<Storage>,
     senders: Mutex<Vec<mpsc::Sender<Command>>>,
     guards: Mutex<Option<WorkerGuards<()>>>,
-    dataflows: Mutex<BTreeMap<GlobalId, Arc<DataflowState>>>,
-    codec: PlanCodec,
+    dataflows: Arc<Mutex<BTreeMap<GlobalId, Arc<DataflowState>>>>,
+    /// Frontier reports from dataflows, to [`follow_frontiers`].
+    reports: mpsc::Sender<Report>,
+    follower: Mutex<Option<std::thread::JoinHandle<()>>>,
     workers: usize,
     /// Bytes all dataflows' arrangements may hold together (see
     /// [`ComputeController::enforce_arrangement_limit`]).
@@ -375,9 +86,8 @@ impl std::fmt::Debug for ComputeController {
 }
 
 impl ComputeController {
-    /// Start `workers` timely worker threads reading from `storage`;
-    /// plans travel to them encoded by `codec`.
-    pub fn start(workers: usize, storage: Arc<Storage>, codec: PlanCodec) -> Result<Self> {
+    /// Start `workers` timely worker threads reading from `storage`.
+    pub fn start(workers: usize, storage: Arc<Storage>) -> Result<Self> {
         let workers = workers.max(1);
         let mut senders = Vec::with_capacity(workers);
         let mut receivers = Vec::with_capacity(workers);
@@ -388,21 +98,30 @@ impl ComputeController {
         }
         let receivers = Arc::new(Mutex::new(receivers));
         let worker_storage = Arc::clone(&storage);
-        let worker_codec = codec.clone();
         let guards = timely::execute(timely::Config::process(workers), move |worker| {
             let rx = receivers.lock()[worker.index()].take();
             if let Some(rx) = rx {
-                run_worker(worker, rx, Arc::clone(&worker_storage), &worker_codec);
+                run_worker(worker, rx, Arc::clone(&worker_storage));
             }
         })
         .map_err(ComputeError::Start)?;
         tracing::info!(workers, "compute workers started");
+        let dataflows = Arc::new(Mutex::new(BTreeMap::new()));
+        let (reports, reported) = mpsc::channel();
+        let follower = std::thread::Builder::new()
+            .name("compute-holds".into())
+            .spawn({
+                let dataflows = Arc::clone(&dataflows);
+                move || follow_frontiers(reported, dataflows)
+            })
+            .map_err(|e| ComputeError::Start(e.to_string()))?;
         Ok(ComputeController {
             storage,
             senders: Mutex::new(senders),
             guards: Mutex::new(Some(guards)),
-            dataflows: Mutex::new(BTreeMap::new()),
-            codec,
+            dataflows,
+            reports,
+            follower: Mutex::new(Some(follower)),
             workers,
             arrangement_limit: AtomicU64::new(u64::MAX),
         })
@@ -453,7 +172,7 @@ impl ComputeController {
         };
         state.evicted.store(true, Ordering::SeqCst);
         state.fail_with(DataflowError {
-            code: "53200".into(),
+            code: sqlstate::OUT_OF_MEMORY.into(),
             message: format!(
                 "{what} was stopped: its arrangements held {bytes} bytes, \
                  beyond the server's arrangement memory limit of {limit} bytes \
@@ -478,7 +197,7 @@ impl ComputeController {
     /// The plan as `EXPLAIN` shows it, each reduction annotated with how it
     /// is maintained (which depends on its aggregates, decided when the
     /// plan is compiled).
-    pub fn explain(plan: &crate::plan::RelPlan) -> Result<String> {
+    pub fn explain(plan: &RelPlan) -> Result<String> {
         let mut strategies = Vec::new();
         compile(plan)?.reduce_strategies(&mut strategies);
         let mut strategies = strategies.into_iter();
@@ -496,31 +215,13 @@ impl ComputeController {
         Ok(out)
     }
 
-    /// Check that `plan` survives its wire form and renders, without
-    /// installing it: the planner calls this before committing a CREATE,
-    /// so a committed view installs.
-    pub fn validate(codec: &PlanCodec, plan: &crate::plan::RelPlan) -> Result<()> {
-        Self::validate_export(codec, plan, Export::Shard)
-    }
-
-    /// [`Self::validate`] for a plan exported as `export` (an index's keys
-    /// must also survive the wire form and compile).
-    pub fn validate_export(
-        codec: &PlanCodec,
-        plan: &crate::plan::RelPlan,
-        export: Export,
-    ) -> Result<()> {
-        let desc = DataflowDesc {
-            id: GlobalId::User(0),
-            export,
-            plan: plan.clone(),
-            as_of: 0,
-            start: 0,
-            refresh: None,
-        };
-        let decoded = codec.decode(&codec.encode(&desc)?)?;
-        compile(&decoded.plan)?;
-        compile_index_key(&decoded).map(|_| ())
+    /// Check that `desc` renders (its expressions and aggregates build, an
+    /// index's keys evaluate over its rows), without installing it: the
+    /// coordinator calls this before committing a CREATE, so a committed
+    /// view or index installs.
+    pub fn validate(desc: &DataflowDesc) -> Result<()> {
+        compile(&desc.plan)?;
+        compile_index_key(desc).map(|_| ())
     }
 
     /// Install the dataflow `desc`, whose inputs are readable at
@@ -538,14 +239,14 @@ impl ComputeController {
         &self,
         desc: DataflowDesc,
         holds: Vec<ReadHold>,
-        from_storage: Option<crate::plan::RelPlan>,
+        from_storage: Option<RelPlan>,
     ) -> Result<Arc<DataflowState>> {
         self.install_with(desc, holds, from_storage, None)
     }
 
     /// Whether every index `plan` imports is installed and readable at
     /// `time`.
-    fn imports_readable(&self, plan: &crate::plan::RelPlan, time: Timestamp) -> bool {
+    fn imports_readable(&self, plan: &RelPlan, time: Timestamp) -> bool {
         plan.imported_indexes().into_iter().all(|index| {
             self.dataflow(index)
                 .is_some_and(|d| d.index_codecs.is_some() && d.index_since() <= time)
@@ -560,7 +261,7 @@ impl ComputeController {
         self: &Arc<Self>,
         desc: DataflowDesc,
         holds: Vec<ReadHold>,
-        from_storage: Option<crate::plan::RelPlan>,
+        from_storage: Option<RelPlan>,
         limit: usize,
     ) -> Result<Subscription> {
         if !matches!(desc.export, Export::Subscribe { .. }) {
@@ -580,7 +281,7 @@ impl ComputeController {
         &self,
         mut desc: DataflowDesc,
         mut holds: Vec<ReadHold>,
-        from_storage: Option<crate::plan::RelPlan>,
+        from_storage: Option<RelPlan>,
         subscribe: Option<Arc<SubscribeQueue>>,
     ) -> Result<Arc<DataflowState>> {
         if self.dataflows.lock().contains_key(&desc.id) {
@@ -633,13 +334,11 @@ impl ComputeController {
                 None => acquired.push(self.storage.acquire_read_hold(input, as_of)?),
             }
         }
-        // Workers get the plan only in its wire form; decoding and
-        // compiling it here first turns a plan they could not build into
-        // an error for this request.
-        let plan: Arc<[u8]> = self.codec.encode(&desc)?.into();
-        let decoded = self.codec.decode(&plan)?;
-        compile(&decoded.plan)?;
-        let index_codecs = compile_index_key(&decoded)?.map(|k| IndexCodecs {
+        // Compiled once, here: a plan that cannot be built is an error for
+        // this request, and every worker builds the same compiled plan.
+        let node = compile(&desc.plan)?;
+        let index_key = compile_index_key(&desc)?;
+        let index_codecs = index_key.as_ref().map(|k| IndexCodecs {
             key: k.key_codec(),
             rows: Arc::clone(&k.input),
         });
@@ -655,12 +354,18 @@ impl ComputeController {
         }
         let index_holds = Arc::new(index_holds);
         let state = self.new_state(&desc, acquired, index_codecs, subscribe);
+        let (id, as_of, start) = (desc.id, desc.as_of, desc.start);
+        let compiled = Arc::new(Compiled {
+            node,
+            index_key,
+            desc: Arc::new(desc),
+        });
         self.broadcast(|| Command::Install {
-            plan: Arc::clone(&plan),
+            compiled: Arc::clone(&compiled),
             state: Arc::clone(&state),
             index_holds: Arc::clone(&index_holds),
         })?;
-        tracing::info!(dataflow = %desc.id, as_of = desc.as_of, start = desc.start, "dataflow installed");
+        tracing::info!(dataflow = %id, as_of, start, "dataflow installed");
         Ok(state)
     }
 
@@ -671,26 +376,7 @@ impl ComputeController {
         index_codecs: Option<IndexCodecs>,
         subscribe: Option<Arc<SubscribeQueue>>,
     ) -> Arc<DataflowState> {
-        let state = Arc::new(DataflowState {
-            id: desc.id,
-            index_codecs,
-            subscribe,
-            errors_absent_through: AtomicU64::new(0),
-            as_of: desc.as_of,
-            start: desc.start,
-            inputs: desc.plan.inputs().into_iter().collect(),
-            upper: AtomicU64::new(desc.start),
-            hydrated: AtomicBool::new(false),
-            history: AtomicU64::new(INDEX_HISTORY),
-            dropped: AtomicBool::new(false),
-            evicted: AtomicBool::new(false),
-            installed_at: Instant::now(),
-            inner: Mutex::new(StateInner {
-                holds,
-                index_since: desc.as_of,
-                ..StateInner::default()
-            }),
-        });
+        let state = DataflowState::new(desc, holds, index_codecs, subscribe, self.reports.clone());
         self.dataflows.lock().insert(desc.id, Arc::clone(&state));
         state
     }
@@ -808,6 +494,10 @@ impl ComputeController {
             drop(guards.join());
         }
         self.dataflows.lock().clear();
+        if let Some(follower) = self.follower.lock().take() {
+            let _ = self.reports.send(Report::Shutdown);
+            let _ = follower.join();
+        }
     }
 }
 
@@ -844,4 +534,25 @@ fn encode_key(codec: &RowCodec, values: &[ScalarValue]) -> Result<Row> {
         .encode_columns(&columns, 1)?
         .pop()
         .ok_or_else(|| ComputeError::PlanWire("no key encoded".into()))
+}
+
+/// The controller's side of frontier reports: move each reporting
+/// dataflow's input holds to follow its output (in Materialize's terms,
+/// the controller, not the replica, owns read holds).
+fn follow_frontiers(
+    reports: mpsc::Receiver<Report>,
+    dataflows: Arc<Mutex<BTreeMap<GlobalId, Arc<DataflowState>>>>,
+) {
+    while let Ok(report) = reports.recv() {
+        match report {
+            Report::Frontier { id, upper } => {
+                // A dropped dataflow's holds went with it.
+                let state = dataflows.lock().get(&id).cloned();
+                if let Some(state) = state {
+                    state.follow_upper(upper);
+                }
+            }
+            Report::Shutdown => return,
+        }
+    }
 }

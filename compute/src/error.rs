@@ -6,6 +6,7 @@ use freshet_repr::GlobalId;
 use serde::{Deserialize, Serialize};
 
 use crate::sqlstate::datafusion_sqlstate;
+use freshet_repr::sqlstate;
 
 /// A query failure for some input row (division by zero, a bad cast, an
 /// overflow). Dataflows keep these in an error collection beside the
@@ -32,7 +33,7 @@ impl DataflowError {
     /// An internal error (a bug, or storage failing under a dataflow).
     pub fn internal(message: impl Into<String>) -> Self {
         DataflowError {
-            code: "XX000".into(),
+            code: sqlstate::INTERNAL_ERROR.into(),
             message: message.into(),
         }
     }
@@ -102,36 +103,14 @@ pub enum ComputeError {
     /// Workers did not answer a peek in time.
     #[error("index read timed out")]
     PeekTimeout,
-    /// A plan's bytes do not decode.
+    /// A request or an answer that does not fit the dataflow it names (a
+    /// key of the wrong arity, an index row with a bad multiplicity).
     #[error("malformed dataflow plan: {0}")]
     PlanWire(String),
-    /// An expression has no wire form, so no worker could build it.
-    #[error("cannot serialize dataflow plan: {0}")]
-    PlanEncode(String),
-    /// A plan was written by another plan format (or DataFusion release).
-    #[error("dataflow plan format {found} is not {expected}")]
-    PlanFormat {
-        /// The writer's format.
-        found: String,
-        /// Ours.
-        expected: String,
-    },
 }
 
 /// Results of compute requests.
 pub type Result<T, E = ComputeError> = std::result::Result<T, E>;
-
-impl From<datafusion_proto::protobuf::ToProtoError> for ComputeError {
-    fn from(e: datafusion_proto::protobuf::ToProtoError) -> Self {
-        ComputeError::PlanEncode(e.to_string())
-    }
-}
-
-impl From<datafusion_proto::protobuf::FromProtoError> for ComputeError {
-    fn from(e: datafusion_proto::protobuf::FromProtoError) -> Self {
-        ComputeError::PlanWire(e.to_string())
-    }
-}
 
 /// A query-visible error as DataFusion carries it, so a scan that meets
 /// one fails its query with the error's SQLSTATE.

@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn an_error_row_fails_the_snapshot_with_its_sqlstate() {
         let e = DataflowError {
-            code: "22012".into(),
+            code: freshet_repr::sqlstate::DIVISION_BY_ZERO.into(),
             message: "division by zero: a: b".into(),
         };
         let encoded = encode_error(&e);

@@ -9,6 +9,7 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::common::SchemaError;
 use datafusion::error::DataFusionError;
 use freshet_repr::SqlStateError;
+use freshet_repr::sqlstate;
 
 /// Classify a DataFusion error as Postgres would report the same failure.
 pub fn datafusion_sqlstate(e: &DataFusionError) -> (&'static str, String) {
@@ -23,7 +24,7 @@ pub fn datafusion_sqlstate(e: &DataFusionError) -> (&'static str, String) {
             if let Some(a) = inner.downcast_ref::<ArrowError>() {
                 return arrow_code(a);
             }
-            ("XX000", inner.to_string())
+            (sqlstate::INTERNAL_ERROR, inner.to_string())
         }
         DataFusionError::ArrowError(a, _) => arrow_code(a),
         DataFusionError::Context(_, inner) => datafusion_sqlstate(inner),
@@ -32,42 +33,48 @@ pub fn datafusion_sqlstate(e: &DataFusionError) -> (&'static str, String) {
         DataFusionError::Collection(errors) => errors
             .first()
             .map(datafusion_sqlstate)
-            .unwrap_or(("XX000", "unknown error".into())),
+            .unwrap_or((sqlstate::INTERNAL_ERROR, "unknown error".into())),
         DataFusionError::SchemaError(s, _) => match s.as_ref() {
-            SchemaError::FieldNotFound { field, .. } => {
-                ("42703", format!("column \"{}\" does not exist", field.name))
-            }
+            SchemaError::FieldNotFound { field, .. } => (
+                sqlstate::UNDEFINED_COLUMN,
+                format!("column \"{}\" does not exist", field.name),
+            ),
             SchemaError::AmbiguousReference { field } => (
-                "42702",
+                sqlstate::AMBIGUOUS_COLUMN,
                 format!("column reference \"{}\" is ambiguous", field.name),
             ),
             SchemaError::DuplicateQualifiedField { .. }
-            | SchemaError::DuplicateUnqualifiedField { .. } => ("42712", strip(&s.to_string())),
+            | SchemaError::DuplicateUnqualifiedField { .. } => {
+                (sqlstate::DUPLICATE_ALIAS, strip(&s.to_string()))
+            }
         },
-        DataFusionError::NotImplemented(m) => ("0A000", format!("{} is not supported", strip(m))),
+        DataFusionError::NotImplemented(m) => (
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            format!("{} is not supported", strip(m)),
+        ),
         DataFusionError::Plan(m) => {
             let m = strip(m);
             let code = if m.contains("does not exist") || m.contains("not found") {
                 if m.starts_with("relation") || m.starts_with("table") {
-                    "42P01"
+                    sqlstate::UNDEFINED_TABLE
                 } else {
-                    "42883"
+                    sqlstate::UNDEFINED_FUNCTION
                 }
             } else if m.contains("Invalid function") || m.contains("No function matches") {
-                "42883"
+                sqlstate::UNDEFINED_FUNCTION
             } else if m.contains("coerc") || m.contains("Cannot infer") || m.contains("type") {
-                "42804"
+                sqlstate::DATATYPE_MISMATCH
             } else if m.contains("must appear in the GROUP BY") || m.contains("GROUP BY") {
-                "42803"
+                sqlstate::GROUPING_ERROR
             } else {
-                "42000"
+                sqlstate::SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION
             };
             (code, m)
         }
         DataFusionError::Execution(m) => {
             let m = strip(m);
             if m.contains("Divide by zero") || m.contains("divide by zero") {
-                ("22012", "division by zero".into())
+                (sqlstate::DIVISION_BY_ZERO, "division by zero".into())
             } else if let Some(i) = m
                 .find("Can't cast value")
                 .or_else(|| m.find("Cannot cast string"))
@@ -76,11 +83,11 @@ pub fn datafusion_sqlstate(e: &DataFusionError) -> (&'static str, String) {
             } else if m.to_lowercase().contains("cast") {
                 cast_error(&m)
             } else {
-                ("XX000", m)
+                (sqlstate::INTERNAL_ERROR, m)
             }
         }
-        DataFusionError::ResourcesExhausted(m) => ("53200", strip(m)),
-        other => ("XX000", strip(&other.to_string())),
+        DataFusionError::ResourcesExhausted(m) => (sqlstate::OUT_OF_MEMORY, strip(m)),
+        other => (sqlstate::INTERNAL_ERROR, strip(&other.to_string())),
     }
 }
 
@@ -108,7 +115,10 @@ pub(crate) fn cast_error(m: &str) -> (&'static str, String) {
     if let Some(rest) = m.strip_prefix("Can't cast value ")
         && let Some((_, ty)) = rest.split_once(" to type ")
     {
-        return ("22003", format!("{} out of range", pg_type_name(ty)));
+        return (
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{} out of range", pg_type_name(ty)),
+        );
     }
     // "Cannot cast string 'abc' to value of Int32 type"
     if let Some(rest) = m.strip_prefix("Cannot cast string '")
@@ -116,7 +126,7 @@ pub(crate) fn cast_error(m: &str) -> (&'static str, String) {
     {
         let ty = tail.trim_end_matches(" type");
         return (
-            "22P02",
+            sqlstate::INVALID_TEXT_REPRESENTATION,
             format!(
                 "invalid input syntax for type {}: \"{value}\"",
                 pg_type_name(ty)
@@ -124,24 +134,31 @@ pub(crate) fn cast_error(m: &str) -> (&'static str, String) {
         );
     }
     if m.contains("too large to store in a Decimal") || m.contains("Overflowing") {
-        return ("22003", "numeric field overflow".into());
+        return (
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+            "numeric field overflow".into(),
+        );
     }
     if m.contains("Overflow") || m.contains("out of range") {
-        return ("22003", m.to_string());
+        return (sqlstate::NUMERIC_VALUE_OUT_OF_RANGE, m.to_string());
     }
-    ("22P02", m.to_string())
+    (sqlstate::INVALID_TEXT_REPRESENTATION, m.to_string())
 }
 
 fn arrow_code(a: &ArrowError) -> (&'static str, String) {
     match a {
-        ArrowError::DivideByZero => ("22012", "division by zero".into()),
-        ArrowError::ArithmeticOverflow(_) => ("22003", "value out of range".into()),
+        ArrowError::DivideByZero => (sqlstate::DIVISION_BY_ZERO, "division by zero".into()),
+        ArrowError::ArithmeticOverflow(_) => (
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range".into(),
+        ),
         ArrowError::CastError(m) | ArrowError::ParseError(m) => cast_error(m),
-        ArrowError::InvalidArgumentError(m) if m.contains("too large to store") => {
-            ("22003", "numeric field overflow".into())
-        }
-        ArrowError::InvalidArgumentError(m) => ("22023", m.clone()),
-        other => ("XX000", other.to_string()),
+        ArrowError::InvalidArgumentError(m) if m.contains("too large to store") => (
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+            "numeric field overflow".into(),
+        ),
+        ArrowError::InvalidArgumentError(m) => (sqlstate::INVALID_PARAMETER_VALUE, m.clone()),
+        other => (sqlstate::INTERNAL_ERROR, other.to_string()),
     }
 }
 
@@ -172,26 +189,29 @@ mod tests {
     fn maps_cast_messages() {
         assert_eq!(
             cast_error("Can't cast value 40000 to type Int16"),
-            ("22003", "smallint out of range".into())
+            (
+                sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                "smallint out of range".into()
+            )
         );
         assert_eq!(
             cast_error("Cannot cast string 'abc' to value of Int32 type"),
             (
-                "22P02",
+                sqlstate::INVALID_TEXT_REPRESENTATION,
                 "invalid input syntax for type integer: \"abc\"".into()
             )
         );
         assert_eq!(
             cast_error("123.40 is too large to store in a Decimal128 of precision 4. Max is 99.99")
                 .0,
-            "22003"
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE
         );
         assert_eq!(
             datafusion_sqlstate(&DataFusionError::ArrowError(
                 Box::new(ArrowError::DivideByZero),
                 None
             )),
-            ("22012", "division by zero".into())
+            (sqlstate::DIVISION_BY_ZERO, "division by zero".into())
         );
     }
 }

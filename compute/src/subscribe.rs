@@ -19,9 +19,11 @@ use freshet_repr::{GlobalId, Timestamp};
 use futures::task::AtomicWaker;
 use parking_lot::Mutex;
 
-use crate::controller::{ComputeController, DataflowState};
+use crate::controller::ComputeController;
 use crate::error::DataflowError;
 use crate::row::{Row, RowCodec};
+use crate::state::DataflowState;
+use freshet_repr::sqlstate;
 
 /// What the workers send a subscribe's consumer.
 #[derive(Debug)]
@@ -80,7 +82,7 @@ impl SubscribeQueue {
         // (a large snapshot); only a backlog past the bound ends it.
         if q.buffered > 0 && q.buffered + updates.len() > self.limit {
             q.events.push_back(QueuedEvent::Failed(DataflowError {
-                code: "53400".into(),
+                code: sqlstate::CONFIGURATION_LIMIT_EXCEEDED.into(),
                 message: format!(
                     "subscribe fell behind: its client left more than {} updates unread",
                     self.limit

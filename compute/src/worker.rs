@@ -11,17 +11,14 @@ use freshet_storage::Storage;
 use timely::worker::Worker;
 
 use crate::arrangements::ArrangementSizes;
-use crate::controller::DataflowState;
+use crate::protocol::Command;
+use crate::state::DataflowState;
 
 /// How often each worker publishes its arrangement sizes.
 const SIZE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// Hydration taking longer than this is logged, every this often.
 const HYDRATION_LOG_AFTER: Duration = Duration::from_secs(5);
-use crate::plan::wire::PlanCodec;
-use crate::render::{
-    Context, IndexTraces, PeekPart, SizeProbe, build_dataflow, compile, compile_index_key,
-    error_worker,
-};
+use crate::render::{Context, IndexTraces, PeekPart, SizeProbe, build_dataflow, error_worker};
 use crate::row::Row;
 
 /// A dataflow this worker runs.
@@ -44,35 +41,11 @@ struct WaitingPeek {
     answer: futures::channel::mpsc::UnboundedSender<PeekPart>,
 }
 
-/// What the controller asks every worker to do, in the same order.
-pub(crate) enum Command {
-    /// Build the dataflow whose plan these bytes encode.
-    Install {
-        plan: Arc<[u8]>,
-        state: Arc<DataflowState>,
-        /// Keep the indexes it imports readable at its `as_of` until it
-        /// is built.
-        index_holds: Arc<Vec<crate::controller::IndexHold>>,
-    },
-    /// Tear one down.
-    Drop(GlobalId),
-    /// Read an index at a time (rows with this key, or all rows).
-    Peek {
-        id: GlobalId,
-        time: freshet_repr::Timestamp,
-        key: Option<Row>,
-        answer: futures::channel::mpsc::UnboundedSender<PeekPart>,
-    },
-    /// Exit.
-    Shutdown,
-}
-
 /// Run commands and dataflows until shut down.
 pub(crate) fn run_worker(
     worker: &mut Worker,
     commands: mpsc::Receiver<Command>,
     storage: Arc<Storage>,
-    codec: &PlanCodec,
 ) {
     let mut installed: BTreeMap<GlobalId, Installed> = BTreeMap::new();
     // Which dataflows import each index; an index dropped while imported
@@ -87,22 +60,12 @@ pub(crate) fn run_worker(
         loop {
             match commands.try_recv() {
                 Ok(Command::Install {
-                    plan,
+                    compiled,
                     state,
                     index_holds,
                 }) => {
-                    // Every worker builds the same dataflow or none: the
-                    // controller decoded and compiled this plan already.
-                    let built = codec.decode(&plan).and_then(|desc| {
-                        Ok((compile(&desc.plan)?, compile_index_key(&desc)?, desc))
-                    });
-                    let (node, index_key, desc) = match built {
-                        Ok(built) => built,
-                        Err(e) => {
-                            state.fail(format!("cannot build dataflow: {e}"));
-                            continue;
-                        }
-                    };
+                    // Every worker builds the same compiled plan.
+                    let desc = &compiled.desc;
                     let index = worker.next_dataflow_index();
                     let id = desc.id;
                     let mut imports = BTreeMap::new();
@@ -116,11 +79,16 @@ pub(crate) fn run_worker(
                     }
                     let ctx = Arc::new(Context {
                         storage: Arc::clone(&storage),
-                        desc: Arc::new(desc),
+                        desc: Arc::clone(desc),
                         state: Arc::clone(&state),
                     });
-                    let (probes, traces) =
-                        build_dataflow(worker, &node, index_key, ctx, &mut imports);
+                    let (probes, traces) = build_dataflow(
+                        worker,
+                        &compiled.node,
+                        compiled.index_key.clone(),
+                        ctx,
+                        &mut imports,
+                    );
                     // Built: the imports read what they need from here on.
                     drop(index_holds);
                     installed.insert(

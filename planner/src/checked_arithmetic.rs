@@ -45,6 +45,7 @@ use datafusion::physical_expr::expressions as physical;
 
 use crate::expr_rewrite::rewrite_expressions_up;
 use crate::udf;
+use freshet_repr::sqlstate;
 
 /// The name of the flat chain function.
 pub(crate) const CHAIN: &str = "checked_arith";
@@ -318,7 +319,10 @@ fn out_of_range(t: &DataType) -> datafusion::error::DataFusionError {
         DataType::Int32 => "integer",
         _ => "bigint",
     };
-    crate::error::sqlstate_error("22003", format!("{what} out of range"))
+    crate::error::sqlstate_error(
+        sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("{what} out of range"),
+    )
 }
 
 /// `l op r` with PostgreSQL's errors, on arrays or scalars.
@@ -336,7 +340,10 @@ fn apply(op: ArithOp, l: &ColumnarValue, r: &ColumnarValue, rows: usize) -> Resu
         let zero = ScalarValue::new_zero(&divisor.data_type().clone())?.to_scalar()?;
         let is_zero = arrow::compute::kernels::cmp::eq(&divisor, &zero)?;
         if is_zero.true_count() > 0 {
-            return Err(crate::error::sqlstate_error("22012", "division by zero"));
+            return Err(crate::error::sqlstate_error(
+                sqlstate::DIVISION_BY_ZERO,
+                "division by zero",
+            ));
         }
     }
     let (ld, rd) = (to_datum(l)?, to_datum(r)?);

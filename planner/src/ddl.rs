@@ -13,7 +13,7 @@ use freshet_repr::{ColumnDesc, GlobalId, RelationDesc};
 use crate::error::{PlanError, Result};
 use crate::parse::{ObjectKind, normalize_ident, normalize_name};
 use crate::plan::Plan;
-use crate::query::{StatementContext, plan_maintained_query};
+use crate::query::StatementContext;
 use crate::resolve::{Resolved, key_positions, quote_if_needed};
 use crate::types::pg_type_of;
 
@@ -302,7 +302,7 @@ pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
         references,
         create_sql,
         ..
-    } = view_definition(cx, cv, "VIEW")?;
+    } = view_definition(cx, cv, "VIEW", false)?;
     let existing = cx.catalog.item_by_name(schema_id, &name);
     let replace = match existing {
         Some(item) if cv.or_replace => {
@@ -343,22 +343,27 @@ pub(crate) struct ViewDefinition {
     pub references: Vec<GlobalId>,
     /// The canonical definition (references in id form).
     pub create_sql: String,
+    /// The query with references in id form.
+    pub query: ast::Query,
     /// The planned query.
     pub plan: crate::plan::QueryPlan,
 }
 
 /// Resolve, plan and name a view's query; `keyword` is `VIEW` or
-/// `MATERIALIZED VIEW`.
+/// `MATERIALIZED VIEW`. With `reuse`, indexed views it reads are read from
+/// their indexes (as a materialized view's dataflow does); otherwise every
+/// view is inlined down to storage collections.
 pub(crate) fn view_definition(
     cx: &StatementContext,
     cv: &CreateView,
     keyword: &str,
+    reuse: bool,
 ) -> Result<ViewDefinition> {
     let resolver = cx.resolver();
     let (schema, name) = resolver.create_target(&cv.name)?;
     let mut query = (*cv.query).clone();
     let refs = resolver.rewrite(&mut query)?;
-    let plan = plan_maintained_query(cx, &query)?;
+    let plan = crate::query::plan_dataflow_query(cx, &query, reuse)?;
     let (names, desc) = named_columns(&plan.desc, &cv.columns, &format!("CREATE {keyword}"))?;
     let create_sql = format!(
         "CREATE {keyword} {} ({}) AS {query}",
@@ -375,6 +380,7 @@ pub(crate) fn view_definition(
         desc,
         references: refs.items.into_iter().collect(),
         create_sql,
+        query,
         plan,
     })
 }

@@ -8,6 +8,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use freshet_repr::PgType;
+use freshet_repr::sqlstate;
 
 /// Every function this module provides.
 pub fn all() -> Vec<Arc<ScalarUDF>> {
@@ -210,7 +211,10 @@ impl ScalarUDFImpl for Mod {
         let b = args.args[1].to_array(n)?;
         let zero = ScalarValue::new_zero(b.data_type())?.to_scalar()?;
         if arrow::compute::kernels::cmp::eq(&b, &zero)?.true_count() > 0 {
-            return Err(crate::error::sqlstate_error("22012", "division by zero"));
+            return Err(crate::error::sqlstate_error(
+                sqlstate::DIVISION_BY_ZERO,
+                "division by zero",
+            ));
         }
         let result = arrow::compute::kernels::numeric::rem(&a, &b)?;
         crate::udf::to_columnar(result, crate::udf::all_scalar(&args))

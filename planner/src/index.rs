@@ -15,11 +15,11 @@ use datafusion::execution::SessionState;
 use datafusion::logical_expr::Expr;
 use datafusion::sql::sqlparser::ast::{self, ObjectName};
 use freshet_catalog::{CatalogState, Item, ItemDef, ItemDetails, ItemKind};
-use freshet_compute::RelPlan;
+use freshet_compute_types::{Export, RelPlan};
 use freshet_repr::{GlobalId, RelationDesc};
 
 use crate::error::{PlanError, Result};
-use crate::plan::Plan;
+use crate::plan::{CreateIndexPlan, ItemDataflow, Plan};
 use crate::query::StatementContext;
 use crate::resolve::quote_if_needed;
 
@@ -53,18 +53,6 @@ pub fn create_index(
         .desc
         .as_ref()
         .ok_or_else(|| PlanError::Internal(format!("{} has no columns", item.name)))?;
-    // The rows the index holds: a view's at the numeric scales its query
-    // computes (planning it also checks that it can be maintained).
-    let (rows_plan, rows_desc) = match item.kind {
-        ItemKind::View => crate::materialized::view_dataflow(cx.state, cx.catalog, item.id, false)?,
-        _ => (
-            RelPlan::Get {
-                id: item.id,
-                schema: desc.arrow_schema(),
-            },
-            desc.clone(),
-        ),
-    };
     // Keys are stored as SQL over the object's columns: a column's quoted
     // name, or an expression's text.
     let columns: Vec<String> = match keys {
@@ -94,24 +82,27 @@ pub fn create_index(
         crate::resolve::id_name(item.id),
         columns.join(", ")
     );
-    // The keys must plan, be deterministic, and render over the rows.
-    let (keys_exprs, schema) = key_exprs(cx, item.id, &columns, &rows_plan)?;
-    freshet_compute::ComputeController::validate_export(
-        &crate::plan_codec::plan_codec(cx.state),
-        &rows_plan,
-        freshet_compute::plan::Export::Index {
+    // The rows the index holds (a view's at the numeric scales its query
+    // computes; planning it also checks that it can be maintained), and
+    // the keys over them, which must plan and be deterministic. Whether
+    // they render is checked where the plan is committed.
+    let plan_for = |reuse: bool| index_dataflow(cx.state, cx.catalog, item, &columns, None, reuse);
+    let (plan, keys_exprs, schema, rows_desc) = plan_for(true)?;
+    let from_storage = if plan.imported_indexes().is_empty() {
+        None
+    } else {
+        Some(plan_for(false)?.0)
+    };
+    let dataflow = ItemDataflow {
+        plan,
+        export: Export::Index {
             keys: keys_exprs,
             schema,
         },
-    )
-    .map_err(|e| match e {
-        freshet_compute::ComputeError::Render(df) => PlanError::DataFusion(df),
-        freshet_compute::ComputeError::PlanEncode(what) => {
-            PlanError::unsupported(format!("in an index key, {what}"))
-        }
-        other => PlanError::Internal(other.to_string()),
-    })?;
-    Ok(Plan::CreateItem {
+        from_storage,
+        notices: Vec::new(),
+    };
+    Ok(Plan::CreateIndex(Box::new(CreateIndexPlan {
         def: ItemDef {
             schema_id: item.schema_id,
             name,
@@ -127,8 +118,8 @@ pub fn create_index(
             options: Default::default(),
         },
         if_not_exists,
-        replace: None,
-    })
+        dataflow,
+    })))
 }
 
 /// A key as stored: a column's quoted name, or the expression's text.
@@ -258,6 +249,23 @@ pub fn dataflow_plan(
     reuse: bool,
 ) -> Result<(RelPlan, Vec<Expr>, Arc<DFSchema>)> {
     let (on, keys) = index_parts(catalog, id)?;
+    let (plan, keys, schema, _) = index_dataflow(state, catalog, on, keys, Some(id), reuse)?;
+    Ok((plan, keys, schema))
+}
+
+/// The dataflow of an index on `on` keyed by `keys` (stored SQL): its
+/// rows' plan, the key expressions and the schema they name, and the rows'
+/// columns. `id` is the index's own id once it has one: only an older
+/// index on the same view can lend it its rows (a new index is younger
+/// than every existing one).
+fn index_dataflow(
+    state: &SessionState,
+    catalog: &CatalogState,
+    on: &Item,
+    keys: &[String],
+    id: Option<GlobalId>,
+    reuse: bool,
+) -> Result<(RelPlan, Vec<Expr>, Arc<DFSchema>, RelationDesc)> {
     let desc = on
         .desc
         .clone()
@@ -265,24 +273,31 @@ pub fn dataflow_plan(
     // Another index on the same view already holds its rows.
     let sibling = catalog
         .indexes_on(on.id)
-        .find(|i| i.id < id)
+        .find(|i| id.is_none_or(|id| i.id < id))
         .and_then(|i| Some((i.id, i.desc.clone()?)));
-    let plan = match (on.kind, sibling) {
-        (ItemKind::View, Some((index, rows))) if reuse => RelPlan::ArrangedGet {
-            index,
-            inputs: catalog.collections_behind(on.id),
-            schema: freshet_repr::nullable_schema(&rows.arrow_schema()),
-        },
-        (ItemKind::View, _) => crate::materialized::view_dataflow(state, catalog, on.id, reuse)?.0,
-        _ => RelPlan::Get {
-            id: on.id,
-            schema: desc.arrow_schema(),
-        },
+    let (plan, rows_desc) = match (on.kind, sibling) {
+        (ItemKind::View, Some((index, rows))) if reuse => (
+            RelPlan::ArrangedGet {
+                index,
+                inputs: catalog.collections_behind(on.id),
+                schema: freshet_repr::nullable_schema(&rows.arrow_schema()),
+            },
+            rows,
+        ),
+        (ItemKind::View, _) => crate::materialized::view_dataflow(state, catalog, on.id, reuse)?,
+        _ => (
+            RelPlan::Get {
+                id: on.id,
+                schema: desc.arrow_schema(),
+            },
+            desc,
+        ),
     };
-    let (keys, schema) = crate::materialized::with_stored_context(state, catalog, id, |cx| {
+    // Stored keys are planned where the index lives: `on`'s database.
+    let (keys, schema) = crate::materialized::with_stored_context(state, catalog, on.id, |cx| {
         key_exprs(cx, on.id, keys, &plan)
     })?;
-    Ok((plan, keys, schema))
+    Ok((plan, keys, schema, rows_desc))
 }
 
 /// `SELECT * FROM obj [WHERE key = constant AND ...]` on an indexed object,
@@ -475,7 +490,12 @@ pub fn explain_index(cx: &StatementContext, name: &ObjectName) -> Result<Plan> {
     for n in &dataflow.notices {
         head.push_str(&format!(" ({n})"));
     }
-    crate::materialized::explain_rows_under(cx.catalog, &plan, Some(head))
+    Ok(Plan::ExplainDataflow(Box::new(
+        crate::plan::ExplainDataflowPlan {
+            plan,
+            head: Some(head),
+        },
+    )))
 }
 
 /// `SHOW INDEXES [ON obj]`: name, indexed object and key of each index.

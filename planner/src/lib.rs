@@ -47,7 +47,8 @@ pub mod statement;
 pub mod subscribe;
 
 pub use plan::{
-    CopyFormat, CopyFromPlan, CopyOptions, ExplainKind, Plan, QueryPlan, SetValue, WriteKind,
+    CopyFormat, CopyFromPlan, CopyOptions, CreateIndexPlan, CreateMaterializedViewPlan,
+    ExplainDataflowPlan, ExplainKind, ItemDataflow, Plan, QueryPlan, SetValue, WriteKind,
     WritePlan,
 };
 pub use query::StatementContext;

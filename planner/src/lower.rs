@@ -21,7 +21,7 @@ use datafusion::logical_expr::{
     Distinct, Expr, FetchType, JoinType, LogicalPlan, SkipType, Volatility, cast,
 };
 use datafusion::physical_expr::create_physical_expr;
-use freshet_compute::{JoinKind, RelPlan};
+use freshet_compute_types::{JoinKind, RelPlan};
 
 use crate::error::{PlanError, Result};
 use crate::provider::BoundTable;
@@ -523,3 +523,7 @@ fn evaluate_rows(schema: &SchemaRef, rows: &[Vec<Expr>]) -> Result<RecordBatch> 
     )
     .map_err(arrow_err)
 }
+
+#[cfg(test)]
+#[path = "lower_golden_tests.rs"]
+mod golden_tests;

@@ -11,25 +11,27 @@ use datafusion::sql::sqlparser::ast::{self, CreateView, ObjectName};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use freshet_catalog::{CatalogState, ItemDef, ItemDetails, ItemKind};
-use freshet_compute::{ComputeController, ComputeError, RelPlan};
+use freshet_compute_types::{Export, RelPlan};
 use freshet_repr::{GlobalId, PgType, RelationDesc};
 
 use crate::ddl::{ViewDefinition, view_definition};
 use crate::error::{PlanError, Result};
 use crate::lower::{cast_to, check_deterministic, lower};
 use crate::misc::text_rows;
-use crate::plan::{Plan, QueryPlan};
-use crate::plan_codec::plan_codec;
+use crate::plan::{CreateMaterializedViewPlan, ExplainDataflowPlan, ItemDataflow, Plan, QueryPlan};
 use crate::query::StatementContext;
 use crate::resolve::{SessionInfo, humanize_ids};
 
 /// `CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name [(cols)] AS q`.
 ///
-/// The query is lowered here, so a construct the dataflow cannot maintain
-/// fails before anything is committed.
+/// The query is planned and lowered here, once: a construct the dataflow
+/// cannot maintain fails before anything is committed, and the lowered
+/// plan is what the catalog commits and compute installs.
 pub fn create_materialized_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
-    let def = define(cx, cv)?;
-    let existing = cx.catalog.item_by_name(def.0.schema_id, &def.0.name);
+    let defined = define(cx, cv)?;
+    let existing = cx
+        .catalog
+        .item_by_name(defined.def.schema_id, &defined.def.name);
     let replace = match existing {
         Some(item) if cv.or_replace => {
             if item.kind != ItemKind::MaterializedView {
@@ -42,18 +44,33 @@ pub fn create_materialized_view(cx: &StatementContext, cv: &CreateView) -> Resul
         }
         _ => None,
     };
-    let (def, plan) = def;
-    Ok(Plan::CreateMaterializedView {
-        def,
-        if_not_exists: cv.if_not_exists,
-        replace,
-        inputs: plan.inputs,
-        refresh: None,
-    })
+    Ok(Plan::CreateMaterializedView(Box::new(
+        CreateMaterializedViewPlan {
+            def: defined.def,
+            if_not_exists: cv.if_not_exists,
+            replace,
+            inputs: defined.inputs,
+            refresh: None,
+            dataflow: defined.dataflow,
+        },
+    )))
 }
 
-/// The catalog definition of a materialized view and its planned query.
-fn define(cx: &StatementContext, cv: &CreateView) -> Result<(ItemDef, QueryPlan)> {
+/// A materialized view as its CREATE defines it.
+struct Defined {
+    /// Its catalog entry.
+    def: ItemDef,
+    /// The storage collections its dataflow reads.
+    inputs: std::collections::BTreeSet<GlobalId>,
+    /// Its dataflow.
+    dataflow: ItemDataflow,
+}
+
+/// The catalog definition of a materialized view and its dataflow: the
+/// query planned reading indexed views from their indexes, and, only when
+/// that plan imports an index, planned again from storage alone (the
+/// twin installed when an index cannot serve the view's start).
+fn define(cx: &StatementContext, cv: &CreateView) -> Result<Defined> {
     if cv.temporary {
         return Err(PlanError::unsupported("CREATE TEMPORARY MATERIALIZED VIEW"));
     }
@@ -63,11 +80,25 @@ fn define(cx: &StatementContext, cv: &CreateView) -> Result<(ItemDef, QueryPlan)
         desc,
         references,
         create_sql,
+        query,
         plan,
-    } = view_definition(cx, cv, "MATERIALIZED VIEW")?;
+    } = view_definition(cx, cv, "MATERIALIZED VIEW", true)?;
     let optimized = optimize(cx.state, &plan)?;
     let desc = stored_types(nullable(desc), &optimized);
-    lower_optimized(cx.state, &optimized, &desc)?;
+    let rel = lower_optimized(&optimized, &desc)?;
+    let (inputs, from_storage) = if rel.imported_indexes().is_empty() {
+        (plan.inputs, None)
+    } else {
+        let maintained = crate::query::plan_maintained_query(cx, &query)?;
+        let from_storage = lower_view(cx.state, &maintained, &desc)?;
+        (maintained.inputs, Some(from_storage))
+    };
+    let dataflow = ItemDataflow {
+        plan: rel,
+        export: Export::Shard,
+        from_storage,
+        notices: Vec::new(),
+    };
     let def = ItemDef {
         schema_id,
         name,
@@ -81,7 +112,11 @@ fn define(cx: &StatementContext, cv: &CreateView) -> Result<(ItemDef, QueryPlan)
         },
         options: Default::default(),
     };
-    Ok((def, plan))
+    Ok(Defined {
+        def,
+        inputs,
+        dataflow,
+    })
 }
 
 /// Like PostgreSQL's, a materialized view's columns carry no NOT NULL
@@ -121,24 +156,15 @@ fn optimize(state: &SessionState, plan: &QueryPlan) -> Result<LogicalPlan> {
 /// Lower a planned view query to the dataflow that maintains it, emitting
 /// rows of exactly the types its shard stores.
 fn lower_view(state: &SessionState, plan: &QueryPlan, desc: &RelationDesc) -> Result<RelPlan> {
-    lower_optimized(state, &optimize(state, plan)?, desc)
+    lower_optimized(&optimize(state, plan)?, desc)
 }
 
-fn lower_optimized(
-    state: &SessionState,
-    optimized: &LogicalPlan,
-    desc: &RelationDesc,
-) -> Result<RelPlan> {
+/// Lowering only: whether compute can render the plan, and whether it
+/// survives its wire form, is checked where it is committed
+/// (the coordinator's DDL path), once.
+fn lower_optimized(optimized: &LogicalPlan, desc: &RelationDesc) -> Result<RelPlan> {
     let rel = lower(optimized)?;
-    let rel = cast_to(rel, optimized.schema(), &desc.arrow_schema())?;
-    ComputeController::validate(&plan_codec(state), &rel).map_err(|e| match e {
-        ComputeError::Render(df) => PlanError::DataFusion(df),
-        ComputeError::PlanEncode(what) => {
-            PlanError::unsupported(format!("in a materialized view, {what}"))
-        }
-        other => PlanError::Internal(other.to_string()),
-    })?;
-    Ok(rel)
+    cast_to(rel, optimized.schema(), &desc.arrow_schema())
 }
 
 /// The dataflow plan of the stored materialized view `id`, planned from its
@@ -166,7 +192,7 @@ pub fn view_dataflow(
     let (plan, desc) = planned_definition(state, catalog, id, reuse)?;
     let optimized = optimize(state, &plan)?;
     let desc = stored_types(nullable(desc), &optimized);
-    let rel = lower_optimized(state, &optimized, &desc)?;
+    let rel = lower_optimized(&optimized, &desc)?;
     Ok((rel, desc))
 }
 
@@ -182,7 +208,7 @@ pub(crate) fn query_dataflow(
     let plan = crate::query::plan_dataflow_query(cx, query, reuse)?;
     let optimized = optimize(cx.state, &plan)?;
     let desc = stored_types(nullable(plan.desc.clone()), &optimized);
-    let rel = lower_optimized(cx.state, &optimized, &desc)?;
+    let rel = lower_optimized(&optimized, &desc)?;
     Ok((rel, desc, plan))
 }
 
@@ -250,7 +276,7 @@ pub fn explain_materialized_view(cx: &StatementContext, name: &ObjectName) -> Re
     }
     // The plan committed with the view, which is what runs.
     let (dataflow, _) = crate::written_plan::read_or_plan(cx.state, cx.catalog, item.id)?;
-    let notices = (!dataflow.notices.is_empty()).then(|| {
+    let head = (!dataflow.notices.is_empty()).then(|| {
         dataflow
             .notices
             .iter()
@@ -258,34 +284,45 @@ pub fn explain_materialized_view(cx: &StatementContext, name: &ObjectName) -> Re
             .collect::<Vec<_>>()
             .join(" ")
     });
-    explain_rows_under(cx.catalog, &dataflow.plan, notices)
+    Ok(Plan::ExplainDataflow(Box::new(ExplainDataflowPlan {
+        plan: dataflow.plan,
+        head,
+    })))
 }
 
 /// `EXPLAIN CREATE MATERIALIZED VIEW ...`: the dataflow it would install.
 pub fn explain_create(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
-    let (def, plan) = define(cx, cv)?;
-    let desc = def
-        .desc
-        .ok_or_else(|| PlanError::Internal("view without columns".into()))?;
-    let rel = lower_view(cx.state, &plan, &desc)?;
-    explain_rows(cx.catalog, &rel)
+    let defined = define(cx, cv)?;
+    Ok(Plan::ExplainDataflow(Box::new(ExplainDataflowPlan {
+        plan: defined.dataflow.plan,
+        head: None,
+    })))
 }
 
-fn explain_rows(catalog: &CatalogState, plan: &RelPlan) -> Result<Plan> {
-    explain_rows_under(catalog, plan, None)
-}
-
-/// `EXPLAIN`'s rows for `plan`, indented under `head` if given.
-pub(crate) fn explain_rows_under(
+/// `EXPLAIN`'s rows for `plan`, given compute's rendering of it
+/// (`explained`: the plan's text with each reduction's strategy), with
+/// ids named and indented under `head` if given.
+pub fn explain_dataflow_rows(
     catalog: &CatalogState,
     plan: &RelPlan,
+    explained: &str,
     head: Option<String>,
 ) -> Result<Plan> {
-    let explained = ComputeController::explain(plan).map_err(|e| match e {
-        ComputeError::Render(df) => PlanError::DataFusion(df),
-        other => PlanError::Internal(other.to_string()),
-    })?;
-    let mut text = humanize_ids(catalog, &explained);
+    let text = explain_dataflow_text(catalog, plan, explained);
+    let indent = if head.is_some() { "  " } else { "" };
+    let lines = head
+        .into_iter()
+        .chain(text.lines().map(|l| format!("{indent}{l}")));
+    text_rows(
+        &[("Dataflow Plan", PgType::Text)],
+        lines.map(|l| vec![Some(l)]).collect(),
+    )
+}
+
+/// `explained` (the text of `plan`) with every id a user could not read
+/// named: id-form references, imported indexes and inputs.
+pub fn explain_dataflow_text(catalog: &CatalogState, plan: &RelPlan, explained: &str) -> String {
+    let mut text = humanize_ids(catalog, explained);
     for index in plan.imported_indexes() {
         if let Some((db, schema, item)) = catalog.full_name(index) {
             text = text.replace(
@@ -302,12 +339,5 @@ pub(crate) fn explain_rows_under(
             );
         }
     }
-    let indent = if head.is_some() { "  " } else { "" };
-    let lines = head
-        .into_iter()
-        .chain(text.lines().map(|l| format!("{indent}{l}")));
-    text_rows(
-        &[("Dataflow Plan", PgType::Text)],
-        lines.map(|l| vec![Some(l)]).collect(),
-    )
+    text
 }

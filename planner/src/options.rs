@@ -216,11 +216,19 @@ pub fn plan_create_with(
     let (retain, refresh_options) = split_options(cx, options)?;
     let mut plan = crate::statement::plan_statement(cx, stmt)?;
     match &mut plan {
-        Plan::CreateMaterializedView { def, refresh, .. } => {
-            def.options.retain_history = retain;
-            *refresh = refresh_options;
+        Plan::CreateMaterializedView(create) => {
+            create.def.options.retain_history = retain;
+            create.refresh = refresh_options;
         }
-        Plan::CreateItem { def, .. } if matches!(def.kind, ItemKind::Table | ItemKind::Index) => {
+        Plan::CreateIndex(create) => {
+            if refresh_options.is_some() {
+                return Err(PlanError::InvalidParameter(
+                    "REFRESH is an option of materialized views, not of indexes".into(),
+                ));
+            }
+            create.def.options.retain_history = retain;
+        }
+        Plan::CreateItem { def, .. } if def.kind == ItemKind::Table => {
             if refresh_options.is_some() {
                 return Err(PlanError::InvalidParameter(format!(
                     "REFRESH is an option of materialized views, not of {}s",

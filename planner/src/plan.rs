@@ -6,6 +6,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use datafusion::logical_expr::LogicalPlan;
 use freshet_catalog::ItemDef;
+use freshet_compute_types::{Export, RelPlan};
 use freshet_repr::{GlobalId, RelationDesc};
 
 use crate::provider::QueryBinding;
@@ -28,6 +29,63 @@ pub struct QueryPlan {
     /// Whether the query calls functions whose value depends on when it
     /// runs (`now()`, `random()`).
     pub volatile: bool,
+}
+
+/// The dataflow that maintains a materialized view or an index, as its
+/// CREATE planned it: this is what the catalog commits as the item's
+/// written plan and what compute installs.
+#[derive(Debug, Clone)]
+pub struct ItemDataflow {
+    /// What to compute (reading indexes' arrangements where it can).
+    pub plan: RelPlan,
+    /// Where the output goes.
+    pub export: Export,
+    /// The same relation read from storage, when `plan` imports indexes
+    /// (installed instead when an index cannot serve the start time).
+    pub from_storage: Option<RelPlan>,
+    /// Notices committed with the plan (e.g. that boot planned it again).
+    pub notices: Vec<String>,
+}
+
+/// A planned `CREATE [OR REPLACE] MATERIALIZED VIEW`.
+#[derive(Debug, Clone)]
+pub struct CreateMaterializedViewPlan {
+    /// The definition.
+    pub def: ItemDef,
+    /// Skip (with a notice) if the name exists.
+    pub if_not_exists: bool,
+    /// `OR REPLACE` of this existing materialized view (dropped and
+    /// created anew in one catalog transaction).
+    pub replace: Option<GlobalId>,
+    /// The storage collections its dataflow reads: held at the chosen
+    /// `as_of` before the catalog transaction commits.
+    pub inputs: BTreeSet<GlobalId>,
+    /// `WITH (REFRESH ...)`: its times are evaluated at creation.
+    pub refresh: Option<crate::options::RefreshPlan>,
+    /// Its dataflow, planned once, here.
+    pub dataflow: ItemDataflow,
+}
+
+/// A planned `CREATE [DEFAULT] INDEX`.
+#[derive(Debug, Clone)]
+pub struct CreateIndexPlan {
+    /// The definition.
+    pub def: ItemDef,
+    /// Skip (with a notice) if the name exists.
+    pub if_not_exists: bool,
+    /// Its dataflow, planned once, here.
+    pub dataflow: ItemDataflow,
+}
+
+/// `EXPLAIN` of a dataflow plan. How each operator is rendered (which
+/// reduction strategy) is compute's to say, so the sequencer asks compute
+/// and then [`crate::materialized::explain_dataflow_rows`] names the ids.
+#[derive(Debug, Clone)]
+pub struct ExplainDataflowPlan {
+    /// The plan.
+    pub plan: RelPlan,
+    /// A first line, with the plan indented under it.
+    pub head: Option<String>,
 }
 
 /// How `EXPLAIN` was asked.
@@ -149,20 +207,9 @@ pub enum Plan {
         replace: Option<GlobalId>,
     },
     /// `CREATE [OR REPLACE] MATERIALIZED VIEW`.
-    CreateMaterializedView {
-        /// The definition.
-        def: ItemDef,
-        /// Skip (with a notice) if the name exists.
-        if_not_exists: bool,
-        /// `OR REPLACE` of this existing materialized view (dropped and
-        /// created anew in one catalog transaction).
-        replace: Option<GlobalId>,
-        /// The storage collections its dataflow reads: held at the chosen
-        /// `as_of` before the catalog transaction commits.
-        inputs: std::collections::BTreeSet<GlobalId>,
-        /// `WITH (REFRESH ...)`: its times are evaluated at creation.
-        refresh: Option<crate::options::RefreshPlan>,
-    },
+    CreateMaterializedView(Box<CreateMaterializedViewPlan>),
+    /// `CREATE [DEFAULT] INDEX`.
+    CreateIndex(Box<CreateIndexPlan>),
     /// `ALTER ... SET/RESET (RETAIN HISTORY ...)`.
     SetOptions {
         /// The item.
@@ -201,6 +248,9 @@ pub enum Plan {
     ExplainPeek(crate::index::PeekPlan),
     /// `EXPLAIN`.
     Explain(ExplainKind, QueryPlan),
+    /// `EXPLAIN` of a dataflow (`EXPLAIN [CREATE] MATERIALIZED VIEW`,
+    /// `EXPLAIN INDEX`).
+    ExplainDataflow(Box<ExplainDataflowPlan>),
     /// A write.
     Write(Box<WritePlan>),
     /// `COPY ... FROM STDIN`.

@@ -10,7 +10,7 @@ use datafusion::datasource::TableProvider;
 use datafusion::execution::{SessionState, TaskContext};
 use datafusion::logical_expr::{Extension, LogicalPlan, ScalarUDF};
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
-use freshet_compute::PlanCodec;
+use freshet_compute_types::PlanCodec;
 
 /// The codec for plans planned in `state`: functions resolve in its
 /// registry, then in [`FreshetExtensions`].

@@ -22,6 +22,7 @@ use datafusion::optimizer::AnalyzerRule;
 use crate::checked_arithmetic::is_int;
 use crate::expr_rewrite::rewrite_expressions_up;
 use crate::udf;
+use freshet_repr::sqlstate;
 
 pub use crate::checked_arithmetic::CheckedIntegerArithmetic;
 
@@ -222,7 +223,7 @@ impl ScalarUDFImpl for ByteaIn {
         let out = udf::map_text(&args, "bytea_in", |s| {
             crate::pgtext::parse_bytea(s).ok_or_else(|| {
                 crate::error::sqlstate_error(
-                    "22P02",
+                    sqlstate::INVALID_TEXT_REPRESENTATION,
                     format!("invalid input syntax for type bytea: \"{s}\""),
                 )
             })
@@ -274,7 +275,7 @@ impl ScalarUDFImpl for TextIn {
                     TextKind::Jsonb => "json",
                 };
                 crate::error::sqlstate_error(
-                    "22P02",
+                    sqlstate::INVALID_TEXT_REPRESENTATION,
                     format!("invalid input syntax for type {ty}: \"{s}\""),
                 )
             })
@@ -307,7 +308,12 @@ impl ScalarUDFImpl for RoundToInt {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use arrow::array::{Array, Decimal128Array, Float32Array, Float64Array, Int64Array};
         let array = udf::arg_array(&args, 0)?;
-        let overflow = || crate::error::sqlstate_error("22003", "bigint out of range");
+        let overflow = || {
+            crate::error::sqlstate_error(
+                sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                "bigint out of range",
+            )
+        };
         let out: Int64Array = match array.data_type() {
             DataType::Decimal128(_, scale) => {
                 let a = array
@@ -418,7 +424,7 @@ impl ScalarUDFImpl for TimestampIn {
                     };
                     parse_timestamp(s, mode).ok_or_else(|| {
                         crate::error::sqlstate_error(
-                            "22007",
+                            sqlstate::INVALID_DATETIME_FORMAT,
                             format!(
                                 "invalid input syntax for type {}: \"{s}\"",
                                 if self.zoned {

@@ -29,6 +29,7 @@ use datafusion::logical_expr::{
 };
 
 use crate::error::{PlanError, Result, sqlstate_error};
+use freshet_repr::sqlstate;
 
 /// Whether any of `exprs` holds a scalar subquery.
 pub fn has_scalar_subquery<'a>(exprs: impl IntoIterator<Item = &'a Expr>) -> bool {
@@ -174,7 +175,7 @@ impl ScalarUDFImpl for SingleRow {
             .is_some_and(|a| a.iter().any(|n| n.is_some_and(|n| n > 1)));
         if too_many {
             return Err(sqlstate_error(
-                "21000",
+                sqlstate::CARDINALITY_VIOLATION,
                 "more than one row returned by a subquery used as an expression",
             ));
         }

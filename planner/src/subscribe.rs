@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast;
-use freshet_compute::RelPlan;
+use freshet_compute_types::RelPlan;
 use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc};
 
 use crate::error::{PlanError, Result};

@@ -1,35 +1,21 @@
 //! Written plans: the dataflow a materialized view or index was created
 //! with, committed in its catalog entry.
 //!
-//! `CREATE` plans the dataflow against the catalog as the transaction will
-//! leave it and commits the encoded plan with the object; boot and
-//! `EXPLAIN` read it back. Only a plan of another format version (a
-//! different Freshet message version or DataFusion release) is planned
-//! again from the stored SQL.
+//! `CREATE` plans the dataflow once ([`ItemDataflow`]); the coordinator
+//! commits its encoded form with the object and installs what that form
+//! decodes to. Boot and `EXPLAIN` read it back. Only a plan of another
+//! format version (a different Freshet message version or DataFusion
+//! release) is planned again from the stored SQL.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use datafusion::execution::SessionState;
 use freshet_catalog::{CatalogState, ItemDetails, ItemKind, WrittenPlan};
-use freshet_compute::plan::wire::format_version;
-use freshet_compute::plan::{DataflowDesc, Export, RelPlan};
+use freshet_compute_types::{DataflowDesc, Export, RelPlan, WireError, format_version};
 use freshet_repr::GlobalId;
 
 use crate::error::{PlanError, Result};
-
-/// A planned dataflow for a catalog item: the plan (reusing indexes'
-/// arrangements where it can), its export, and its from-storage twin.
-#[derive(Debug, Clone)]
-pub struct ItemDataflow {
-    /// What to compute.
-    pub plan: RelPlan,
-    /// Where the output goes.
-    pub export: Export,
-    /// The same relation read from storage, when `plan` imports indexes.
-    pub from_storage: Option<RelPlan>,
-    /// Notices committed with the plan (e.g. that boot planned it again).
-    pub notices: Vec<String>,
-}
+pub use crate::plan::ItemDataflow;
 
 /// Plan the dataflow of materialized view or index `id` from its stored
 /// SQL in `catalog`.
@@ -71,7 +57,9 @@ pub fn plan_item(
     })
 }
 
-/// Encode a planned dataflow for the catalog.
+/// Encode a planned dataflow for the catalog. An expression without a
+/// wire form could not be installed at the next boot, so it is refused as
+/// unsupported in a dataflow.
 pub fn write(state: &SessionState, id: GlobalId, dataflow: &ItemDataflow) -> Result<WrittenPlan> {
     let codec = crate::plan_codec::plan_codec(state);
     let encode = |plan: &RelPlan| -> Result<String> {
@@ -84,7 +72,16 @@ pub fn write(state: &SessionState, id: GlobalId, dataflow: &ItemDataflow) -> Res
                 start: 0,
                 refresh: None,
             })
-            .map_err(|e| PlanError::Internal(format!("encoding the plan of {id}: {e}")))?;
+            .map_err(|e| match e {
+                WireError::Encode(what) => PlanError::unsupported(format!(
+                    "in {}, {what}",
+                    match dataflow.export {
+                        Export::Index { .. } => "an index key",
+                        _ => "a materialized view",
+                    }
+                )),
+                other => PlanError::Internal(format!("encoding the plan of {id}: {other}")),
+            })?;
         Ok(STANDARD.encode(bytes))
     };
     Ok(WrittenPlan {
@@ -129,6 +126,12 @@ pub fn read(
         }
         _ => return Err(ReadPlanError::Missing),
     };
+    decode(state, written)
+}
+
+/// What `written` decodes to: the dataflow compute installs, exactly as
+/// committed.
+pub fn decode(state: &SessionState, written: &WrittenPlan) -> Result<ItemDataflow, ReadPlanError> {
     let expected = format_version();
     if written.format != expected {
         return Err(ReadPlanError::Format {

@@ -9,6 +9,7 @@ mod error;
 mod id;
 pub mod refresh;
 mod relation;
+pub mod sqlstate;
 mod types;
 
 pub use error::SqlStateError;

@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 
 use crate::handler::Handlers;
 use crate::watch::Sockets;
+use freshet_repr::sqlstate;
 
 /// Serve `socket` until the client leaves, a fatal error, or a panic.
 pub async fn serve_connection(
@@ -65,7 +66,7 @@ fn internal_error_message() -> Vec<u8> {
     for (field, value) in [
         (b'S', "FATAL"),
         (b'V', "FATAL"),
-        (b'C', "XX000"),
+        (b'C', sqlstate::INTERNAL_ERROR),
         (
             b'M',
             "internal error while serving this connection; the connection is closed",

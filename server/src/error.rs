@@ -4,6 +4,7 @@ use datafusion::error::DataFusionError;
 use freshet_catalog::CatalogError;
 use freshet_planner::PlanError;
 use freshet_repr::TypeError;
+use freshet_repr::sqlstate;
 use freshet_storage::StorageError;
 use pgwire::error::{ErrorInfo, PgWireError};
 
@@ -35,6 +36,10 @@ pub enum AdapterError {
     /// A statement in a transaction that already failed.
     #[error("current transaction is aborted, commands ignored until end of transaction block")]
     TransactionAborted,
+    /// A read time some input has compacted past (or a hold there lost a
+    /// race with compaction; choosing again may succeed).
+    #[error("{0}")]
+    InvalidReadTime(String),
     /// A statement that may not run inside a transaction block.
     #[error("{0} cannot run inside a transaction block")]
     InTransactionBlock(String),
@@ -110,17 +115,30 @@ impl AdapterError {
             AdapterError::Storage(e) => (storage_code(e), e.to_string()),
             AdapterError::DataFusion(e) => freshet_compute::sqlstate::datafusion_sqlstate(e),
             AdapterError::Data { code, message, .. } => (code, message.clone()),
-            AdapterError::TransactionAborted => ("25P02", self.to_string()),
-            AdapterError::InTransactionBlock(_) => ("25001", self.to_string()),
-            AdapterError::InvalidTransactionState(_) => ("25000", self.to_string()),
-            AdapterError::StatementTimeout | AdapterError::Canceled => ("57014", self.to_string()),
-            AdapterError::InvalidParameterValue(_) => ("22023", self.to_string()),
-            AdapterError::UnknownVariable(_) => ("42704", self.to_string()),
-            AdapterError::ReadOnlyVariable(_) => ("55P02", self.to_string()),
-            AdapterError::Unsupported(_) => ("0A000", self.to_string()),
-            AdapterError::BadCopyData(_) => ("22P04", self.to_string()),
-            AdapterError::Protocol(_) => ("08P01", self.to_string()),
-            AdapterError::ConnectionClosed => ("08006", self.to_string()),
+            AdapterError::InvalidReadTime(_) => (sqlstate::DATA_EXCEPTION, self.to_string()),
+            AdapterError::TransactionAborted => {
+                (sqlstate::IN_FAILED_SQL_TRANSACTION, self.to_string())
+            }
+            AdapterError::InTransactionBlock(_) => {
+                (sqlstate::ACTIVE_SQL_TRANSACTION, self.to_string())
+            }
+            AdapterError::InvalidTransactionState(_) => {
+                (sqlstate::INVALID_TRANSACTION_STATE, self.to_string())
+            }
+            AdapterError::StatementTimeout | AdapterError::Canceled => {
+                (sqlstate::QUERY_CANCELED, self.to_string())
+            }
+            AdapterError::InvalidParameterValue(_) => {
+                (sqlstate::INVALID_PARAMETER_VALUE, self.to_string())
+            }
+            AdapterError::UnknownVariable(_) => (sqlstate::UNDEFINED_OBJECT, self.to_string()),
+            AdapterError::ReadOnlyVariable(_) => {
+                (sqlstate::CANT_CHANGE_RUNTIME_PARAM, self.to_string())
+            }
+            AdapterError::Unsupported(_) => (sqlstate::FEATURE_NOT_SUPPORTED, self.to_string()),
+            AdapterError::BadCopyData(_) => (sqlstate::BAD_COPY_FILE_FORMAT, self.to_string()),
+            AdapterError::Protocol(_) => (sqlstate::PROTOCOL_VIOLATION, self.to_string()),
+            AdapterError::ConnectionClosed => (sqlstate::CONNECTION_FAILURE, self.to_string()),
             AdapterError::Compute(freshet_compute::ComputeError::Render(e)) => {
                 freshet_compute::sqlstate::datafusion_sqlstate(e)
             }
@@ -130,12 +148,12 @@ impl AdapterError {
             AdapterError::Compute(freshet_compute::ComputeError::Failed(e)) => {
                 (e.sqlstate(), e.message.clone())
             }
-            AdapterError::Compute(_) => ("XX000", self.to_string()),
+            AdapterError::Compute(_) => (sqlstate::INTERNAL_ERROR, self.to_string()),
             AdapterError::Dataflow(e) => (e.sqlstate(), e.message.clone()),
-            AdapterError::Arrow(_) => ("XX000", self.to_string()),
-            AdapterError::UnknownCursor(_) => ("34000", self.to_string()),
-            AdapterError::DuplicateCursor(_) => ("42P03", self.to_string()),
-            AdapterError::Internal(_) => ("XX000", self.to_string()),
+            AdapterError::Arrow(_) => (sqlstate::INTERNAL_ERROR, self.to_string()),
+            AdapterError::UnknownCursor(_) => (sqlstate::INVALID_CURSOR_NAME, self.to_string()),
+            AdapterError::DuplicateCursor(_) => (sqlstate::DUPLICATE_CURSOR, self.to_string()),
+            AdapterError::Internal(_) => (sqlstate::INTERNAL_ERROR, self.to_string()),
         }
     }
 
@@ -194,7 +212,7 @@ impl From<PgWireError> for AdapterError {
     fn from(e: PgWireError) -> Self {
         match e {
             PgWireError::UserError(info) => AdapterError::Data {
-                code: "XX000",
+                code: sqlstate::INTERNAL_ERROR,
                 message: info.message,
                 detail: info.detail,
             },
@@ -211,54 +229,56 @@ impl From<AdapterError> for PgWireError {
 
 fn plan_code(e: &PlanError) -> (&'static str, String) {
     let code = match e {
-        PlanError::Parse { .. } | PlanError::Syntax(_) => "42601",
-        PlanError::Unsupported(_) => "0A000",
-        PlanError::UndefinedParameter(_) => "42P02",
-        PlanError::TooComplex(_) => "54001",
-        PlanError::UnknownRelation(_) => "42P01",
-        PlanError::UnknownSchema(_) => "3F000",
-        PlanError::UnknownDatabase(_) => "3D000",
-        PlanError::UnknownColumn(_) => "42703",
-        PlanError::WrongObjectType { .. } => "42809",
-        PlanError::DuplicateColumn(_) => "42701",
-        PlanError::UnknownVariable(_) => "42704",
-        PlanError::InvalidParameter(_) => "22023",
-        PlanError::InvalidDefinition(_) => "42P16",
-        PlanError::DatatypeMismatch(_) => "42804",
-        PlanError::Type(TypeError::UnknownType(_)) => "42704",
-        PlanError::Type(TypeError::InvalidModifier(_)) => "22023",
+        PlanError::Parse { .. } | PlanError::Syntax(_) => sqlstate::SYNTAX_ERROR,
+        PlanError::Unsupported(_) => sqlstate::FEATURE_NOT_SUPPORTED,
+        PlanError::UndefinedParameter(_) => sqlstate::UNDEFINED_PARAMETER,
+        PlanError::TooComplex(_) => sqlstate::STATEMENT_TOO_COMPLEX,
+        PlanError::UnknownRelation(_) => sqlstate::UNDEFINED_TABLE,
+        PlanError::UnknownSchema(_) => sqlstate::INVALID_SCHEMA_NAME,
+        PlanError::UnknownDatabase(_) => sqlstate::INVALID_CATALOG_NAME,
+        PlanError::UnknownColumn(_) => sqlstate::UNDEFINED_COLUMN,
+        PlanError::WrongObjectType { .. } => sqlstate::WRONG_OBJECT_TYPE,
+        PlanError::DuplicateColumn(_) => sqlstate::DUPLICATE_COLUMN,
+        PlanError::UnknownVariable(_) => sqlstate::UNDEFINED_OBJECT,
+        PlanError::InvalidParameter(_) => sqlstate::INVALID_PARAMETER_VALUE,
+        PlanError::InvalidDefinition(_) => sqlstate::INVALID_TABLE_DEFINITION,
+        PlanError::DatatypeMismatch(_) => sqlstate::DATATYPE_MISMATCH,
+        PlanError::Type(TypeError::UnknownType(_)) => sqlstate::UNDEFINED_OBJECT,
+        PlanError::Type(TypeError::InvalidModifier(_)) => sqlstate::INVALID_PARAMETER_VALUE,
         PlanError::DataFusion(df) => return freshet_compute::sqlstate::datafusion_sqlstate(df),
         PlanError::Catalog(c) => catalog_code(c),
-        PlanError::Internal(_) => "XX000",
+        PlanError::Internal(_) => sqlstate::INTERNAL_ERROR,
     };
     (code, e.to_string())
 }
 
 fn catalog_code(e: &CatalogError) -> &'static str {
     match e {
-        CatalogError::UnknownDatabase(_) => "3D000",
-        CatalogError::UnknownSchema(_) => "3F000",
-        CatalogError::UnknownItem { .. } | CatalogError::UnknownId(_) => "42P01",
+        CatalogError::UnknownDatabase(_) => sqlstate::INVALID_CATALOG_NAME,
+        CatalogError::UnknownSchema(_) => sqlstate::INVALID_SCHEMA_NAME,
+        CatalogError::UnknownItem { .. } | CatalogError::UnknownId(_) => sqlstate::UNDEFINED_TABLE,
         CatalogError::AlreadyExists {
             kind: "database", ..
-        } => "42P04",
-        CatalogError::AlreadyExists { kind: "schema", .. } => "42P06",
-        CatalogError::AlreadyExists { .. } => "42P07",
-        CatalogError::DependentObjects { .. } | CatalogError::MaintainedDependent { .. } => "2BP01",
-        CatalogError::InvalidDefinition(_) => "42P16",
-        CatalogError::SystemObject(_) => "42501",
+        } => sqlstate::DUPLICATE_DATABASE,
+        CatalogError::AlreadyExists { kind: "schema", .. } => sqlstate::DUPLICATE_SCHEMA,
+        CatalogError::AlreadyExists { .. } => sqlstate::DUPLICATE_TABLE,
+        CatalogError::DependentObjects { .. } | CatalogError::MaintainedDependent { .. } => {
+            sqlstate::DEPENDENT_OBJECTS_STILL_EXIST
+        }
+        CatalogError::InvalidDefinition(_) => sqlstate::INVALID_TABLE_DEFINITION,
+        CatalogError::SystemObject(_) => sqlstate::INSUFFICIENT_PRIVILEGE,
         CatalogError::Storage(s) => storage_code(s),
-        CatalogError::Corruption(_) => "XX001",
+        CatalogError::Corruption(_) => sqlstate::DATA_CORRUPTED,
     }
 }
 
 fn storage_code(e: &StorageError) -> &'static str {
     match e {
-        StorageError::Fenced { .. } | StorageError::ShutDown => "57P01",
-        StorageError::InvalidReadTime { .. } => "22000",
-        StorageError::Corruption(_) => "XX001",
-        StorageError::Io(_) => "58030",
-        _ => "XX000",
+        StorageError::Fenced { .. } | StorageError::ShutDown => sqlstate::ADMIN_SHUTDOWN,
+        StorageError::InvalidReadTime { .. } => sqlstate::DATA_EXCEPTION,
+        StorageError::Corruption(_) => sqlstate::DATA_CORRUPTED,
+        StorageError::Io(_) => sqlstate::IO_ERROR,
+        _ => sqlstate::INTERNAL_ERROR,
     }
 }
 
@@ -273,16 +293,22 @@ mod tests {
             Box::new(ArrowError::DivideByZero),
             None,
         ));
-        assert_eq!(e.code_and_message(), ("22012", "division by zero".into()));
+        assert_eq!(
+            e.code_and_message(),
+            (sqlstate::DIVISION_BY_ZERO, "division by zero".into())
+        );
         let e = AdapterError::DataFusion(freshet_planner::error::sqlstate_error(
-            "22003",
+            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
             "integer out of range",
         ));
-        assert_eq!(e.code_and_message().0, "22003");
+        assert_eq!(e.code_and_message().0, sqlstate::NUMERIC_VALUE_OUT_OF_RANGE);
         let e = AdapterError::Plan(PlanError::UnknownRelation("t".into()));
         assert_eq!(
             e.code_and_message(),
-            ("42P01", "relation \"t\" does not exist".into())
+            (
+                sqlstate::UNDEFINED_TABLE,
+                "relation \"t\" does not exist".into()
+            )
         );
     }
 }

@@ -43,6 +43,7 @@ use crate::error::AdapterError;
 use crate::session::{Session, TxnStatus};
 use crate::vars::{SERVER_VERSION, Vars};
 use crate::watch::Sockets;
+use freshet_repr::sqlstate;
 
 /// A connection's session, kept in pgwire's per-connection extensions.
 pub struct SessionSlot(pub tokio::sync::Mutex<Session>);
@@ -141,7 +142,7 @@ fn session_slot<C: ClientInfo>(client: &C) -> PgWireResult<Arc<SessionSlot>> {
         .ok_or_else(|| {
             PgWireError::UserError(Box::new(ErrorInfo::new(
                 "FATAL".into(),
-                "08P01".into(),
+                sqlstate::PROTOCOL_VIOLATION.into(),
                 "no session for this connection".into(),
             )))
         })
@@ -413,7 +414,7 @@ impl StartupHandler for FreshetHandler {
             );
             return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
                 "FATAL".into(),
-                "53300".into(),
+                sqlstate::TOO_MANY_CONNECTIONS.into(),
                 format!(
                     "sorry, too many clients already (max_connections is {})",
                     self.max_connections
@@ -439,7 +440,7 @@ impl StartupHandler for FreshetHandler {
         {
             return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
                 "FATAL".into(),
-                "3D000".into(),
+                sqlstate::INVALID_CATALOG_NAME.into(),
                 format!("database \"{database}\" does not exist"),
             ))));
         }
@@ -880,7 +881,7 @@ impl CopyHandler for FreshetHandler {
         }
         PgWireError::UserError(Box::new(ErrorInfo::new(
             "ERROR".into(),
-            "57014".into(),
+            sqlstate::QUERY_CANCELED.into(),
             format!("COPY from stdin failed: {}", fail.message),
         )))
     }

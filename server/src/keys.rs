@@ -22,6 +22,7 @@ use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{Storage, TableWrite};
 
 use crate::error::{AdapterError, Result};
+use freshet_repr::sqlstate;
 
 /// What a commit needs to know about one key of a table it writes.
 #[derive(Debug, Clone)]
@@ -240,7 +241,7 @@ impl KeySet {
                     .map(|(w, r)| key_detail(spec, &writes[w].updates, r))
                     .unwrap_or_default();
                 return Err(AdapterError::Data {
-                    code: "23505",
+                    code: sqlstate::UNIQUE_VIOLATION,
                     message: format!(
                         "duplicate key value violates unique constraint \"{}\"",
                         spec.constraint

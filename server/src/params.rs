@@ -10,10 +10,11 @@ use postgres_types::FromSql;
 
 use crate::error::{AdapterError, Result};
 use crate::values::parse_text_array;
+use freshet_repr::sqlstate;
 
 fn bad(ty: &Type, e: impl std::fmt::Display) -> AdapterError {
     AdapterError::data(
-        "22P03",
+        sqlstate::INVALID_BINARY_REPRESENTATION,
         format!(
             "incorrect binary data format in bind parameter of type {}: {e}",
             ty.name()
@@ -130,7 +131,10 @@ pub fn decode(
             }
             Some(bytes) => {
                 let text = std::str::from_utf8(bytes).map_err(|_| {
-                    AdapterError::data("22021", "invalid byte sequence for encoding \"UTF8\"")
+                    AdapterError::data(
+                        sqlstate::CHARACTER_NOT_IN_REPERTOIRE,
+                        "invalid byte sequence for encoding \"UTF8\"",
+                    )
                 })?;
                 let pg = PgType::from_arrow(&target).unwrap_or(PgType::Text);
                 let pg = if pg.arrow_type() == target {

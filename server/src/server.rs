@@ -7,12 +7,13 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::coordinator::Coordinator;
+use crate::error::AdapterError;
 use crate::handler::Handlers;
 use crate::query_exec::{QueryExecutor, QueryLimits};
 use crate::watch::Sockets;
 
 /// Boot from the data directory and serve until interrupted or fenced.
-pub async fn serve(config: Config) -> anyhow_like::Result<()> {
+pub async fn serve(config: Config) -> Result<(), ServeError> {
     let data_dir = config.data_dir.clone();
     let workers = config
         .workers
@@ -24,18 +25,24 @@ pub async fn serve(config: Config) -> anyhow_like::Result<()> {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let threads = config.query_threads.unwrap_or((4 * cores).max(8));
     let queries = QueryExecutor::new(limits, threads, crate::config::STATEMENT_STACK_BYTES)
-        .map_err(|e| anyhow_like::Error(format!("cannot start the query runtime: {e}")))?;
+        .map_err(ServeError::QueryRuntime)?;
     let coord =
         tokio::task::spawn_blocking(move || Coordinator::open(&data_dir, None, workers, queries))
             .await
-            .map_err(|e| anyhow_like::Error(e.to_string()))?
-            .map_err(|e| anyhow_like::Error(e.to_string()))?;
+            .map_err(|e| ServeError::Boot(AdapterError::Internal(format!("boot task: {e}"))))?
+            .map_err(ServeError::Boot)?;
     let listener = TcpListener::bind(config.listen)
         .await
-        .map_err(|e| anyhow_like::Error(format!("cannot listen on {}: {e}", config.listen)))?;
+        .map_err(|source| ServeError::Listen {
+            address: config.listen,
+            source,
+        })?;
     let http = crate::http::bind(config.http_listen)
         .await
-        .map_err(|e| anyhow_like::Error(format!("cannot listen on {}: {e}", config.http_listen)))?;
+        .map_err(|source| ServeError::Listen {
+            address: config.http_listen,
+            source,
+        })?;
     tracing::info!(
         pgwire = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(),
         http = %http.local_addr().map(|a| a.to_string()).unwrap_or_default(),
@@ -80,7 +87,7 @@ pub async fn serve(config: Config) -> anyhow_like::Result<()> {
                 if *fenced.borrow() {
                     tracing::error!("a newer freshet process took over the data directory; shutting down");
                     coord.storage.shutdown();
-                    return Err(anyhow_like::Error("fenced by a newer process".into()));
+                    return Err(ServeError::Fenced);
                 }
             }
             _ = tokio::signal::ctrl_c() => {
@@ -137,20 +144,25 @@ impl AcceptBackoff {
     }
 }
 
-/// A minimal error type for the binary's top level.
-pub mod anyhow_like {
-    /// A displayable error.
-    #[derive(Debug)]
-    pub struct Error(pub String);
-
-    impl std::fmt::Display for Error {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(&self.0)
-        }
-    }
-
-    impl std::error::Error for Error {}
-
-    /// Result alias.
-    pub type Result<T> = std::result::Result<T, Error>;
+/// Why the server stopped or could not start; the binary logs it and
+/// exits non-zero.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The runtime that runs queries' physical plans did not start.
+    #[error("cannot start the query runtime: {0}")]
+    QueryRuntime(std::io::Error),
+    /// Opening the data directory or applying the catalog failed.
+    #[error("cannot boot: {0}")]
+    Boot(AdapterError),
+    /// A listening address is taken or not ours.
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        /// The address.
+        address: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A newer process opened the data directory.
+    #[error("fenced by a newer process")]
+    Fenced,
 }

@@ -16,6 +16,7 @@ use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{ReadHold, TableWrite};
 
 use crate::vars::{Isolation, SERVER_VERSION, Vars};
+use freshet_repr::sqlstate;
 
 /// Where a session is with respect to transactions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,7 +214,7 @@ impl Session {
         if local && self.status == TxnStatus::Idle {
             ctx.notices.push(crate::coordinator::Notice {
                 severity: "WARNING",
-                code: "25P01",
+                code: sqlstate::NO_ACTIVE_SQL_TRANSACTION,
                 message: "SET LOCAL can only be used in transaction blocks".into(),
             });
             return Ok(());
@@ -370,7 +371,7 @@ impl ScalarUDFImpl for CurrentSetting {
                 .map(|(_, v)| v.clone())
                 .ok_or_else(|| {
                     freshet_planner::error::sqlstate_error(
-                        "42704",
+                        sqlstate::UNDEFINED_OBJECT,
                         format!("unrecognized configuration parameter \"{n}\""),
                     )
                 })

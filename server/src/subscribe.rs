@@ -18,6 +18,7 @@ use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 use parking_lot::Mutex;
 
 use crate::error::{AdapterError, Result};
+use freshet_repr::sqlstate;
 
 /// The subscribes running on this server, with what each depends on, so
 /// that dropping an object ends the subscribes reading it.
@@ -55,7 +56,7 @@ impl Subscribes {
         for active in self.active.lock().values() {
             if let Some(id) = dropped.iter().find(|d| active.depends_on.contains(d)) {
                 active.state.end_subscribe(DataflowError {
-                    code: "57014".into(),
+                    code: sqlstate::QUERY_CANCELED.into(),
                     message: format!(
                         "subscribe has been terminated because underlying relation {} was dropped",
                         describe(*id)

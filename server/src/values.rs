@@ -12,10 +12,11 @@ use freshet_repr::{PgType, RelationDesc};
 
 use crate::error::{AdapterError, Result};
 pub use freshet_planner::pgtext::{canonical_jsonb, canonical_uuid, parse_bool, parse_bytea};
+use freshet_repr::sqlstate;
 
 fn invalid_input(ty: &PgType, value: &str) -> AdapterError {
     AdapterError::data(
-        "22P02",
+        sqlstate::INVALID_TEXT_REPRESENTATION,
         format!(
             "invalid input syntax for type {}: \"{value}\"",
             ty.sql_name()
@@ -98,7 +99,7 @@ pub fn check_rows(table: &str, desc: &RelationDesc, batch: RecordBatch) -> Resul
     for (array, col) in batch.columns().iter().zip(&desc.columns) {
         if !col.nullable && array.null_count() > 0 {
             return Err(AdapterError::Data {
-                code: "23502",
+                code: sqlstate::NOT_NULL_VIOLATION,
                 message: format!(
                     "null value in column \"{}\" of relation \"{table}\" violates not-null constraint",
                     col.name
@@ -125,7 +126,7 @@ pub fn check_rows(table: &str, desc: &RelationDesc, batch: RecordBatch) -> Resul
                                     s.chars().take(n).collect::<String>()
                                 } else {
                                     return Err(AdapterError::data(
-                                        "22001",
+                                        sqlstate::STRING_DATA_RIGHT_TRUNCATION,
                                         format!("value too long for type {}", col.ty.sql_name()),
                                     ));
                                 }
@@ -162,7 +163,7 @@ pub fn check_rows(table: &str, desc: &RelationDesc, batch: RecordBatch) -> Resul
                             v.map(|s| {
                                 canonical_jsonb(s).ok_or_else(|| {
                                     AdapterError::data(
-                                        "22P02",
+                                        sqlstate::INVALID_TEXT_REPRESENTATION,
                                         format!("invalid input syntax for type json: \"{s}\""),
                                     )
                                 })

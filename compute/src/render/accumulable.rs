@@ -29,6 +29,7 @@ use datafusion::error::DataFusionError;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use differential_dataflow::difference::{IsZero, Multiply, Semigroup};
+use freshet_repr::sqlstate;
 use serde::{Deserialize, Serialize};
 
 /// One component of an aggregate state.
@@ -416,7 +417,7 @@ fn numeric_values(arg: &ArrayRef, num: Numeric) -> DfResult<Vec<Slot>> {
 fn sum_value(slot: &Slot, output: &DataType) -> DfResult<ScalarValue> {
     let overflow = |what: &str| {
         DataFusionError::External(Box::new(freshet_repr::SqlStateError {
-            code: "22003",
+            code: sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
             message: format!("{what} out of range"),
         }))
     };

@@ -23,8 +23,8 @@ use super::accumulable::{AccumAgg, Accumulable};
 use super::hierarchical::MinMax;
 use super::ordered::{TopKSpec, WindowSpec};
 use crate::error::Result;
-use crate::plan::{DataflowDesc, Export, JoinKind, RelPlan};
 use crate::row::{Row, RowCodec};
+use freshet_compute_types::{DataflowDesc, Export, JoinKind, RelPlan};
 
 /// A plan node with its evaluators.
 pub(crate) enum Node {

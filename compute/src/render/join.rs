@@ -13,8 +13,8 @@ use super::arranged::{arrange_by_key, arrange_by_self, threshold};
 use super::compile::{JoinSpec, KeyEval};
 use super::{Coll, Diff, Rendered, eval_op};
 use crate::error::DataflowError;
-use crate::plan::JoinKind;
 use crate::row::Row;
+use freshet_compute_types::JoinKind;
 
 /// Render a join of `left` and `right`.
 pub(crate) fn render_join<'s>(

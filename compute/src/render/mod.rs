@@ -38,10 +38,10 @@ use compile::AsRow;
 pub(crate) use compile::{KeyEval, Node, compile, compile_index_key};
 pub(crate) use index::{IndexImport, IndexTraces, PeekPart, error_worker};
 
-use crate::controller::DataflowState;
 use crate::error::DataflowError;
-use crate::plan::{DataflowDesc, Export};
 use crate::row::{Row, RowCodec};
+use crate::state::DataflowState;
+use freshet_compute_types::{DataflowDesc, Export};
 
 /// Dataflow time: storage timestamps.
 pub(crate) type Time = Timestamp;

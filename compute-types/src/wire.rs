@@ -16,7 +16,6 @@ use arrow::datatypes::{Schema, SchemaRef};
 use arrow::ipc::reader::StreamReader;
 use arrow::ipc::writer::StreamWriter;
 use datafusion::common::{DFSchema, DFSchemaRef};
-use datafusion::error::DataFusionError;
 use datafusion::execution::TaskContext;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::logical_plan::from_proto::{parse_expr, parse_exprs, parse_sorts};
@@ -25,8 +24,8 @@ use datafusion_proto::protobuf;
 use freshet_repr::GlobalId;
 use prost::Message;
 
-use super::{DataflowDesc, Export, JoinKind, RelPlan};
-use crate::error::{ComputeError, Result};
+use crate::error::{Result, WireError};
+use crate::plan::{DataflowDesc, Export, JoinKind, RelPlan};
 
 /// The version of the messages below; bump it on an incompatible change.
 const PLAN_FORMAT: u32 = 1;
@@ -104,7 +103,7 @@ impl PlanCodec {
         let proto = DataflowProto::decode(bytes).map_err(|e| wire_error(e.to_string()))?;
         let expected = format_version();
         if proto.format != expected {
-            return Err(ComputeError::PlanFormat {
+            return Err(WireError::Format {
                 found: proto.format,
                 expected,
             });
@@ -273,7 +272,7 @@ impl PlanCodec {
             e.as_ref()
                 .map(|e| parse_expr(e, ctx, ext))
                 .transpose()
-                .map_err(DataFusionError::from)
+                .map_err(WireError::from)
         };
         Ok(match required(proto.node.as_ref(), "node")? {
             Node::Get(g) => RelPlan::Get {
@@ -350,8 +349,8 @@ impl PlanCodec {
     }
 }
 
-fn wire_error(message: impl Into<String>) -> ComputeError {
-    ComputeError::PlanWire(message.into())
+fn wire_error(message: impl Into<String>) -> WireError {
+    WireError::Decode(message.into())
 }
 
 fn required<'a, T>(field: Option<&'a T>, name: &str) -> Result<&'a T> {
@@ -824,11 +823,11 @@ mod tests {
         proto.format = "freshet-plan-0/datafusion-1.0.0".into();
         assert!(matches!(
             codec.decode(&proto.encode_to_vec()),
-            Err(ComputeError::PlanFormat { .. })
+            Err(WireError::Format { .. })
         ));
         assert!(matches!(
             codec.decode(&[0xff, 0xff, 0xff]),
-            Err(ComputeError::PlanWire(_))
+            Err(WireError::Decode(_))
         ));
     }
 }

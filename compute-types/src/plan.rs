@@ -16,8 +16,6 @@ use datafusion::common::DFSchemaRef;
 use datafusion::logical_expr::{Expr, SortExpr};
 use freshet_repr::{GlobalId, Timestamp};
 
-pub mod wire;
-
 /// Join flavours the renderer maintains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JoinKind {
@@ -208,7 +206,7 @@ impl RelPlan {
         out
     }
 
-    fn visit(&self, f: &mut impl FnMut(&RelPlan)) {
+    pub(crate) fn visit(&self, f: &mut impl FnMut(&RelPlan)) {
         f(self);
         match self {
             RelPlan::Get { .. } | RelPlan::ArrangedGet { .. } | RelPlan::Constant { .. } => {}
@@ -373,7 +371,7 @@ pub enum Export {
         schema: DFSchemaRef,
     },
     /// A subscribe: consolidated updates per completed time, sent to the
-    /// session that asked (see [`crate::subscribe`]).
+    /// session that asked (see `freshet_compute::subscribe`).
     Subscribe {
         /// Whether the contents at `as_of` are sent first (otherwise only
         /// changes after it).

@@ -1,0 +1,94 @@
+//! `COPY ... FROM STDIN`: parse the data, fill defaults, and commit (or
+//! add to the transaction's writes).
+
+use arrow::array::RecordBatch;
+use freshet_planner::CopyFromPlan;
+use freshet_repr::RelationDesc;
+use freshet_storage::{TableWrite, write_batch};
+
+use super::Coordinator;
+use crate::error::{AdapterError, Result};
+use crate::session::{PendingCopy, Session, TxnStatus};
+use crate::values::check_rows;
+use freshet_repr::sqlstate;
+
+impl Coordinator {
+    /// Finish a `COPY ... FROM STDIN` with the data received.
+    pub async fn copy_in(&self, session: &mut Session, copy: PendingCopy) -> Result<usize> {
+        let result = self.copy_in_inner(session, copy).await;
+        if result.is_err() && session.status == TxnStatus::InBlock {
+            session.status = TxnStatus::Failed;
+        }
+        result
+    }
+
+    pub(super) async fn copy_in_inner(
+        &self,
+        session: &mut Session,
+        copy: PendingCopy,
+    ) -> Result<usize> {
+        let PendingCopy {
+            plan,
+            data,
+            too_large,
+        } = copy;
+        if let Some(limit) = too_large {
+            return Err(AdapterError::data(
+                sqlstate::OUT_OF_MEMORY,
+                format!(
+                    "COPY data exceeds the memory limit of {} (--query-memory-limit)",
+                    crate::query_exec::human_bytes(limit)
+                ),
+            ));
+        }
+        let CopyFromPlan {
+            table,
+            table_desc,
+            columns,
+            defaults,
+            options,
+        } = plan;
+        let rows = crate::copy::parse_rows(&data, &options, columns.len())?;
+        drop(data);
+        let default_row = self
+            .run_at(session, &defaults, self.storage.read_ts())
+            .await?;
+        let default_row = match default_row.into_iter().find(|b| b.num_rows() > 0) {
+            Some(b) => check_rows_unchecked(&table_desc, b)?,
+            None => RecordBatch::new_empty(crate::values::unchecked_schema(&table_desc)),
+        };
+        let mut writes = Vec::new();
+        let mut count = 0;
+        for chunk in rows.chunks(64 * 1024) {
+            let batch = crate::copy::rows_to_batch(chunk, &table_desc, &columns, &default_row)?;
+            let batch = check_rows(&self.table_name(table), &table_desc, batch)?;
+            count += batch.num_rows();
+            writes.push(TableWrite {
+                id: table,
+                updates: write_batch(&batch, 1)?,
+            });
+        }
+        if session.status == TxnStatus::InBlock {
+            if session.txn.read.is_some() {
+                return Err(AdapterError::InvalidTransactionState(
+                    "a transaction that has read may not write".into(),
+                ));
+            }
+            session.txn.writes.extend(writes);
+        } else if !writes.is_empty() {
+            self.commit_writes(writes, None).await?;
+        }
+        Ok(count)
+    }
+}
+
+/// The defaults row already has the table's types; give it the table's
+/// schema, every column nullable: a column without a default is NULL there
+/// even when it is NOT NULL (the rows built from it are checked after).
+fn check_rows_unchecked(desc: &RelationDesc, batch: RecordBatch) -> Result<RecordBatch> {
+    RecordBatch::try_new(
+        crate::values::unchecked_schema(desc),
+        batch.columns().to_vec(),
+    )
+    .map_err(|e| AdapterError::Internal(e.to_string()))
+}

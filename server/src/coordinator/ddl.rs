@@ -1,0 +1,249 @@
+//! DDL: committing a catalog transaction (with the written plans of the
+//! dataflows it creates) and answering `IF NOT EXISTS`.
+
+use freshet_catalog::{CatalogError, ItemDetails, ItemKind, Op};
+use freshet_compute::ComputeController;
+use freshet_compute_types::DataflowDesc;
+use freshet_planner::written_plan;
+use freshet_planner::{CreateMaterializedViewPlan, ItemDataflow};
+use freshet_repr::GlobalId;
+use freshet_storage::ReadHold;
+use std::collections::BTreeMap;
+
+use super::{Coordinator, ExecCtx, ExecuteResponse};
+use crate::error::{AdapterError, Result};
+use crate::session::{Session, TxnStatus};
+
+impl Coordinator {
+    /// Commit a catalog transaction and apply its implications, handing
+    /// `holds` to the dataflows it installs; `dataflow` is the plan of the
+    /// materialized view or index it creates, if it creates one.
+    pub(super) async fn transact_holding(
+        &self,
+        ops: Vec<Op>,
+        holds: Vec<ReadHold>,
+        dataflow: Option<ItemDataflow>,
+    ) -> Result<Vec<GlobalId>> {
+        let mut catalog = self.catalog.lock().await;
+        let before = self.catalog_state();
+        let (ops, prepared) = self.with_written_plans(&catalog, ops, dataflow)?;
+        let (diff, ids) = catalog.transact(ops)?;
+        *self.state.write() = catalog.state();
+        // Subscribes reading a dropped object end before its collection
+        // goes away (which they could not tell from completion).
+        let removed: Vec<GlobalId> = diff
+            .changes
+            .iter()
+            .filter_map(|c| match c {
+                freshet_catalog::Change::Removed(o) => Some(o.id()),
+                _ => None,
+            })
+            .collect();
+        if !removed.is_empty() {
+            self.subscribes.end_dependents(&removed, |id| {
+                before
+                    .full_name(id)
+                    .map(|(d, s, i)| format!("\"{d}.{s}.{i}\""))
+                    .unwrap_or_else(|| id.to_string())
+            });
+        }
+        if let Err(e) = self.apply(&diff, holds, prepared, false) {
+            tracing::error!(error = %e, "applying a committed catalog change failed; it will be retried at boot");
+            return Err(e);
+        }
+        Ok(ids)
+    }
+
+    /// `ops` plus the written plans of the materialized views and indexes
+    /// they create, so the plans commit in the same transaction as their
+    /// objects; and, by id, the dataflows to install, which are the written
+    /// plans decoded (what runs is exactly what the catalog holds).
+    ///
+    /// The plan is `planned` (made once, by the statement's planning);
+    /// only without one is it planned here, against the catalog as `ops`
+    /// will leave it. Either way it must render before it is committed.
+    fn with_written_plans(
+        &self,
+        catalog: &freshet_catalog::Catalog,
+        ops: Vec<Op>,
+        mut planned: Option<ItemDataflow>,
+    ) -> Result<(Vec<Op>, Prepared)> {
+        let creates = ops.iter().any(|op| {
+            matches!(op, Op::CreateItem(def)
+                if matches!(def.kind, ItemKind::MaterializedView | ItemKind::Index))
+        });
+        if !creates {
+            return Ok((ops, Prepared::new()));
+        }
+        let (next, created) = catalog.preview(ops.clone())?;
+        let mut ops = ops;
+        let mut prepared = Prepared::new();
+        for id in created {
+            let Some(item) = next.item(id) else { continue };
+            if !matches!(item.kind, ItemKind::MaterializedView | ItemKind::Index) {
+                continue;
+            }
+            let dataflow = match planned.take() {
+                Some(dataflow) => dataflow,
+                None => written_plan::plan_item(&self.base_df, &next, id)?,
+            };
+            let written = written_plan::write(&self.base_df, id, &dataflow)?;
+            let installed = written_plan::decode(&self.base_df, &written).map_err(|e| {
+                AdapterError::Internal(format!("the plan written for {id} does not read back: {e}"))
+            })?;
+            validate(id, &installed)?;
+            ops.push(Op::UpdateDetails {
+                id,
+                details: written_plan::with_plan(&item.details, written),
+            });
+            prepared.insert(id, installed);
+        }
+        Ok((ops, prepared))
+    }
+
+    /// Run a DDL statement's catalog transaction (outside a transaction
+    /// block only), answering `IF NOT EXISTS` with a notice.
+    pub(super) async fn ddl(
+        &self,
+        session: &Session,
+        ddl: Ddl,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        let Ddl {
+            tag,
+            ops,
+            holds,
+            dataflow,
+            if_not_exists,
+        } = ddl;
+        if session.status != TxnStatus::Idle {
+            return Err(AdapterError::InTransactionBlock(tag));
+        }
+        match self.transact_holding(ops, holds, dataflow).await {
+            Ok(_) => Ok(ExecuteResponse::Command(tag)),
+            Err(AdapterError::Catalog(CatalogError::AlreadyExists { .. }))
+                if let Some(IfNotExists { name, kind }) = if_not_exists =>
+            {
+                ctx.notice(format!("{kind} \"{name}\" already exists, skipping"));
+                Ok(ExecuteResponse::Command(tag))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `CREATE MATERIALIZED VIEW`: choose the time its inputs are read at
+    /// (the strict-serializable read time, or an earlier `REFRESH AT`),
+    /// hold them there, and commit the view with that `as_of`.
+    pub(super) async fn create_materialized_view(
+        &self,
+        session: &Session,
+        tag: String,
+        plan: CreateMaterializedViewPlan,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        let CreateMaterializedViewPlan {
+            mut def,
+            if_not_exists,
+            replace,
+            inputs,
+            refresh,
+            dataflow,
+        } = plan;
+        if session.status != TxnStatus::Idle {
+            return Err(AdapterError::InTransactionBlock(tag));
+        }
+        let (mut as_of, mut holds) = self.choose_as_of(&inputs)?;
+        if let Some(refresh) = refresh {
+            let (schedule, start) = self
+                .refresh_schedule(session, &refresh, &inputs, as_of)
+                .await?;
+            if start < as_of {
+                // A refresh before now: the inputs are read there.
+                holds = self.hold_at(&inputs, start)?;
+                as_of = start;
+            }
+            def.options.refresh = Some(schedule);
+        }
+        def.details = ItemDetails::MaterializedView {
+            plan: None,
+            as_of: Some(as_of),
+        };
+        let name = def.name.clone();
+        let mut ops: Vec<Op> = replace.map(|id| Op::Drop(vec![id])).into_iter().collect();
+        ops.push(Op::CreateItem(def));
+        let ddl = Ddl {
+            tag,
+            ops,
+            holds,
+            dataflow: Some(dataflow),
+            if_not_exists: if_not_exists.then_some(IfNotExists {
+                name,
+                kind: "materialized view",
+            }),
+        };
+        self.ddl(session, ddl, ctx).await
+    }
+}
+
+/// A DDL statement's catalog transaction.
+pub(super) struct Ddl {
+    /// The command tag it answers with.
+    pub tag: String,
+    /// The catalog operations, committed together.
+    pub ops: Vec<Op>,
+    /// Holds on the inputs of the dataflows it installs, at their `as_of`.
+    pub holds: Vec<ReadHold>,
+    /// The dataflow planned for the materialized view or index it
+    /// creates: committed as its written plan and installed.
+    pub dataflow: Option<ItemDataflow>,
+    /// With `IF NOT EXISTS`, what to name in the notice when the object
+    /// already exists.
+    pub if_not_exists: Option<IfNotExists>,
+}
+
+impl Ddl {
+    /// Operations that install no dataflow, failing if the object exists.
+    pub fn new(tag: &str, ops: Vec<Op>) -> Self {
+        Ddl {
+            tag: tag.to_string(),
+            ops,
+            holds: Vec::new(),
+            dataflow: None,
+            if_not_exists: None,
+        }
+    }
+
+    /// With `if_not_exists`, an existing `kind` named `name` is a notice.
+    pub fn if_not_exists(mut self, if_not_exists: bool, name: &str, kind: &'static str) -> Self {
+        self.if_not_exists = if_not_exists.then(|| IfNotExists {
+            name: name.to_string(),
+            kind,
+        });
+        self
+    }
+}
+
+/// The object an `IF NOT EXISTS` notice names.
+pub(super) struct IfNotExists {
+    name: String,
+    kind: &'static str,
+}
+
+/// Dataflows a transaction creates, ready to install, by id.
+pub(super) type Prepared = BTreeMap<GlobalId, ItemDataflow>;
+
+/// Check that compute can build `dataflow` (and its from-storage twin),
+/// so that a committed view or index installs.
+fn validate(id: GlobalId, dataflow: &ItemDataflow) -> Result<()> {
+    for plan in std::iter::once(&dataflow.plan).chain(&dataflow.from_storage) {
+        ComputeController::validate(&DataflowDesc {
+            id,
+            plan: plan.clone(),
+            export: dataflow.export.clone(),
+            as_of: 0,
+            start: 0,
+            refresh: None,
+        })?;
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! `EXPLAIN` of queries and timestamps, and `SHOW` of session variables.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use freshet_compute::ComputeController;
+use freshet_planner::{ExplainDataflowPlan, ExplainKind, Plan, QueryPlan};
+use freshet_repr::RelationDesc;
+
+use super::{Coordinator, ExecuteResponse};
+use crate::error::{AdapterError, Result};
+use crate::session::{Session, TxnStatus};
+
+impl Coordinator {
+    /// `EXPLAIN` of a dataflow: compute's rendering of the plan (each
+    /// reduction with the strategy that maintains it), with ids named.
+    pub(super) fn explain_dataflow(&self, explain: ExplainDataflowPlan) -> Result<ExecuteResponse> {
+        let explained = ComputeController::explain(&explain.plan)?;
+        let rows = freshet_planner::materialized::explain_dataflow_rows(
+            &self.catalog_state(),
+            &explain.plan,
+            &explained,
+            explain.head,
+        )?;
+        match rows {
+            Plan::Rows { desc, batch } => Ok(ExecuteResponse::Rows {
+                desc,
+                batches: vec![batch],
+                tag: "SHOW".into(),
+            }),
+            _ => Err(AdapterError::Internal("EXPLAIN produced no rows".into())),
+        }
+    }
+
+    pub(super) async fn explain(
+        &self,
+        session: &mut Session,
+        kind: ExplainKind,
+        q: &QueryPlan,
+    ) -> Result<ExecuteResponse> {
+        let lines: Vec<String> = match kind {
+            ExplainKind::Plan => {
+                let optimized = session.df.optimize(&q.logical)?;
+                let text = self.humanize_ids(&optimized.display_indent().to_string());
+                let mut lines = vec!["Optimized logical plan:".to_string()];
+                lines.extend(text.lines().map(|l| format!("  {l}")));
+                lines
+            }
+            ExplainKind::Timestamp => {
+                let isolation = session.isolation();
+                let (ts, holds) = match &session.txn.read {
+                    Some(r) if session.status == TxnStatus::InBlock => (r.ts, vec![]),
+                    _ => self.choose_and_hold(&q.inputs, isolation)?,
+                };
+                let mut lines = vec![
+                    format!("                query timestamp: {ts}"),
+                    format!("                      isolation: {}", isolation.name()),
+                    format!(
+                        "          oracle read timestamp: {}",
+                        self.storage.read_ts()
+                    ),
+                ];
+                let all_holds = self.storage.read_holds();
+                for id in &q.inputs {
+                    let (since, upper) = self.storage.frontiers(*id)?;
+                    let held: Vec<String> = all_holds
+                        .iter()
+                        .filter(|h| h.id == *id)
+                        .map(|h| format!("{}x{}", h.count, h.time))
+                        .collect();
+                    lines.push(format!("input {} ({id}):", self.describe(*id)));
+                    lines.push(format!(
+                        "                          since: {:?}",
+                        since.elements()
+                    ));
+                    lines.push(format!(
+                        "                          upper: {:?}",
+                        upper.elements()
+                    ));
+                    lines.push(format!(
+                        "                     read holds: [{}]",
+                        held.join(", ")
+                    ));
+                }
+                drop(holds);
+                lines
+            }
+        };
+        Ok(ExecuteResponse::Rows {
+            desc: RelationDesc::new(vec![freshet_repr::ColumnDesc {
+                name: "QUERY PLAN".into(),
+                ty: freshet_repr::PgType::Text,
+                nullable: false,
+            }]),
+            batches: vec![
+                RecordBatch::try_new(
+                    RelationDesc::new(vec![freshet_repr::ColumnDesc {
+                        name: "QUERY PLAN".into(),
+                        ty: freshet_repr::PgType::Text,
+                        nullable: false,
+                    }])
+                    .arrow_schema(),
+                    vec![Arc::new(arrow::array::StringArray::from(lines))],
+                )
+                .map_err(|e| AdapterError::Internal(e.to_string()))?,
+            ],
+            tag: "EXPLAIN".into(),
+        })
+    }
+}
+
+pub(super) fn show_variable(session: &Session, name: &str) -> Result<ExecuteResponse> {
+    use freshet_repr::{ColumnDesc, PgType};
+    let text = |n: &str| ColumnDesc {
+        name: n.into(),
+        ty: PgType::Text,
+        nullable: false,
+    };
+    if name == "all" {
+        let all = session.vars.all();
+        let desc = RelationDesc::new(vec![text("name"), text("setting")]);
+        let batch = RecordBatch::try_new(
+            desc.arrow_schema(),
+            vec![
+                Arc::new(arrow::array::StringArray::from(
+                    all.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>(),
+                )),
+                Arc::new(arrow::array::StringArray::from(
+                    all.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+                )),
+            ],
+        )
+        .map_err(|e| AdapterError::Internal(e.to_string()))?;
+        return Ok(ExecuteResponse::Rows {
+            desc,
+            batches: vec![batch],
+            tag: "SHOW".into(),
+        });
+    }
+    let value = session
+        .vars
+        .get(name)
+        .ok_or_else(|| AdapterError::UnknownVariable(name.to_string()))?;
+    let display = session
+        .vars
+        .all()
+        .into_iter()
+        .map(|(n, _)| n)
+        .find(|n| n.eq_ignore_ascii_case(name))
+        .unwrap_or(name)
+        .to_string();
+    let desc = RelationDesc::new(vec![text(&display)]);
+    let batch = RecordBatch::try_new(
+        desc.arrow_schema(),
+        vec![Arc::new(arrow::array::StringArray::from(vec![value]))],
+    )
+    .map_err(|e| AdapterError::Internal(e.to_string()))?;
+    Ok(ExecuteResponse::Rows {
+        desc,
+        batches: vec![batch],
+        tag: "SHOW".into(),
+    })
+}
+
+/// A one-column `QUERY PLAN` result of `lines`.
+pub(super) fn query_plan_rows(lines: Vec<String>) -> Result<ExecuteResponse> {
+    let desc = RelationDesc::new(vec![freshet_repr::ColumnDesc {
+        name: "QUERY PLAN".into(),
+        ty: freshet_repr::PgType::Text,
+        nullable: false,
+    }]);
+    let batch = RecordBatch::try_new(
+        desc.arrow_schema(),
+        vec![Arc::new(arrow::array::StringArray::from(lines))],
+    )
+    .map_err(|e| AdapterError::Internal(e.to_string()))?;
+    Ok(ExecuteResponse::Rows {
+        desc,
+        batches: vec![batch],
+        tag: "EXPLAIN".into(),
+    })
+}

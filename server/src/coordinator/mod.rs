@@ -1,0 +1,230 @@
+//! The coordinator: the one place a statement is planned and carried out.
+//!
+//! [`Coordinator`] owns the catalog, storage and compute handles; this file
+//! opens them (boot applies the whole catalog) and plans statements. The
+//! rest is one room per concern, as in Materialize's `adapter/coord`:
+//!
+//! - `sequence`: sends each planned statement to the code for its kind;
+//! - `ddl`: catalog transactions, with the written plans they commit;
+//! - `implications`: what a committed diff installs (boot runs the same);
+//! - `timestamps`: choosing read times and taking read holds;
+//! - `read`: queries, `AS OF` and index peeks; `explain`: EXPLAIN, SHOW;
+//! - `write`: INSERT/UPDATE/DELETE, key checks and the hand-off to group
+//!   commit; `copy_from`: COPY FROM STDIN;
+//! - `cursors`: SUBSCRIBE, DECLARE and FETCH;
+//! - `response`: what the front end gets back.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use datafusion::common::ParamValues;
+use freshet_catalog::{Catalog, CatalogState};
+use freshet_compute::ComputeController;
+use freshet_planner::parse::Statement;
+use freshet_planner::{Plan, StatementContext, plan_statement};
+use freshet_repr::GlobalId;
+use freshet_storage::{Storage, StorageConfig, open_local};
+use parking_lot::{Mutex, RwLock};
+use pgwire::api::ConnectionManager;
+
+use crate::error::{AdapterError, Result};
+use crate::introspection::QueryReader;
+use crate::query_exec::{AbortOnDrop, QueryExecutor};
+use crate::session::{Session, TxnStatus};
+use crate::subscribe::Subscribes;
+use ddl::Prepared;
+
+mod copy_from;
+mod cursors;
+mod ddl;
+mod explain;
+mod implications;
+mod read;
+mod response;
+mod sequence;
+mod timestamps;
+mod write;
+
+pub use response::{ExecCtx, ExecuteResponse, Notice, command_tag};
+
+/// Shared server state.
+pub struct Coordinator {
+    catalog: tokio::sync::Mutex<Catalog>,
+    state: RwLock<Arc<CatalogState>>,
+    /// Storage.
+    pub storage: Arc<Storage>,
+    /// Compute: the timely workers maintaining materialized views.
+    pub compute: Arc<ComputeController>,
+    base_df: datafusion::execution::SessionState,
+    table_locks: Mutex<HashMap<GlobalId, Arc<tokio::sync::Mutex<()>>>>,
+    /// Cancel-request registry (pgwire).
+    pub connections: Arc<ConnectionManager>,
+    /// Running subscribes, ended when an input is dropped.
+    pub subscribes: Arc<Subscribes>,
+    /// The next transient (subscribe) dataflow id.
+    next_transient: std::sync::atomic::AtomicU64,
+    /// Plans boot made again from SQL (their written format was another
+    /// build's), committed back to the catalog once boot has applied it.
+    replanned: Mutex<Vec<(GlobalId, freshet_catalog::WrittenPlan)>>,
+    /// Key sets of tables with a primary key, checked by every commit.
+    keys: Arc<crate::keys::KeySets>,
+    /// Where queries' physical plans run, and their memory budget.
+    pub queries: QueryExecutor,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator").finish_non_exhaustive()
+    }
+}
+
+impl Coordinator {
+    /// Open the data directory (fencing any earlier process), open storage
+    /// and the catalog, and apply the whole catalog through `implications`.
+    ///
+    /// `workers` timely worker threads maintain materialized views.
+    pub fn open(
+        data_dir: &Path,
+        storage_config: Option<StorageConfig>,
+        workers: usize,
+        queries: QueryExecutor,
+    ) -> Result<Arc<Self>> {
+        let (blob, fence) = open_local(data_dir)?;
+        let config = storage_config.unwrap_or_else(|| StorageConfig::new(data_dir));
+        let storage = Arc::new(Storage::open(blob, fence.clone(), config)?);
+        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let base_df = freshet_planner::engine::new_session_state(parallelism);
+        let compute = Arc::new(ComputeController::start(workers, Arc::clone(&storage))?);
+        let catalog = Catalog::open(fence)?;
+        let state = catalog.state();
+        let coord = Coordinator {
+            catalog: tokio::sync::Mutex::new(catalog),
+            state: RwLock::new(Arc::clone(&state)),
+            storage,
+            compute,
+            base_df,
+            table_locks: Mutex::new(HashMap::new()),
+            connections: Arc::new(ConnectionManager::new()),
+            subscribes: Arc::new(Subscribes::default()),
+            next_transient: std::sync::atomic::AtomicU64::new(1),
+            replanned: Mutex::new(Vec::new()),
+            keys: Arc::default(),
+            queries,
+        };
+        // Boot is the same function as DDL: the whole catalog as one diff.
+        coord.apply(
+            &state.as_diff_from_empty(),
+            Vec::new(),
+            Prepared::new(),
+            true,
+        )?;
+        coord.storage.finish_boot()?;
+        let mut coord = coord;
+        coord.write_back_plans()?;
+        tracing::info!(
+            items = state.items().count(),
+            epoch = coord.storage.epoch(),
+            "catalog applied; ready"
+        );
+        Ok(Arc::new(coord))
+    }
+
+    /// The current catalog version.
+    pub fn catalog_state(&self) -> Arc<CatalogState> {
+        Arc::clone(&self.state.read())
+    }
+
+    /// The DataFusion state new sessions start from.
+    pub fn base_session_state(&self) -> &datafusion::execution::SessionState {
+        &self.base_df
+    }
+
+    /// Execute one statement for a session.
+    pub async fn execute(
+        &self,
+        session: &mut Session,
+        stmt: &Statement,
+        params: Option<&ParamValues>,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        let result = self.execute_inner(session, stmt, params, ctx).await;
+        if result.is_err() && session.status == TxnStatus::InBlock {
+            session.status = TxnStatus::Failed;
+        }
+        result
+    }
+
+    /// Plan a statement for the session (also used to describe prepared
+    /// statements).
+    ///
+    /// Planning is CPU-bound and cannot yield, so it runs on a blocking
+    /// thread (with a stack sized for the deepest expression the parser
+    /// admits) while this future waits: other sessions keep running, and a
+    /// timeout, CancelRequest or disconnect answers the client at once,
+    /// and the abandoned plan stops at its next optimizer rule
+    /// ([`freshet_planner::interrupt`]).
+    pub async fn plan(
+        &self,
+        session: &Session,
+        stmt: &Statement,
+        params: Option<&ParamValues>,
+    ) -> Result<Plan> {
+        let catalog = self.catalog_state();
+        let info = session.info();
+        let state = Arc::clone(&session.df);
+        let stmt = stmt.clone();
+        let params = params.cloned();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let planning = tokio::task::spawn_blocking(move || {
+            let cx = StatementContext {
+                state: &state,
+                catalog: &catalog,
+                session: &info,
+                params: params.as_ref(),
+            };
+            freshet_planner::interrupt::sync_scope(flag, || plan_statement(&cx, &stmt))
+        });
+        // Dropped unfinished (timeout, cancel, disconnect): the stop flag
+        // ends the abandoned plan at its next rule.
+        let mut planning = AbortOnDrop(planning, stop);
+        match (&mut planning.0).await {
+            Ok(plan) => Ok(plan?),
+            Err(e) if e.is_panic() => Err(AdapterError::Internal(format!(
+                "planning panicked: {}",
+                crate::connection::panic_message(&e.into_panic())
+            ))),
+            Err(e) => Err(AdapterError::Internal(format!("planning failed: {e}"))),
+        }
+    }
+
+    fn describe(&self, id: GlobalId) -> String {
+        self.catalog_state()
+            .full_name(id)
+            .map(|(d, s, i)| format!("{d}.{s}.{i}"))
+            .unwrap_or_else(|| id.to_string())
+    }
+
+    fn reader(&self, session: &Session) -> Arc<QueryReader> {
+        Arc::new(QueryReader {
+            storage: Arc::clone(&self.storage),
+            compute: Arc::clone(&self.compute),
+            catalog: self.catalog_state(),
+            database: session.database.clone(),
+        })
+    }
+
+    /// Replace id-form references (`[id].u5`) in plan text by names.
+    fn humanize_ids(&self, text: &str) -> String {
+        freshet_planner::resolve::humanize_ids(&self.catalog_state(), text)
+    }
+
+    fn table_name(&self, id: GlobalId) -> String {
+        self.catalog_state()
+            .item(id)
+            .map(|i| i.name.clone())
+            .unwrap_or_else(|| id.to_string())
+    }
+}

@@ -1,0 +1,254 @@
+//! The write path: INSERT, UPDATE and DELETE run their source query,
+//! check rows against the table, and hand the writes to group commit after
+//! the key checks.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use freshet_catalog::ItemDetails;
+use freshet_planner::{WriteKind, WritePlan};
+use freshet_repr::{GlobalId, RelationDesc, Timestamp};
+use freshet_storage::{TableWrite, write_batch};
+
+use super::{Coordinator, ExecuteResponse};
+use crate::error::{AdapterError, Result};
+use crate::session::{Session, TxnStatus};
+use crate::values::check_rows;
+use crate::vars::Isolation;
+
+impl Coordinator {
+    /// Commit table writes, checking the keys of the tables they write,
+    /// then release `lock` (a table's write lock, if the statement holds
+    /// it) — in a task of its own, so a cancelled or timed-out statement
+    /// can neither release the lock nor stop the key bookkeeping while the
+    /// commit is still in flight.
+    pub(super) async fn commit_writes(
+        &self,
+        writes: Vec<TableWrite>,
+        lock: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) -> Result<Timestamp> {
+        let storage = Arc::clone(&self.storage);
+        let keys = Arc::clone(&self.keys);
+        let specs = self.key_specs(&writes);
+        tokio::spawn(async move {
+            let result = keys.commit(&storage, specs, writes).await;
+            drop(lock);
+            result
+        })
+        .await
+        .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))?
+    }
+
+    /// The keys (primary and `UNIQUE`) of the tables `writes` write.
+    pub(super) fn key_specs(&self, writes: &[TableWrite]) -> Vec<crate::keys::KeySpec> {
+        let catalog = self.catalog_state();
+        let ids: BTreeSet<GlobalId> = writes.iter().map(|w| w.id).collect();
+        let mut specs = Vec::new();
+        for id in ids {
+            let Some(item) = catalog.item(id) else {
+                continue;
+            };
+            let (
+                ItemDetails::Table {
+                    keys: table_keys, ..
+                },
+                Some(desc),
+            ) = (&item.details, item.desc.as_ref())
+            else {
+                continue;
+            };
+            let mut keys = Vec::new();
+            if !table_keys.primary_key.is_empty() {
+                keys.push((
+                    0,
+                    format!("{}_pkey", item.name),
+                    &table_keys.primary_key,
+                    false,
+                ));
+            }
+            for (i, u) in table_keys.unique.iter().enumerate() {
+                keys.push((i + 1, u.name.clone(), &u.columns, !u.nulls_not_distinct));
+            }
+            for (slot, constraint, positions, nulls_distinct) in keys {
+                let Some(columns) = positions
+                    .iter()
+                    .map(|&i| desc.columns.get(i))
+                    .collect::<Option<Vec<_>>>()
+                else {
+                    continue;
+                };
+                specs.push(crate::keys::KeySpec {
+                    id,
+                    slot,
+                    table: item.name.clone(),
+                    constraint,
+                    nulls_distinct,
+                    columns: positions.clone(),
+                    names: columns.iter().map(|c| c.name.clone()).collect(),
+                    types: columns.iter().map(|c| c.ty.arrow_type()).collect(),
+                });
+            }
+        }
+        specs
+    }
+
+    pub(super) fn table_lock(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<()>> {
+        Arc::clone(self.table_locks.lock().entry(id).or_default())
+    }
+
+    /// Rows as batches of the table's exact schema, checked.
+    pub(super) fn table_rows(
+        &self,
+        table: GlobalId,
+        desc: &RelationDesc,
+        batches: Vec<RecordBatch>,
+    ) -> Result<Vec<RecordBatch>> {
+        let name = self.table_name(table);
+        batches
+            .into_iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| check_rows(&name, desc, b))
+            .collect()
+    }
+
+    pub(super) async fn write(
+        &self,
+        session: &mut Session,
+        w: WritePlan,
+    ) -> Result<ExecuteResponse> {
+        if session.status == TxnStatus::InBlock {
+            if w.kind != WriteKind::Insert || w.read_then_write {
+                return Err(AdapterError::InvalidTransactionState(
+                    "only INSERT ... VALUES may run inside a transaction block; UPDATE, DELETE and INSERT ... SELECT run on their own".into(),
+                ));
+            }
+            if session.txn.read.is_some() {
+                return Err(AdapterError::InvalidTransactionState(
+                    "a transaction that has read may not write".into(),
+                ));
+            }
+            let ts = self.storage.read_ts();
+            let rows = self.run_at(session, &w.source, ts).await?;
+            let rows = self.table_rows(w.table, &w.table_desc, rows)?;
+            let count: usize = rows.iter().map(|b| b.num_rows()).sum();
+            for b in &rows {
+                session.txn.writes.push(TableWrite {
+                    id: w.table,
+                    updates: write_batch(b, 1)?,
+                });
+            }
+            return self.finish_write(session, &w, rows, ts, count).await;
+        }
+        let lock = if w.read_then_write {
+            Some(self.table_lock(w.table).lock_owned().await)
+        } else {
+            None
+        };
+        let (ts, holds) = self.choose_and_hold(&w.source.inputs, Isolation::StrictSerializable)?;
+        let rows = self.run_at(session, &w.source, ts).await?;
+        drop(holds);
+        let n = w.table_desc.arity();
+        let (writes, written, count) = match w.kind {
+            WriteKind::Insert => {
+                let rows = self.table_rows(w.table, &w.table_desc, rows)?;
+                let writes = rows
+                    .iter()
+                    .map(|b| {
+                        Ok(TableWrite {
+                            id: w.table,
+                            updates: write_batch(b, 1)?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let count = rows.iter().map(|b| b.num_rows()).sum();
+                (writes, rows, count)
+            }
+            WriteKind::Delete => {
+                let rows = self.table_rows(w.table, &w.table_desc, rows)?;
+                let writes = rows
+                    .iter()
+                    .map(|b| {
+                        Ok(TableWrite {
+                            id: w.table,
+                            updates: write_batch(b, -1)?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let count = rows.iter().map(|b| b.num_rows()).sum();
+                (writes, rows, count)
+            }
+            WriteKind::Update => {
+                let mut old = Vec::new();
+                let mut new = Vec::new();
+                for b in rows.into_iter().filter(|b| b.num_rows() > 0) {
+                    old.push(
+                        b.project(&(0..n).collect::<Vec<_>>())
+                            .map_err(|e| AdapterError::Internal(e.to_string()))?,
+                    );
+                    new.push(
+                        b.project(&(n..2 * n).collect::<Vec<_>>())
+                            .map_err(|e| AdapterError::Internal(e.to_string()))?,
+                    );
+                }
+                let old = self.table_rows(w.table, &w.table_desc, old)?;
+                let new = self.table_rows(w.table, &w.table_desc, new)?;
+                let mut writes = Vec::new();
+                for b in &old {
+                    writes.push(TableWrite {
+                        id: w.table,
+                        updates: write_batch(b, -1)?,
+                    });
+                }
+                for b in &new {
+                    writes.push(TableWrite {
+                        id: w.table,
+                        updates: write_batch(b, 1)?,
+                    });
+                }
+                let count = new.iter().map(|b| b.num_rows()).sum();
+                (writes, new, count)
+            }
+        };
+        let commit_ts = if writes.is_empty() {
+            ts
+        } else {
+            self.commit_writes(writes, lock).await?
+        };
+        self.finish_write(session, &w, written, commit_ts, count)
+            .await
+    }
+
+    pub(super) async fn finish_write(
+        &self,
+        session: &Session,
+        w: &WritePlan,
+        written: Vec<RecordBatch>,
+        ts: Timestamp,
+        count: usize,
+    ) -> Result<ExecuteResponse> {
+        let (tag_prefix, tag) = match w.kind {
+            WriteKind::Insert => ("INSERT 0", format!("INSERT 0 {count}")),
+            WriteKind::Update => ("UPDATE", format!("UPDATE {count}")),
+            WriteKind::Delete => ("DELETE", format!("DELETE {count}")),
+        };
+        match &w.returning {
+            None => Ok(ExecuteResponse::Command(tag)),
+            Some(r) => {
+                r.binding
+                    .bind_rows(written)
+                    .map_err(AdapterError::Internal)?;
+                let (_, holds) = self.choose_and_hold(&r.inputs, Isolation::StrictSerializable)?;
+                let batches = self
+                    .run_at(session, r, ts.max(self.storage.read_ts()))
+                    .await?;
+                drop(holds);
+                Ok(ExecuteResponse::Rows {
+                    desc: r.desc.clone(),
+                    batches,
+                    tag: tag_prefix.into(),
+                })
+            }
+        }
+    }
+}
