@@ -10,6 +10,7 @@ use std::sync::mpsc;
 
 use arrow::array::RecordBatch;
 use datafusion::common::ScalarValue;
+use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{ReadHold, Storage};
 use parking_lot::Mutex;
@@ -23,7 +24,6 @@ use crate::state::{DataflowState, IndexCodecs, IndexHold};
 use crate::subscribe::{SubscribeQueue, Subscription};
 use crate::worker::run_worker;
 use freshet_compute_types::{DataflowDesc, Export, RelPlan};
-use freshet_repr::sqlstate;
 
 /// A peek on its way: every worker's answer, once each has it. Awaiting
 /// it parks the requesting task, not a thread: workers wake it directly.

@@ -3,10 +3,10 @@
 
 use datafusion::error::DataFusionError;
 use freshet_repr::GlobalId;
+use freshet_repr::sqlstate;
 use serde::{Deserialize, Serialize};
 
 use crate::sqlstate::datafusion_sqlstate;
-use freshet_repr::sqlstate;
 
 /// A query failure for some input row (division by zero, a bad cast, an
 /// overflow). Dataflows keep these in an error collection beside the

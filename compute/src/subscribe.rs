@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use arrow::array::RecordBatch;
+use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, Timestamp};
 use futures::task::AtomicWaker;
 use parking_lot::Mutex;
@@ -23,7 +24,6 @@ use crate::controller::ComputeController;
 use crate::error::DataflowError;
 use crate::row::{Row, RowCodec};
 use crate::state::DataflowState;
-use freshet_repr::sqlstate;
 
 /// What the workers send a subscribe's consumer.
 #[derive(Debug)]

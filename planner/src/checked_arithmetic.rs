@@ -42,10 +42,10 @@ use datafusion::logical_expr::{
 };
 use datafusion::optimizer::AnalyzerRule;
 use datafusion::physical_expr::expressions as physical;
+use freshet_repr::sqlstate;
 
 use crate::expr_rewrite::rewrite_expressions_up;
 use crate::udf;
-use freshet_repr::sqlstate;
 
 /// The name of the flat chain function.
 pub(crate) const CHAIN: &str = "checked_arith";

@@ -18,11 +18,11 @@ use datafusion::logical_expr::{
     Signature, Volatility,
 };
 use datafusion::optimizer::AnalyzerRule;
+use freshet_repr::sqlstate;
 
 use crate::checked_arithmetic::is_int;
 use crate::expr_rewrite::rewrite_expressions_up;
 use crate::udf;
-use freshet_repr::sqlstate;
 
 pub use crate::checked_arithmetic::CheckedIntegerArithmetic;
 

@@ -27,9 +27,9 @@ use datafusion::logical_expr::{
     ColumnarValue, Expr, Filter, LogicalPlan, LogicalPlanBuilder, Projection, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, Volatility, lit,
 };
+use freshet_repr::sqlstate;
 
 use crate::error::{PlanError, Result, sqlstate_error};
-use freshet_repr::sqlstate;
 
 /// Whether any of `exprs` holds a scalar subquery.
 pub fn has_scalar_subquery<'a>(exprs: impl IntoIterator<Item = &'a Expr>) -> bool {

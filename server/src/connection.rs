@@ -13,12 +13,12 @@ use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use freshet_repr::sqlstate;
 use futures::FutureExt;
 use tokio::net::TcpStream;
 
 use crate::handler::Handlers;
 use crate::watch::Sockets;
-use freshet_repr::sqlstate;
 
 /// Serve `socket` until the client leaves, a fatal error, or a panic.
 pub async fn serve_connection(

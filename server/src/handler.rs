@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use datafusion::common::ParamValues;
 use freshet_planner::parse::{Statement, parse};
 use freshet_planner::{Plan, query::placeholder_types};
+use freshet_repr::sqlstate;
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
 use futures::sink::{Sink, SinkExt};
 use futures::stream;
@@ -43,7 +44,6 @@ use crate::error::AdapterError;
 use crate::session::{Session, TxnStatus};
 use crate::vars::{SERVER_VERSION, Vars};
 use crate::watch::Sockets;
-use freshet_repr::sqlstate;
 
 /// A connection's session, kept in pgwire's per-connection extensions.
 pub struct SessionSlot(pub tokio::sync::Mutex<Session>);

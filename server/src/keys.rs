@@ -18,11 +18,11 @@ use std::sync::Arc;
 use arrow::array::{Array, Int64Array, RecordBatch};
 use arrow::row::{RowConverter, SortField};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
+use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{Storage, TableWrite};
 
 use crate::error::{AdapterError, Result};
-use freshet_repr::sqlstate;
 
 /// What a commit needs to know about one key of a table it writes.
 #[derive(Debug, Clone)]

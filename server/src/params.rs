@@ -4,13 +4,13 @@ use arrow::datatypes::DataType;
 use bytes::Bytes;
 use datafusion::common::{ParamValues, ScalarValue};
 use freshet_repr::PgType;
+use freshet_repr::sqlstate;
 use pgwire::api::Type;
 use pgwire::api::portal::Format;
 use postgres_types::FromSql;
 
 use crate::error::{AdapterError, Result};
 use crate::values::parse_text_array;
-use freshet_repr::sqlstate;
 
 fn bad(ty: &Type, e: impl std::fmt::Display) -> AdapterError {
     AdapterError::data(

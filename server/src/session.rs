@@ -12,11 +12,11 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use freshet_planner::SessionInfo;
+use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{ReadHold, TableWrite};
 
 use crate::vars::{Isolation, SERVER_VERSION, Vars};
-use freshet_repr::sqlstate;
 
 /// Where a session is with respect to transactions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

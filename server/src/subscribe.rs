@@ -14,11 +14,11 @@ use arrow::datatypes::SchemaRef;
 use arrow::row::{OwnedRow, RowConverter, SortField};
 use freshet_compute::{DataflowError, DataflowState, SubscribeBatch, Subscription};
 use freshet_planner::subscribe::SubscribeEnvelope;
+use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 use parking_lot::Mutex;
 
 use crate::error::{AdapterError, Result};
-use freshet_repr::sqlstate;
 
 /// The subscribes running on this server, with what each depends on, so
 /// that dropping an object ends the subscribes reading it.

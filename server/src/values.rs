@@ -8,11 +8,11 @@ use arrow::array::{Array, ArrayRef, AsArray, BinaryArray, BooleanArray, RecordBa
 use arrow::compute::CastOptions;
 use arrow::datatypes::DataType;
 use arrow::util::display::FormatOptions;
+use freshet_repr::sqlstate;
 use freshet_repr::{PgType, RelationDesc};
 
 use crate::error::{AdapterError, Result};
 pub use freshet_planner::pgtext::{canonical_jsonb, canonical_uuid, parse_bool, parse_bytea};
-use freshet_repr::sqlstate;
 
 fn invalid_input(ty: &PgType, value: &str) -> AdapterError {
     AdapterError::data(

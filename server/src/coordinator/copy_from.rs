@@ -4,13 +4,13 @@
 use arrow::array::RecordBatch;
 use freshet_planner::CopyFromPlan;
 use freshet_repr::RelationDesc;
+use freshet_repr::sqlstate;
 use freshet_storage::{TableWrite, write_batch};
 
 use super::Coordinator;
 use crate::error::{AdapterError, Result};
 use crate::session::{PendingCopy, Session, TxnStatus};
 use crate::values::check_rows;
-use freshet_repr::sqlstate;
 
 impl Coordinator {
     /// Finish a `COPY ... FROM STDIN` with the data received.

@@ -8,12 +8,12 @@ use freshet_compute_types::DataflowDesc;
 use freshet_compute_types::Export;
 use freshet_planner::Plan;
 use freshet_repr::GlobalId;
+use freshet_repr::sqlstate;
 
 use super::{Coordinator, ExecuteResponse};
 use crate::error::{AdapterError, Result};
 use crate::session::{Cursor, Session, TxnStatus};
 use crate::subscribe::SubscribeStream;
-use freshet_repr::sqlstate;
 
 impl Coordinator {
     /// Start a subscribe for `session`: at `AS OF`, or at the time a

@@ -1,6 +1,8 @@
 //! DDL: committing a catalog transaction (with the written plans of the
 //! dataflows it creates) and answering `IF NOT EXISTS`.
 
+use std::collections::BTreeMap;
+
 use freshet_catalog::{CatalogError, ItemDetails, ItemKind, Op};
 use freshet_compute::ComputeController;
 use freshet_compute_types::DataflowDesc;
@@ -8,7 +10,6 @@ use freshet_planner::written_plan;
 use freshet_planner::{CreateMaterializedViewPlan, ItemDataflow};
 use freshet_repr::GlobalId;
 use freshet_storage::ReadHold;
-use std::collections::BTreeMap;
 
 use super::{Coordinator, ExecCtx, ExecuteResponse};
 use crate::error::{AdapterError, Result};

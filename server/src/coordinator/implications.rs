@@ -2,7 +2,6 @@
 //! dataflows (from their written plans) and read policies, in order. Boot
 //! runs the same code over the whole catalog.
 
-use super::ddl::Prepared;
 use freshet_catalog::{CatalogDiff, Implication, ItemDetails, ItemKind, Op, implications};
 use freshet_compute_types::DataflowDesc;
 use freshet_planner::ItemDataflow;
@@ -11,6 +10,7 @@ use freshet_repr::GlobalId;
 use freshet_storage::{CollectionKind, ReadHold, ReadPolicy};
 
 use super::Coordinator;
+use super::ddl::Prepared;
 use crate::error::{AdapterError, Result};
 
 impl Coordinator {

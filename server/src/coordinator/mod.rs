@@ -29,12 +29,12 @@ use freshet_storage::{Storage, StorageConfig, open_local};
 use parking_lot::{Mutex, RwLock};
 use pgwire::api::ConnectionManager;
 
+use self::ddl::Prepared;
 use crate::error::{AdapterError, Result};
 use crate::introspection::QueryReader;
 use crate::query_exec::{AbortOnDrop, QueryExecutor};
 use crate::session::{Session, TxnStatus};
 use crate::subscribe::Subscribes;
-use ddl::Prepared;
 
 mod copy_from;
 mod cursors;

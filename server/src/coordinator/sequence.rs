@@ -3,18 +3,18 @@
 
 use std::sync::Arc;
 
-use super::ddl::Ddl;
-use super::explain::{query_plan_rows, show_variable};
 use datafusion::common::ParamValues;
 use freshet_catalog::Op;
 use freshet_planner::parse::Statement;
 use freshet_planner::{CreateIndexPlan, Plan};
+use freshet_repr::sqlstate;
 
+use super::ddl::Ddl;
+use super::explain::{query_plan_rows, show_variable};
 use super::{Coordinator, ExecCtx, ExecuteResponse, command_tag};
 use crate::error::{AdapterError, Result};
 use crate::session::{PendingCopy, Session, TxnStatus};
 use crate::vars::Isolation;
-use freshet_repr::sqlstate;
 
 impl Coordinator {
     pub(super) async fn execute_inner(

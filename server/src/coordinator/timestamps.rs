@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::ReadHold;
 
@@ -10,7 +11,6 @@ use super::Coordinator;
 use crate::error::{AdapterError, Result};
 use crate::session::{Session, TxnRead, TxnStatus};
 use crate::vars::Isolation;
-use freshet_repr::sqlstate;
 
 impl Coordinator {
     /// Evaluate a time expression (`AS OF`, `REFRESH AT`) with `mz_now()`
