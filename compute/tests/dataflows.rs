@@ -262,24 +262,22 @@ fn left_changes() -> Vec<(Vec<KV>, i64)> {
     ]
 }
 
-#[test]
-fn accumulable_reduce_follows_inserts_and_retractions() {
-    let mut h = Harness::new();
-    let input = df_schema("t", &kv_schema());
-    let plan = RelPlan::Reduce {
+/// `SELECT k, <aggregates> FROM left GROUP BY k`, the output columns
+/// named `names`.
+fn reduce_by_k(aggregates: Vec<Expr>, names: &[&str]) -> RelPlan {
+    RelPlan::Reduce {
         input: get(LEFT),
-        input_schema: input,
+        input_schema: df_schema("t", &kv_schema()),
         group: vec![column("t", "k")],
-        aggregates: vec![sum(column("t", "v")), count(column("t", "v"))],
-        schema: int_schema(&["k", "sum", "count"]),
-    };
-    let oracle = |rows: &[KV]| {
-        lines(groups(rows).into_iter().map(|(k, vs)| {
-            let present: Vec<i64> = vs.iter().flatten().copied().collect();
-            let sum = (!present.is_empty()).then(|| present.iter().sum());
-            vec![k, sum, Some(present.len() as i64)]
-        }))
-    };
+        aggregates,
+        schema: int_schema(names),
+    }
+}
+
+/// Install `plan` over `LEFT` and check it against `oracle` after each of
+/// [`left_changes`].
+fn check_left_changes(plan: RelPlan, oracle: impl Fn(&[KV]) -> Vec<String>) {
+    let mut h = Harness::new();
     h.install(plan);
     for (rows, diff) in left_changes() {
         let t = h.commit(LEFT, &rows, diff);
@@ -288,16 +286,27 @@ fn accumulable_reduce_follows_inserts_and_retractions() {
 }
 
 #[test]
-fn hierarchical_min_max_follow_retracted_extremes() {
-    let mut h = Harness::new();
-    let input = df_schema("t", &kv_schema());
-    let plan = RelPlan::Reduce {
-        input: get(LEFT),
-        input_schema: input,
-        group: vec![column("t", "k")],
-        aggregates: vec![min(column("t", "v")), max(column("t", "v"))],
-        schema: int_schema(&["k", "min", "max"]),
+fn accumulable_reduce_follows_inserts_and_retractions() {
+    let plan = reduce_by_k(
+        vec![sum(column("t", "v")), count(column("t", "v"))],
+        &["k", "sum", "count"],
+    );
+    let oracle = |rows: &[KV]| {
+        lines(groups(rows).into_iter().map(|(k, vs)| {
+            let present: Vec<i64> = vs.iter().flatten().copied().collect();
+            let sum = (!present.is_empty()).then(|| present.iter().sum());
+            vec![k, sum, Some(present.len() as i64)]
+        }))
     };
+    check_left_changes(plan, oracle);
+}
+
+#[test]
+fn hierarchical_min_max_follow_retracted_extremes() {
+    let plan = reduce_by_k(
+        vec![min(column("t", "v")), max(column("t", "v"))],
+        &["k", "min", "max"],
+    );
     let oracle = |rows: &[KV]| {
         lines(groups(rows).into_iter().map(|(k, vs)| {
             let present: Vec<i64> = vs.iter().flatten().copied().collect();
@@ -308,11 +317,7 @@ fn hierarchical_min_max_follow_retracted_extremes() {
             ]
         }))
     };
-    h.install(plan);
-    for (rows, diff) in left_changes() {
-        let t = h.commit(LEFT, &rows, diff);
-        assert_eq!(h.view(t), oracle(&h.rows(LEFT)), "at {t}");
-    }
+    check_left_changes(plan, oracle);
 }
 
 fn join(kind: JoinKind) -> RelPlan {
@@ -388,7 +393,6 @@ fn left_outer_join_pads_rows_that_lose_their_matches() {
 
 #[test]
 fn top_k_keeps_the_largest_values_as_they_change() {
-    let mut h = Harness::new();
     let input = df_schema("t", &kv_schema());
     let plan = RelPlan::TopK {
         input: get(LEFT),
@@ -411,11 +415,7 @@ fn top_k_keeps_the_largest_values_as_they_change() {
         });
         lines(sorted.into_iter().take(2).map(|(k, v)| vec![k, v]))
     };
-    h.install(plan);
-    for (rows, diff) in left_changes() {
-        let t = h.commit(LEFT, &rows, diff);
-        assert_eq!(h.view(t), oracle(&h.rows(LEFT)), "at {t}");
-    }
+    check_left_changes(plan, oracle);
 }
 
 /// Reinstalling a dataflow over a shard an earlier one wrote (as boot
@@ -424,14 +424,7 @@ fn top_k_keeps_the_largest_values_as_they_change() {
 #[test]
 fn the_self_correcting_sink_does_not_duplicate_on_reinstall() {
     let mut h = Harness::new();
-    let input = df_schema("t", &kv_schema());
-    let plan = RelPlan::Reduce {
-        input: get(LEFT),
-        input_schema: input,
-        group: vec![column("t", "k")],
-        aggregates: vec![count(column("t", "v"))],
-        schema: int_schema(&["k", "count"]),
-    };
+    let plan = reduce_by_k(vec![count(column("t", "v"))], &["k", "count"]);
     let oracle = |rows: &[KV]| {
         lines(
             groups(rows)
