@@ -400,3 +400,20 @@ pub struct DataflowDesc {
     /// at these times (`None`: on every commit).
     pub refresh: Option<freshet_repr::RefreshSchedule>,
 }
+
+impl DataflowDesc {
+    /// `plan` exported as `export`, not yet placed in time: how a written
+    /// plan stores it and how validation checks it (`as_of` and `start`
+    /// are chosen at install, the refresh schedule comes from the
+    /// catalog item).
+    pub fn unscheduled(id: GlobalId, plan: RelPlan, export: Export) -> Self {
+        DataflowDesc {
+            id,
+            plan,
+            export,
+            as_of: 0,
+            start: 0,
+            refresh: None,
+        }
+    }
+}

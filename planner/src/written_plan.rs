@@ -64,14 +64,11 @@ pub fn write(state: &SessionState, id: GlobalId, dataflow: &ItemDataflow) -> Res
     let codec = crate::plan_codec::plan_codec(state);
     let encode = |plan: &RelPlan| -> Result<String> {
         let bytes = codec
-            .encode(&DataflowDesc {
+            .encode(&DataflowDesc::unscheduled(
                 id,
-                plan: plan.clone(),
-                export: dataflow.export.clone(),
-                as_of: 0,
-                start: 0,
-                refresh: None,
-            })
+                plan.clone(),
+                dataflow.export.clone(),
+            ))
             .map_err(|e| match e {
                 WireError::Encode(what) => PlanError::unsupported(format!(
                     "in {}, {what}",

@@ -237,14 +237,11 @@ pub(super) type Prepared = BTreeMap<GlobalId, ItemDataflow>;
 /// so that a committed view or index installs.
 fn validate(id: GlobalId, dataflow: &ItemDataflow) -> Result<()> {
     for plan in std::iter::once(&dataflow.plan).chain(&dataflow.from_storage) {
-        ComputeController::validate(&DataflowDesc {
+        ComputeController::validate(&DataflowDesc::unscheduled(
             id,
-            plan: plan.clone(),
-            export: dataflow.export.clone(),
-            as_of: 0,
-            start: 0,
-            refresh: None,
-        })?;
+            plan.clone(),
+            dataflow.export.clone(),
+        ))?;
     }
     Ok(())
 }
