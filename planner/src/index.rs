@@ -19,25 +19,10 @@ use freshet_compute_types::{Export, RelPlan};
 use freshet_repr::{GlobalId, RelationDesc};
 
 use crate::error::{PlanError, Result};
+pub use crate::plan::PeekPlan;
 use crate::plan::{CreateIndexPlan, ItemDataflow, Plan};
 use crate::query::StatementContext;
 use crate::resolve::quote_if_needed;
-
-/// A read answered from an index.
-#[derive(Debug, Clone)]
-pub struct PeekPlan {
-    /// The index read.
-    pub index: GlobalId,
-    /// Rows whose key equals these values (in key order); `None`: all rows.
-    pub key: Option<Vec<ScalarValue>>,
-    /// Output columns (the object's).
-    pub desc: RelationDesc,
-    /// Storage collections behind the object: held for the read, as for
-    /// any query.
-    pub inputs: BTreeSet<GlobalId>,
-    /// `EXPLAIN`'s description.
-    pub explain: String,
-}
 
 /// `CREATE INDEX [name] ON obj (expr, ...)`, or, with `keys` `None`,
 /// `CREATE DEFAULT INDEX ON obj` (keyed by every column).

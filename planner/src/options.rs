@@ -12,30 +12,9 @@ use freshet_repr::{RefreshSchedule, Timestamp};
 use crate::error::{PlanError, Result};
 use crate::parse::{ObjectKind, Statement};
 use crate::parse_options::{ItemOption, RefreshOption};
-use crate::plan::{Plan, QueryPlan};
+use crate::plan::Plan;
+pub use crate::plan::{RefreshPlan, TimeExpr};
 use crate::query::{StatementContext, plan_query};
-
-/// A `REFRESH` schedule whose times are still expressions.
-#[derive(Debug, Clone, Default)]
-pub struct RefreshPlan {
-    /// `REFRESH AT CREATION`.
-    pub at_creation: bool,
-    /// `REFRESH AT <time>`.
-    pub at: Vec<TimeExpr>,
-    /// `REFRESH EVERY <interval> [ALIGNED TO <time>]`: milliseconds and
-    /// the alignment (default: creation).
-    pub every: Vec<(Timestamp, Option<TimeExpr>)>,
-}
-
-/// A time given as an expression (`mz_timestamp` milliseconds, a
-/// `timestamp[tz]`, or text of either), planned as `SELECT <expr>`.
-#[derive(Debug, Clone)]
-pub struct TimeExpr {
-    /// The one-row query.
-    pub query: QueryPlan,
-    /// The expression as written, for messages.
-    pub text: String,
-}
 
 /// Plan `expr` as a time.
 pub fn plan_time(cx: &StatementContext, expr: &ast::Expr) -> Result<TimeExpr> {

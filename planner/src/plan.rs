@@ -1,13 +1,16 @@
-//! What a statement means, ready for the sequencer to execute.
+//! What a statement means, ready for the sequencer to execute: [`Plan`]
+//! and every payload type it carries, so the statement planners depend on
+//! this module and never the other way round.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
+use datafusion::common::ScalarValue;
 use datafusion::logical_expr::LogicalPlan;
 use freshet_catalog::ItemDef;
 use freshet_compute_types::{Export, RelPlan};
-use freshet_repr::{GlobalId, RelationDesc};
+use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 
 use crate::provider::QueryBinding;
 
@@ -61,7 +64,7 @@ pub struct CreateMaterializedViewPlan {
     /// `as_of` before the catalog transaction commits.
     pub inputs: BTreeSet<GlobalId>,
     /// `WITH (REFRESH ...)`: its times are evaluated at creation.
-    pub refresh: Option<crate::options::RefreshPlan>,
+    pub refresh: Option<RefreshPlan>,
     /// Its dataflow, planned once, here.
     pub dataflow: ItemDataflow,
 }
@@ -240,12 +243,12 @@ pub enum Plan {
         /// Any readable time at or after `time` will do.
         at_least: bool,
         /// The time.
-        time: Box<crate::options::TimeExpr>,
+        time: Box<TimeExpr>,
     },
     /// A query answered from an index.
-    Peek(crate::index::PeekPlan),
+    Peek(PeekPlan),
     /// `EXPLAIN` of a query answered from an index.
-    ExplainPeek(crate::index::PeekPlan),
+    ExplainPeek(PeekPlan),
     /// `EXPLAIN`.
     Explain(ExplainKind, QueryPlan),
     /// `EXPLAIN` of a dataflow (`EXPLAIN [CREATE] MATERIALIZED VIEW`,
@@ -293,7 +296,7 @@ pub enum Plan {
     Rollback,
     /// `SUBSCRIBE` or `COPY (SUBSCRIBE ...) TO STDOUT`: streamed as COPY
     /// data in these options.
-    Subscribe(Box<crate::subscribe::SubscribePlan>, CopyOptions),
+    Subscribe(Box<SubscribePlan>, CopyOptions),
     /// `DECLARE name CURSOR FOR ...`: the planned query or subscribe.
     Declare {
         /// The cursor's name.
@@ -312,4 +315,101 @@ pub enum Plan {
     },
     /// `CLOSE name` (`None`: `CLOSE ALL`).
     Close(Option<String>),
+}
+
+/// A `REFRESH` schedule whose times are still expressions.
+#[derive(Debug, Clone, Default)]
+pub struct RefreshPlan {
+    /// `REFRESH AT CREATION`.
+    pub at_creation: bool,
+    /// `REFRESH AT <time>`.
+    pub at: Vec<TimeExpr>,
+    /// `REFRESH EVERY <interval> [ALIGNED TO <time>]`: milliseconds and
+    /// the alignment (default: creation).
+    pub every: Vec<(Timestamp, Option<TimeExpr>)>,
+}
+
+/// A time given as an expression (`mz_timestamp` milliseconds, a
+/// `timestamp[tz]`, or text of either), planned as `SELECT <expr>`.
+#[derive(Debug, Clone)]
+pub struct TimeExpr {
+    /// The one-row query.
+    pub query: QueryPlan,
+    /// The expression as written, for messages.
+    pub text: String,
+}
+
+/// A read answered from an index.
+#[derive(Debug, Clone)]
+pub struct PeekPlan {
+    /// The index read.
+    pub index: GlobalId,
+    /// Rows whose key equals these values (in key order); `None`: all rows.
+    pub key: Option<Vec<ScalarValue>>,
+    /// Output columns (the object's).
+    pub desc: RelationDesc,
+    /// Storage collections behind the object: held for the read, as for
+    /// any query.
+    pub inputs: BTreeSet<GlobalId>,
+    /// `EXPLAIN`'s description.
+    pub explain: String,
+}
+
+/// How a subscribe's rows describe changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscribeEnvelope {
+    /// Each row with the change of its multiplicity (`mz_diff`).
+    Diffs,
+    /// Per changed key, its new value (`mz_state` `upsert`, `delete` or
+    /// `key_violation`); `key` indexes the relation's columns.
+    Upsert {
+        /// Key column positions.
+        key: Vec<usize>,
+    },
+    /// Per changed key, its value before and after (`mz_state` `insert`,
+    /// `upsert`, `delete` or `key_violation`).
+    Debezium {
+        /// Key column positions.
+        key: Vec<usize>,
+    },
+}
+
+/// Where a subscribe's reads start: a time expression the sequencer
+/// evaluates (with `mz_now()` bound to the time it would read at now).
+#[derive(Debug, Clone)]
+pub struct SubscribeAsOf {
+    /// `AT LEAST`: this time or the earliest readable time after it;
+    /// otherwise exactly this time (an error if no longer readable).
+    pub at_least: bool,
+    /// The time.
+    pub time: TimeExpr,
+}
+
+/// A planned subscribe.
+#[derive(Debug, Clone)]
+pub struct SubscribePlan {
+    /// The dataflow computing the relation (reading indexed views from
+    /// their indexes' arrangements).
+    pub plan: RelPlan,
+    /// The same relation computed from storage alone, if `plan` imports
+    /// indexes: used when they cannot serve the subscribe's start time.
+    pub from_storage: Option<RelPlan>,
+    /// The relation's columns (as the dataflow produces them).
+    pub relation: RelationDesc,
+    /// The columns clients receive.
+    pub output: RelationDesc,
+    /// Storage collections the dataflow reads (held while it runs).
+    pub inputs: BTreeSet<GlobalId>,
+    /// Every catalog item it depends on (dropping one ends it).
+    pub depends_on: BTreeSet<GlobalId>,
+    /// Send the contents at the start time first.
+    pub snapshot: bool,
+    /// Send `mz_progressed` rows as time advances.
+    pub progress: bool,
+    /// `AS OF`; `None`: the time a query would read at now.
+    pub as_of: Option<SubscribeAsOf>,
+    /// `UP TO` (exclusive), evaluated like `AS OF`.
+    pub up_to: Option<TimeExpr>,
+    /// The row shape.
+    pub envelope: SubscribeEnvelope,
 }

@@ -12,72 +12,13 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast;
-use freshet_compute_types::RelPlan;
-use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc};
+use freshet_repr::{ColumnDesc, PgType, RelationDesc};
 
 use crate::error::{PlanError, Result};
-use crate::options::{TimeExpr, plan_time};
+use crate::options::plan_time;
 use crate::parse::{EnvelopeKind, SubscribeRelation, SubscribeStatement, normalize_ident};
+pub use crate::plan::{SubscribeAsOf, SubscribeEnvelope, SubscribePlan};
 use crate::query::StatementContext;
-
-/// How a subscribe's rows describe changes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SubscribeEnvelope {
-    /// Each row with the change of its multiplicity (`mz_diff`).
-    Diffs,
-    /// Per changed key, its new value (`mz_state` `upsert`, `delete` or
-    /// `key_violation`); `key` indexes the relation's columns.
-    Upsert {
-        /// Key column positions.
-        key: Vec<usize>,
-    },
-    /// Per changed key, its value before and after (`mz_state` `insert`,
-    /// `upsert`, `delete` or `key_violation`).
-    Debezium {
-        /// Key column positions.
-        key: Vec<usize>,
-    },
-}
-
-/// Where a subscribe's reads start: a time expression the sequencer
-/// evaluates (with `mz_now()` bound to the time it would read at now).
-#[derive(Debug, Clone)]
-pub struct SubscribeAsOf {
-    /// `AT LEAST`: this time or the earliest readable time after it;
-    /// otherwise exactly this time (an error if no longer readable).
-    pub at_least: bool,
-    /// The time.
-    pub time: TimeExpr,
-}
-
-/// A planned subscribe.
-#[derive(Debug, Clone)]
-pub struct SubscribePlan {
-    /// The dataflow computing the relation (reading indexed views from
-    /// their indexes' arrangements).
-    pub plan: RelPlan,
-    /// The same relation computed from storage alone, if `plan` imports
-    /// indexes: used when they cannot serve the subscribe's start time.
-    pub from_storage: Option<RelPlan>,
-    /// The relation's columns (as the dataflow produces them).
-    pub relation: RelationDesc,
-    /// The columns clients receive.
-    pub output: RelationDesc,
-    /// Storage collections the dataflow reads (held while it runs).
-    pub inputs: BTreeSet<GlobalId>,
-    /// Every catalog item it depends on (dropping one ends it).
-    pub depends_on: BTreeSet<GlobalId>,
-    /// Send the contents at the start time first.
-    pub snapshot: bool,
-    /// Send `mz_progressed` rows as time advances.
-    pub progress: bool,
-    /// `AS OF`; `None`: the time a query would read at now.
-    pub as_of: Option<SubscribeAsOf>,
-    /// `UP TO` (exclusive), evaluated like `AS OF`.
-    pub up_to: Option<TimeExpr>,
-    /// The row shape.
-    pub envelope: SubscribeEnvelope,
-}
 
 /// Plan `SUBSCRIBE ...`.
 pub fn plan_subscribe(cx: &StatementContext, stmt: &SubscribeStatement) -> Result<SubscribePlan> {
