@@ -4,6 +4,7 @@
 //! A view's dataflow is always planned from its stored, id-resolved
 //! definition, so CREATE, boot and EXPLAIN agree on what runs.
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::DataType;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::LogicalPlan;
@@ -17,7 +18,7 @@ use freshet_repr::{GlobalId, PgType, RelationDesc};
 use crate::ddl::{ViewDefinition, view_definition};
 use crate::error::{PlanError, Result};
 use crate::lower::{cast_to, check_deterministic, lower};
-use crate::misc::text_rows;
+use crate::misc::text_batch;
 use crate::plan::{CreateMaterializedViewPlan, ExplainDataflowPlan, ItemDataflow, Plan, QueryPlan};
 use crate::query::StatementContext;
 use crate::resolve::{SessionInfo, humanize_ids};
@@ -307,13 +308,13 @@ pub fn explain_dataflow_rows(
     plan: &RelPlan,
     explained: &str,
     head: Option<String>,
-) -> Result<Plan> {
+) -> Result<(RelationDesc, RecordBatch)> {
     let text = explain_dataflow_text(catalog, plan, explained);
     let indent = if head.is_some() { "  " } else { "" };
     let lines = head
         .into_iter()
         .chain(text.lines().map(|l| format!("{indent}{l}")));
-    text_rows(
+    text_batch(
         &[("Dataflow Plan", PgType::Text)],
         lines.map(|l| vec![Some(l)]).collect(),
     )

@@ -19,6 +19,16 @@ use crate::resolve::Resolved;
 
 /// Rows of text (and boolean) columns computed at planning time.
 pub fn text_rows(columns: &[(&str, PgType)], rows: Vec<Vec<Option<String>>>) -> Result<Plan> {
+    let (desc, batch) = text_batch(columns, rows)?;
+    Ok(Plan::Rows { desc, batch })
+}
+
+/// [`text_rows`]' columns and batch, for callers that answer with them
+/// directly.
+pub fn text_batch(
+    columns: &[(&str, PgType)],
+    rows: Vec<Vec<Option<String>>>,
+) -> Result<(RelationDesc, RecordBatch)> {
     let desc = RelationDesc::new(
         columns
             .iter()
@@ -46,7 +56,7 @@ pub fn text_rows(columns: &[(&str, PgType)], rows: Vec<Vec<Option<String>>>) -> 
         .collect();
     let batch = RecordBatch::try_new(desc.arrow_schema(), arrays)
         .map_err(|e| PlanError::Internal(e.to_string()))?;
-    Ok(Plan::Rows { desc, batch })
+    Ok((desc, batch))
 }
 
 /// The schema `SHOW` lists from: an explicit `FROM`/`IN`, else the first

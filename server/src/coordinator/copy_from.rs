@@ -5,9 +5,9 @@ use arrow::array::RecordBatch;
 use freshet_planner::CopyFromPlan;
 use freshet_repr::RelationDesc;
 use freshet_repr::sqlstate;
-use freshet_storage::{TableWrite, write_batch};
 
 use super::Coordinator;
+use super::write::table_writes;
 use crate::error::{AdapterError, Result};
 use crate::session::{PendingCopy, Session, TxnStatus};
 use crate::values::check_rows;
@@ -63,10 +63,7 @@ impl Coordinator {
             let batch = crate::copy::rows_to_batch(chunk, &table_desc, &columns, &default_row)?;
             let batch = check_rows(&self.table_name(table), &table_desc, batch)?;
             count += batch.num_rows();
-            writes.push(TableWrite {
-                id: table,
-                updates: write_batch(&batch, 1)?,
-            });
+            writes.extend(table_writes(table, &[batch], 1)?);
         }
         if session.status == TxnStatus::InBlock {
             if session.txn.read.is_some() {

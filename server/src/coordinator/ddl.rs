@@ -60,9 +60,8 @@ impl Coordinator {
     /// objects; and, by id, the dataflows to install, which are the written
     /// plans decoded (what runs is exactly what the catalog holds).
     ///
-    /// The plan is `planned` (made once, by the statement's planning);
-    /// only without one is it planned here, against the catalog as `ops`
-    /// will leave it. Either way it must render before it is committed.
+    /// The plan is `planned`, made once by the statement's planning; it
+    /// must render before it is committed.
     fn with_written_plans(
         &self,
         catalog: &freshet_catalog::Catalog,
@@ -84,10 +83,11 @@ impl Coordinator {
             if !matches!(item.kind, ItemKind::MaterializedView | ItemKind::Index) {
                 continue;
             }
-            let dataflow = match planned.take() {
-                Some(dataflow) => dataflow,
-                None => written_plan::plan_item(&self.base_df, &next, id)?,
-            };
+            // The statement that creates a view or index planned its
+            // dataflow; there is no second way to plan one here.
+            let dataflow = planned.take().ok_or_else(|| {
+                AdapterError::Internal(format!("{id} is created without a dataflow plan"))
+            })?;
             let written = written_plan::write(&self.base_df, id, &dataflow)?;
             let installed = written_plan::decode(&self.base_df, &written).map_err(|e| {
                 AdapterError::Internal(format!("the plan written for {id} does not read back: {e}"))

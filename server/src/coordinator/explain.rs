@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use freshet_compute::ComputeController;
-use freshet_planner::{ExplainDataflowPlan, ExplainKind, Plan, QueryPlan};
+use freshet_planner::{ExplainDataflowPlan, ExplainKind, QueryPlan};
 use freshet_repr::RelationDesc;
 
 use super::{Coordinator, ExecuteResponse};
@@ -16,20 +16,17 @@ impl Coordinator {
     /// reduction with the strategy that maintains it), with ids named.
     pub(super) fn explain_dataflow(&self, explain: ExplainDataflowPlan) -> Result<ExecuteResponse> {
         let explained = ComputeController::explain(&explain.plan)?;
-        let rows = freshet_planner::materialized::explain_dataflow_rows(
+        let (desc, batch) = freshet_planner::materialized::explain_dataflow_rows(
             &self.catalog_state(),
             &explain.plan,
             &explained,
             explain.head,
         )?;
-        match rows {
-            Plan::Rows { desc, batch } => Ok(ExecuteResponse::Rows {
-                desc,
-                batches: vec![batch],
-                tag: "SHOW".into(),
-            }),
-            _ => Err(AdapterError::Internal("EXPLAIN produced no rows".into())),
-        }
+        Ok(ExecuteResponse::Rows {
+            desc,
+            batches: vec![batch],
+            tag: "SHOW".into(),
+        })
     }
 
     pub(super) async fn explain(
@@ -86,26 +83,7 @@ impl Coordinator {
                 lines
             }
         };
-        Ok(ExecuteResponse::Rows {
-            desc: RelationDesc::new(vec![freshet_repr::ColumnDesc {
-                name: "QUERY PLAN".into(),
-                ty: freshet_repr::PgType::Text,
-                nullable: false,
-            }]),
-            batches: vec![
-                RecordBatch::try_new(
-                    RelationDesc::new(vec![freshet_repr::ColumnDesc {
-                        name: "QUERY PLAN".into(),
-                        ty: freshet_repr::PgType::Text,
-                        nullable: false,
-                    }])
-                    .arrow_schema(),
-                    vec![Arc::new(arrow::array::StringArray::from(lines))],
-                )
-                .map_err(|e| AdapterError::Internal(e.to_string()))?,
-            ],
-            tag: "EXPLAIN".into(),
-        })
+        query_plan_rows(lines)
     }
 }
 

@@ -132,12 +132,7 @@ impl Coordinator {
             let rows = self.run_at(session, &w.source, ts).await?;
             let rows = self.table_rows(w.table, &w.table_desc, rows)?;
             let count: usize = rows.iter().map(|b| b.num_rows()).sum();
-            for b in &rows {
-                session.txn.writes.push(TableWrite {
-                    id: w.table,
-                    updates: write_batch(b, 1)?,
-                });
-            }
+            session.txn.writes.extend(table_writes(w.table, &rows, 1)?);
             return self.finish_write(session, &w, rows, ts, count).await;
         }
         let lock = if w.read_then_write {
@@ -150,31 +145,10 @@ impl Coordinator {
         drop(holds);
         let n = w.table_desc.arity();
         let (writes, written, count) = match w.kind {
-            WriteKind::Insert => {
+            WriteKind::Insert | WriteKind::Delete => {
                 let rows = self.table_rows(w.table, &w.table_desc, rows)?;
-                let writes = rows
-                    .iter()
-                    .map(|b| {
-                        Ok(TableWrite {
-                            id: w.table,
-                            updates: write_batch(b, 1)?,
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                let count = rows.iter().map(|b| b.num_rows()).sum();
-                (writes, rows, count)
-            }
-            WriteKind::Delete => {
-                let rows = self.table_rows(w.table, &w.table_desc, rows)?;
-                let writes = rows
-                    .iter()
-                    .map(|b| {
-                        Ok(TableWrite {
-                            id: w.table,
-                            updates: write_batch(b, -1)?,
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let diff = if w.kind == WriteKind::Insert { 1 } else { -1 };
+                let writes = table_writes(w.table, &rows, diff)?;
                 let count = rows.iter().map(|b| b.num_rows()).sum();
                 (writes, rows, count)
             }
@@ -193,19 +167,8 @@ impl Coordinator {
                 }
                 let old = self.table_rows(w.table, &w.table_desc, old)?;
                 let new = self.table_rows(w.table, &w.table_desc, new)?;
-                let mut writes = Vec::new();
-                for b in &old {
-                    writes.push(TableWrite {
-                        id: w.table,
-                        updates: write_batch(b, -1)?,
-                    });
-                }
-                for b in &new {
-                    writes.push(TableWrite {
-                        id: w.table,
-                        updates: write_batch(b, 1)?,
-                    });
-                }
+                let mut writes = table_writes(w.table, &old, -1)?;
+                writes.extend(table_writes(w.table, &new, 1)?);
                 let count = new.iter().map(|b| b.num_rows()).sum();
                 (writes, new, count)
             }
@@ -251,4 +214,22 @@ impl Coordinator {
             }
         }
     }
+}
+
+/// `batches` of rows of `table` as writes with multiplicity `diff` (1
+/// inserts them, -1 retracts them).
+pub(super) fn table_writes(
+    table: GlobalId,
+    batches: &[RecordBatch],
+    diff: i64,
+) -> Result<Vec<TableWrite>> {
+    batches
+        .iter()
+        .map(|b| {
+            Ok(TableWrite {
+                id: table,
+                updates: write_batch(b, diff)?,
+            })
+        })
+        .collect()
 }
