@@ -6,6 +6,7 @@
 //! merely to name a collection or a column type.
 
 mod error;
+mod frontier;
 mod id;
 pub mod refresh;
 mod relation;
@@ -13,6 +14,7 @@ pub mod sqlstate;
 mod types;
 
 pub use error::SqlStateError;
+pub use frontier::Frontier;
 pub use id::GlobalId;
 pub use refresh::{RefreshEvery, RefreshSchedule};
 pub use relation::{ColumnDesc, RelationDesc, nullable_schema};

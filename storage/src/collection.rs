@@ -11,7 +11,7 @@ use arrow::compute::filter_record_batch;
 use arrow::datatypes::SchemaRef;
 use freshet_repr::{GlobalId, Timestamp};
 use parking_lot::Mutex;
-use timely::progress::Antichain;
+use freshet_repr::Frontier;
 use tokio::sync::{mpsc, watch};
 
 use crate::batch::{times, total_bytes, updates_schema};
@@ -122,16 +122,16 @@ impl Collection {
     }
 
     /// The collection's upper: for tables, the transaction log's.
-    pub(crate) fn upper_locked(&self, state: &CollectionState) -> Antichain<Timestamp> {
+    pub(crate) fn upper_locked(&self, state: &CollectionState) -> Frontier {
         match self.kind {
-            CollectionKind::Table => Antichain::from_elem(self.txn_upper.load(Ordering::SeqCst)),
+            CollectionKind::Table => Frontier::at(self.txn_upper.load(Ordering::SeqCst)),
             CollectionKind::Materialized => state.shard.upper().clone(),
         }
     }
 
-    pub(crate) fn frontiers(&self) -> (Antichain<Timestamp>, Antichain<Timestamp>) {
+    pub(crate) fn frontiers(&self) -> (Frontier, Frontier) {
         let state = self.state.lock();
-        (Antichain::from_elem(state.since), self.upper_locked(&state))
+        (Frontier::at(state.since), self.upper_locked(&state))
     }
 
     fn check_readable(
@@ -145,7 +145,7 @@ impl Collection {
             return Err(StorageError::InvalidReadTime {
                 id: self.id,
                 as_of,
-                since: Antichain::from_elem(state.since),
+                since: Frontier::at(state.since),
                 upper,
             });
         }
@@ -263,7 +263,7 @@ impl Collection {
             &self.updates_schema,
             &pending,
             &expected,
-            Antichain::from_elem(new_upper),
+            Frontier::at(new_upper),
         ) {
             Ok(written) => {
                 if let Some((meta, batch)) = written {
@@ -283,8 +283,8 @@ impl Collection {
     pub(crate) fn compare_and_append(
         &self,
         updates: &[RecordBatch],
-        expected: &Antichain<Timestamp>,
-        new_upper: Antichain<Timestamp>,
+        expected: &Frontier,
+        new_upper: Frontier,
     ) -> Result<()> {
         if self.kind == CollectionKind::Table {
             return Err(StorageError::InvalidUsage(format!(
@@ -320,7 +320,7 @@ impl Collection {
             return Err(StorageError::InvalidReadTime {
                 id: self.id,
                 as_of: t,
-                since: Antichain::from_elem(state.since),
+                since: Frontier::at(state.since),
                 upper: self.upper_locked(&state),
             });
         }
@@ -373,7 +373,7 @@ impl Collection {
     }
 
     /// The upper as last written to consensus (a crash resumes from it).
-    pub(crate) fn durable_upper(&self) -> Antichain<Timestamp> {
+    pub(crate) fn durable_upper(&self) -> Frontier {
         match self.kind {
             CollectionKind::Table => self.upper_locked(&self.state.lock()),
             CollectionKind::Materialized => self.state.lock().shard.durable_upper().clone(),
@@ -403,7 +403,7 @@ impl Collection {
             &self.updates_schema,
             &keys,
             Some((&merged, consolidated, unit)),
-            Antichain::from_elem(since),
+            Frontier::at(since),
         )?;
         for k in &keys {
             state.cache.remove(k);

@@ -12,7 +12,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use freshet_repr::{DIFF_COLUMN, GlobalId, Timestamp};
 use parking_lot::{Mutex, RwLock};
-use timely::progress::Antichain;
+use freshet_repr::Frontier;
 use tokio::sync::{oneshot, watch};
 
 use crate::batch::{retag, stamp, times};
@@ -89,9 +89,9 @@ pub struct CollectionInfo {
     /// Table or materialized.
     pub kind: CollectionKind,
     /// Reads below this are refused.
-    pub since: Antichain<Timestamp>,
+    pub since: Frontier,
     /// Every time below this is final.
-    pub upper: Antichain<Timestamp>,
+    pub upper: Frontier,
     /// Durable parts in its shard.
     pub parts: usize,
     /// How far its dependents permit compaction (`None`: unconstrained).
@@ -372,7 +372,7 @@ impl Storage {
     }
 
     /// A collection's `(since, upper)`.
-    pub fn frontiers(&self, id: GlobalId) -> Result<(Antichain<Timestamp>, Antichain<Timestamp>)> {
+    pub fn frontiers(&self, id: GlobalId) -> Result<(Frontier, Frontier)> {
         Ok(self.collection(id)?.frontiers())
     }
 
@@ -408,7 +408,7 @@ impl Storage {
                 CollectionInfo {
                     id: c.id,
                     kind: c.kind,
-                    since: Antichain::from_elem(state.since),
+                    since: Frontier::at(state.since),
                     upper: c.upper_locked(&state),
                     parts: state.shard.parts().len(),
                     permission: state.permission,
@@ -463,8 +463,8 @@ impl Storage {
         &self,
         id: GlobalId,
         updates: &[RecordBatch],
-        expected: &Antichain<Timestamp>,
-        new_upper: Antichain<Timestamp>,
+        expected: &Frontier,
+        new_upper: Frontier,
     ) -> Result<()> {
         self.collection(id)?
             .compare_and_append(updates, expected, new_upper)
@@ -526,7 +526,7 @@ impl Inner {
         for (id, d) in dependents {
             let resume = match collections.get(&id).map(|c| c.durable_upper()) {
                 // Sealed: it will never read its inputs again.
-                Some(upper) if upper.is_empty() => continue,
+                Some(upper) if upper.is_closed() => continue,
                 Some(upper) => upper
                     .as_option()
                     .map_or(d.as_of, |u| d.as_of.max(u.saturating_sub(1))),

@@ -1,5 +1,5 @@
 use freshet_repr::{GlobalId, Timestamp};
-use timely::progress::Antichain;
+use freshet_repr::Frontier;
 
 /// Everything that can go wrong in storage.
 #[derive(Debug, thiserror::Error)]
@@ -26,9 +26,9 @@ pub enum StorageError {
         /// The collection written to.
         id: GlobalId,
         /// The upper the writer expected.
-        expected: Antichain<Timestamp>,
+        expected: Frontier,
         /// The collection's actual upper.
-        actual: Antichain<Timestamp>,
+        actual: Frontier,
     },
     /// A read asked for a time outside `[since, upper)`.
     #[error("timestamp {as_of} is not valid for {id}: since {since:?}, upper {upper:?}")]
@@ -38,9 +38,9 @@ pub enum StorageError {
         /// The time requested.
         as_of: Timestamp,
         /// The collection's since.
-        since: Antichain<Timestamp>,
+        since: Frontier,
         /// The collection's upper.
-        upper: Antichain<Timestamp>,
+        upper: Frontier,
     },
     /// The collection is not registered with storage.
     #[error("unknown collection {0}")]

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use freshet_repr::Timestamp;
-use timely::progress::Antichain;
+use freshet_repr::Frontier;
 use tokio::sync::mpsc;
 
 /// What a [`Listen`] delivers, in time order.
@@ -15,7 +14,7 @@ pub enum ListenEvent {
     Updates(RecordBatch),
     /// Every update at a time not beyond this frontier has been delivered.
     /// The empty antichain means the collection is sealed.
-    Progress(Antichain<Timestamp>),
+    Progress(Frontier),
 }
 
 /// A stream of a collection's updates after an `as_of`.

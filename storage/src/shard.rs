@@ -6,7 +6,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use freshet_repr::{GlobalId, Timestamp};
 use serde::{Deserialize, Serialize};
-use timely::progress::Antichain;
+use freshet_repr::Frontier;
 
 use crate::batch::{decode_file, encode_file, times, total_bytes};
 use crate::blob::Blob;
@@ -44,8 +44,8 @@ pub(crate) struct PartMeta {
 pub(crate) struct ShardState {
     /// Epoch of the last process that wrote this state.
     pub epoch: u64,
-    pub since: Antichain<Timestamp>,
-    pub upper: Antichain<Timestamp>,
+    pub since: Frontier,
+    pub upper: Frontier,
     pub parts: Vec<PartMeta>,
 }
 
@@ -60,7 +60,7 @@ pub(crate) struct DurableShard {
     state: ShardState,
     /// The upper as of the last state written to consensus (`state.upper`
     /// may be ahead of it; see [`LAZY_UPPER`]).
-    durable_upper: Antichain<Timestamp>,
+    durable_upper: Frontier,
     /// When `state` was last written to consensus. An append of no
     /// updates only advances the upper in memory unless this is older than
     /// [`LAZY_UPPER`] (see [`DurableShard::compare_and_append`]).
@@ -90,8 +90,8 @@ impl DurableShard {
                     0,
                     ShardState {
                         epoch: fence.epoch(),
-                        since: Antichain::from_elem(0),
-                        upper: Antichain::from_elem(0),
+                        since: Frontier::at(0),
+                        upper: Frontier::at(0),
                         parts: vec![],
                     },
                 ),
@@ -124,16 +124,16 @@ impl DurableShard {
         )))
     }
 
-    pub fn upper(&self) -> &Antichain<Timestamp> {
+    pub fn upper(&self) -> &Frontier {
         &self.state.upper
     }
 
     /// The upper a restart would find.
-    pub fn durable_upper(&self) -> &Antichain<Timestamp> {
+    pub fn durable_upper(&self) -> &Frontier {
         &self.durable_upper
     }
 
-    pub fn since(&self) -> &Antichain<Timestamp> {
+    pub fn since(&self) -> &Frontier {
         &self.state.since
     }
 
@@ -202,8 +202,8 @@ impl DurableShard {
         &mut self,
         schema: &SchemaRef,
         updates: &[RecordBatch],
-        expected: &Antichain<Timestamp>,
-        new_upper: Antichain<Timestamp>,
+        expected: &Frontier,
+        new_upper: Frontier,
     ) -> Result<Option<(PartMeta, Arc<RecordBatch>)>> {
         if &self.state.upper != expected {
             return Err(StorageError::UpperMismatch {
@@ -212,7 +212,7 @@ impl DurableShard {
                 actual: self.state.upper.clone(),
             });
         }
-        if !timely::PartialOrder::less_equal(expected, &new_upper) {
+        if *expected > new_upper {
             return Err(StorageError::InvalidUsage(format!(
                 "upper of {} may not regress from {expected:?} to {new_upper:?}",
                 self.id
@@ -288,7 +288,7 @@ impl DurableShard {
         schema: &SchemaRef,
         replaced: &[String],
         merged: Option<(&RecordBatch, bool, bool)>,
-        since: Antichain<Timestamp>,
+        since: Frontier,
     ) -> Result<Option<(PartMeta, Arc<RecordBatch>)>> {
         let mut next = self.state.clone();
         next.parts.retain(|p| !replaced.contains(&p.key));
@@ -302,7 +302,7 @@ impl DurableShard {
             }
             _ => None,
         };
-        if timely::PartialOrder::less_than(&next.since, &since) {
+        if next.since < since {
             next.since = since;
         }
         if let Err(e) = self.commit(next) {

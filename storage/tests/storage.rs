@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use arrow::array::{Array, Int64Array, UInt64Array};
 use common::*;
-use freshet_repr::GlobalId;
+use freshet_repr::{Frontier, GlobalId};
 use freshet_storage::{
     CollectionKind, ListenEvent, Storage, StorageError, open_local, updates_schema,
 };
-use timely::progress::Antichain;
 
 const A: GlobalId = GlobalId::User(1);
 const B: GlobalId = GlobalId::User(2);
@@ -66,7 +65,7 @@ fn idle_tables_advance_with_every_group_and_with_time() {
     let s = open(dir.path(), fast_config(dir.path()));
     let t = s.commit_blocking(vec![insert(A, &[1], "x")]).unwrap();
     let (_, upper_b) = s.frontiers(B).unwrap();
-    assert!(upper_b.less_than(&(t + 1)) || upper_b == Antichain::from_elem(t + 1));
+    assert!(upper_b.less_than(&(t + 1)) || upper_b == Frontier::at(t + 1));
     assert!(!upper_b.less_equal(&t), "B's upper passed the commit to A");
     std::thread::sleep(Duration::from_millis(100));
     let (_, later) = s.frontiers(B).unwrap();
@@ -128,7 +127,7 @@ fn since_never_passes_a_read_hold() {
     s.commit_blocking(vec![delete(A, &[1], "x")]).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let (since, _) = s.frontiers(A).unwrap();
-    assert_eq!(since, Antichain::from_elem(t), "since stops at the hold");
+    assert_eq!(since, Frontier::at(t), "since stops at the hold");
     assert_eq!(ids(&s.snapshot(A, t).unwrap()), vec![1]);
     drop(hold);
     assert!(s.read_holds().iter().all(|h| h.id != A));
@@ -236,16 +235,16 @@ fn materialized_collections_append_with_compare_and_set_uppers() {
     s.compare_and_append(
         mv,
         &[updates(&[1], 5)],
-        &Antichain::from_elem(0),
-        Antichain::from_elem(10),
+        &Frontier::at(0),
+        Frontier::at(10),
     )
     .unwrap();
     let err = s
         .compare_and_append(
             mv,
             &[updates(&[2], 12)],
-            &Antichain::from_elem(0),
-            Antichain::from_elem(20),
+            &Frontier::at(0),
+            Frontier::at(20),
         )
         .unwrap_err();
     assert!(matches!(err, StorageError::UpperMismatch { .. }));
@@ -254,8 +253,8 @@ fn materialized_collections_append_with_compare_and_set_uppers() {
         s.compare_and_append(
             mv,
             &[updates(&[2], 25)],
-            &Antichain::from_elem(10),
-            Antichain::from_elem(20),
+            &Frontier::at(10),
+            Frontier::at(20),
         )
         .is_err()
     );
@@ -266,12 +265,12 @@ fn materialized_collections_append_with_compare_and_set_uppers() {
         events.push(e);
     }
     assert!(
-        matches!(events.last(), Some(ListenEvent::Progress(p)) if p == &Antichain::from_elem(10))
+        matches!(events.last(), Some(ListenEvent::Progress(p)) if p == &Frontier::at(10))
     );
     // Sealing: the empty antichain means no more updates ever.
-    s.compare_and_append(mv, &[], &Antichain::from_elem(10), Antichain::new())
+    s.compare_and_append(mv, &[], &Frontier::at(10), Frontier::closed())
         .unwrap();
-    assert_eq!(s.frontiers(mv).unwrap().1, Antichain::new());
+    assert_eq!(s.frontiers(mv).unwrap().1, Frontier::closed());
 }
 
 #[test]
@@ -368,8 +367,8 @@ fn since_never_passes_a_dependents_durable_resume_point() {
     s.compare_and_append(
         mv,
         &[],
-        &Antichain::from_elem(0),
-        Antichain::from_elem(as_of + 1),
+        &Frontier::at(0),
+        Frontier::at(as_of + 1),
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(200));
@@ -380,8 +379,8 @@ fn since_never_passes_a_dependents_durable_resume_point() {
     s.compare_and_append(
         mv,
         &[],
-        &Antichain::from_elem(as_of + 1),
-        Antichain::from_elem(later),
+        &Frontier::at(as_of + 1),
+        Frontier::at(later),
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(200));
@@ -431,8 +430,8 @@ fn taking_over_a_shard_that_is_being_appended_to_succeeds() {
                     match old.compare_and_append(
                         mv,
                         &[batch],
-                        &Antichain::from_elem(upper),
-                        Antichain::from_elem(upper + 1),
+                        &Frontier::at(upper),
+                        Frontier::at(upper + 1),
                     ) {
                         Ok(_) => upper += 1,
                         Err(e) => return (upper, e),

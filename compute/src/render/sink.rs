@@ -18,10 +18,9 @@ use std::time::Instant;
 
 use arrow::array::{ArrayRef, Int64Array, RecordBatch, UInt64Array};
 use differential_dataflow::consolidation::consolidate_updates;
-use timely::PartialOrder;
+use freshet_repr::Frontier;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
-use timely::progress::Antichain;
 
 use super::{Context, Diff, Rendered, Time};
 use crate::error::DataflowError;
@@ -57,7 +56,9 @@ pub(crate) fn render_sink(rendered: Rendered<'_>, ctx: Arc<Context>) {
                 return;
             };
             input.for_each(|_, data| w.pending.append(data));
-            if let Err(e) = w.write_through(&frontier.frontier().to_owned()) {
+            // Time is totally ordered: the input frontier has at most one element.
+            let frontier = Frontier::from(frontier.frontier().iter().min().copied());
+            if let Err(e) = w.write_through(&frontier) {
                 w.ctx.state.fail(format!("writing output: {e}"));
                 writer = None;
             }
@@ -71,7 +72,7 @@ struct Writer {
     codec: RowCodec,
     updates_schema: arrow::datatypes::SchemaRef,
     /// The shard's upper: everything before it is written.
-    upper: Antichain<Time>,
+    upper: Frontier,
     pending: Vec<Update>,
     began: Instant,
 }
@@ -124,7 +125,7 @@ impl Writer {
     /// passed, advancing the shard's upper to the frontier.
     fn write_through(
         &mut self,
-        frontier: &Antichain<Time>,
+        frontier: &Frontier,
     ) -> Result<(), freshet_storage::StorageError> {
         // A scheduled view changes only at refresh times: each update
         // moves to the first refresh at or after it (or, past the last
@@ -143,13 +144,13 @@ impl Writer {
                         None => false,
                     });
                 rounded = match frontier.as_option().and_then(|f| schedule.round_up(*f)) {
-                    Some(r) => Antichain::from_elem(r),
-                    None => Antichain::new(),
+                    Some(r) => Frontier::at(r),
+                    None => Frontier::closed(),
                 };
                 &rounded
             }
         };
-        if !PartialOrder::less_than(&self.upper, frontier) {
+        if self.upper >= *frontier {
             return Ok(());
         }
         let (mut ready, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
