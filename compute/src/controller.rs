@@ -20,8 +20,9 @@ use crate::error::{ComputeError, DataflowError, Result};
 use crate::protocol::{Command, Compiled, Report};
 use crate::render::{PeekPart, compile, compile_index_key, error_worker};
 use crate::row::{Row, RowCodec};
-use crate::state::{DataflowState, IndexCodecs, IndexHold};
-use crate::subscribe::{SubscribeQueue, Subscription};
+use crate::state::{DataflowState, FrontierReports, IndexCodecs, IndexHold};
+use crate::subscribe::Subscription;
+use crate::subscribe_queue::SubscribeQueue;
 use crate::worker::run_worker;
 use freshet_compute_types::{DataflowDesc, Export, RelPlan};
 
@@ -274,7 +275,9 @@ impl ComputeController {
         ))?);
         let queue = Arc::new(SubscribeQueue::new(limit));
         let state = self.install_with(desc, holds, from_storage, Some(Arc::clone(&queue)))?;
-        Ok(Subscription::new(Arc::clone(self), state, queue, codec))
+        let controller = Arc::clone(self);
+        let end = Box::new(move |id| controller.drop_dataflow(id));
+        Ok(Subscription::new(end, state, queue, codec))
     }
 
     fn install_with(
@@ -376,7 +379,12 @@ impl ComputeController {
         index_codecs: Option<IndexCodecs>,
         subscribe: Option<Arc<SubscribeQueue>>,
     ) -> Arc<DataflowState> {
-        let state = DataflowState::new(desc, holds, index_codecs, subscribe, self.reports.clone());
+        let reports = self.reports.clone();
+        let reports = FrontierReports::new(move |id, upper| {
+            // A controller that is gone has dropped this dataflow's holds.
+            let _ = reports.send(Report::Frontier { id, upper });
+        });
+        let state = DataflowState::new(desc, holds, index_codecs, subscribe, reports);
         self.dataflows.lock().insert(desc.id, Arc::clone(&state));
         state
     }

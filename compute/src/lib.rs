@@ -17,6 +17,7 @@ pub mod row;
 pub mod sqlstate;
 pub mod state;
 pub mod subscribe;
+mod subscribe_queue;
 mod worker;
 
 pub use controller::ComputeController;

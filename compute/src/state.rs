@@ -7,8 +7,8 @@
 //! read it to choose times, serve peeks and report introspection.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
 use freshet_repr::{GlobalId, Timestamp};
@@ -16,9 +16,8 @@ use freshet_storage::ReadHold;
 use parking_lot::Mutex;
 
 use crate::error::{ComputeError, DataflowError, Result};
-use crate::protocol::Report;
 use crate::row::RowCodec;
-use crate::subscribe::SubscribeQueue;
+use crate::subscribe_queue::SubscribeQueue;
 
 /// Live facts about one installed dataflow, shared by the controller (for
 /// reads and introspection) and the worker that writes its output.
@@ -52,7 +51,24 @@ pub struct DataflowState {
     installed_at: Instant,
     pub(crate) inner: Mutex<StateInner>,
     /// Where frontier reports go: the controller's hold follower.
-    reports: mpsc::Sender<Report>,
+    reports: FrontierReports,
+}
+
+/// Where a dataflow reports its output frontier as it advances: the
+/// controller's hold follower (through `protocol::Report::Frontier`). A
+/// function, so that the shared state does not depend on the protocol.
+pub(crate) struct FrontierReports(Box<dyn Fn(GlobalId, Timestamp) + Send + Sync>);
+
+impl FrontierReports {
+    pub(crate) fn new(report: impl Fn(GlobalId, Timestamp) + Send + Sync + 'static) -> Self {
+        FrontierReports(Box::new(report))
+    }
+}
+
+impl std::fmt::Debug for FrontierReports {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FrontierReports")
+    }
 }
 
 #[derive(Debug, Default)]
@@ -88,7 +104,7 @@ impl DataflowState {
         holds: Vec<ReadHold>,
         index_codecs: Option<IndexCodecs>,
         subscribe: Option<Arc<SubscribeQueue>>,
-        reports: mpsc::Sender<Report>,
+        reports: FrontierReports,
     ) -> Arc<Self> {
         Arc::new(DataflowState {
             id: desc.id,
@@ -311,13 +327,12 @@ impl DataflowState {
     pub(crate) fn advance(&self, upper: Timestamp, errors: Vec<(DataflowError, i64)>) -> bool {
         self.record_errors(errors);
         self.upper.store(upper, Ordering::SeqCst);
-        // A controller that is gone has dropped this dataflow's holds.
-        let _ = self.reports.send(Report::Frontier { id: self.id, upper });
+        (self.reports.0)(self.id, upper);
         upper > self.start && !self.hydrated.swap(true, Ordering::SeqCst)
     }
 
     /// Let the inputs' holds follow the output's `upper` (the controller's
-    /// answer to a [`Report::Frontier`]): inputs must stay readable at
+    /// answer to a `protocol::Report::Frontier`): inputs must stay readable at
     /// `upper - 1`, where a restart resumes.
     pub(crate) fn follow_upper(&self, upper: Timestamp) {
         let hold_at = upper.saturating_sub(1).max(self.as_of);

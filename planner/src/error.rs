@@ -28,7 +28,7 @@ pub enum PlanError {
         position: Option<usize>,
     },
     /// `$n` names a parameter that cannot exist (`$0`, or above
-    /// [`crate::query::MAX_PARAMETERS`]).
+    /// [`crate::parser::complexity::MAX_PARAMETERS`]).
     #[error("there is no parameter ${0}")]
     UndefinedParameter(String),
     /// The statement nests expressions deeper than planning allows

@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn wrapping_keeps_every_rule_in_order() {
-        let state = crate::engine::new_session_state(1);
+        let state = crate::query::engine::new_session_state(1);
         let names = |s: &SessionState| {
             (
                 s.analyzer()
@@ -205,7 +205,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_stopped_statement_fails_to_plan_with_planning_stopped() {
-        let state = crate::engine::new_session_state(1);
+        let state = crate::query::engine::new_session_state(1);
         let plan = state
             .create_logical_plan("SELECT 1 + 2 AS x")
             .await

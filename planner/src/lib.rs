@@ -1,55 +1,38 @@
 //! Planning for Freshet: SQL text to statement plans.
 //!
-//! Statements are parsed with sqlparser ([`parse`]), their relation names
-//! resolved to catalog ids ([`resolve`]), and queries planned by DataFusion
-//! over [`provider::PlanningContext`] with a Postgres type layer
-//! ([`freshet_repr::PgType`], [`rules`]).
+//! The planner is layered; each layer uses only the ones listed before it:
+//!
+//! 1. [`parser`]: SQL text to [`parser::Statement`]s (sqlparser's Postgres
+//!    dialect plus Freshet's statements, dispatched on the leading keyword).
+//! 2. [`pg`], [`builtins`], [`udf`], [`interrupt`]: Postgres types, column
+//!    naming and text input; the built-in relations; function helpers;
+//!    stopping planning nobody waits for.
+//! 3. [`rewrites`]: the Postgres rewrites, one rule per file.
+//! 4. [`query`]: name resolution and DataFusion planning over the catalog.
+//! 5. [`plan`]: what a statement plans to (the payload types).
+//! 6. [`lower`]: optimized DataFusion plans to compute's dataflow IR.
+//! 7. [`statements`]: one file per statement family, turning parsed
+//!    statements into [`Plan`]s.
 
-pub mod checked_arithmetic;
-pub mod complexity;
-pub mod engine;
+pub mod builtins;
 pub mod error;
-mod expr_rewrite;
-pub mod functions;
-pub mod index;
 pub mod interrupt;
-pub mod literal_sets;
-pub mod long_chains;
 pub mod lower;
-pub mod materialized;
-pub mod parse;
-pub mod parse_options;
-mod parse_subscribe;
-pub mod pgsql;
-pub mod pgtext;
-pub mod plan_codec;
-pub mod provider;
-pub mod resolve;
-pub mod rules;
-pub mod scalar_subquery;
-pub mod set_all;
-pub mod system;
-pub mod types;
-pub mod udf;
-pub mod written_plan;
-
-pub use error::{PlanError, Result, SqlStateError};
-pub use provider::{CollectionReader, QueryBinding, ReadContext};
-pub use resolve::SessionInfo;
-pub mod ddl;
-pub mod dml;
-pub mod misc;
-pub mod naming;
-pub mod options;
+pub mod parser;
+pub mod pg;
 pub mod plan;
 pub mod query;
-pub mod statement;
-pub mod subscribe;
+pub mod rewrites;
+pub mod statements;
+pub mod udf;
 
+pub use error::{PlanError, Result, SqlStateError};
 pub use plan::{
     CopyFormat, CopyFromPlan, CopyOptions, CreateIndexPlan, CreateMaterializedViewPlan,
     ExplainDataflowPlan, ExplainKind, ItemDataflow, Plan, QueryPlan, SetValue, WriteKind,
     WritePlan,
 };
-pub use query::StatementContext;
-pub use statement::plan_statement;
+pub use query::binding::{CollectionReader, QueryBinding, ReadContext};
+pub use query::resolve::SessionInfo;
+pub use statements::context::StatementContext;
+pub use statements::plan_statement;

@@ -12,7 +12,7 @@ use freshet_catalog::ItemDef;
 use freshet_compute_types::{Export, RelPlan};
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 
-use crate::provider::QueryBinding;
+use crate::query::binding::QueryBinding;
 
 /// A planned query: a DataFusion logical plan (analyzed, not yet optimized)
 /// plus what the sequencer needs to run it under read holds.
@@ -82,7 +82,7 @@ pub struct CreateIndexPlan {
 
 /// `EXPLAIN` of a dataflow plan. How each operator is rendered (which
 /// reduction strategy) is compute's to say, so the sequencer asks compute
-/// and then [`crate::materialized::explain_dataflow_rows`] names the ids.
+/// and then [`crate::statements::explain::explain_dataflow_rows`] names the ids.
 #[derive(Debug, Clone)]
 pub struct ExplainDataflowPlan {
     /// The plan.

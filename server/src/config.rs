@@ -59,7 +59,7 @@ pub struct Config {
 
 /// Stack size of every thread that parses, plans or executes statements:
 /// enough for the deepest expression the parser admits
-/// (`freshet_planner::complexity::MAX_EXPRESSION_DEPTH`) to be planned,
+/// (`freshet_planner::parser::complexity::MAX_EXPRESSION_DEPTH`) to be planned,
 /// optimized and evaluated by recursive code. Only the pages a thread
 /// touches are committed.
 pub const STATEMENT_STACK_BYTES: usize = 64 << 20;

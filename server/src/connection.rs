@@ -7,7 +7,6 @@
 //! read holds and cursors live in the connection's state) or by the guard
 //! here (the duplicate socket kept to notice disconnects).
 
-use std::any::Any;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
@@ -17,6 +16,7 @@ use freshet_repr::sqlstate;
 use futures::FutureExt;
 use tokio::net::TcpStream;
 
+use crate::error::panic_message;
 use crate::handler::Handlers;
 use crate::watch::Sockets;
 
@@ -48,15 +48,6 @@ pub async fn serve_connection(
             }
         }
     }
-}
-
-/// The message of a caught panic, when it carries one.
-pub fn panic_message(panic: &(dyn Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
 }
 
 /// A FATAL `ErrorResponse` (SQLSTATE XX000), encoded by hand: the codec
@@ -109,6 +100,7 @@ mod tests {
 
     #[test]
     fn panic_messages_are_read_from_both_payload_kinds() {
+        use std::any::Any;
         let s: Box<dyn Any + Send> = Box::new("static");
         assert_eq!(panic_message(&*s), "static");
         let owned: Box<dyn Any + Send> = Box::new(String::from("owned"));

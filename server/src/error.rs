@@ -312,3 +312,12 @@ mod tests {
         );
     }
 }
+
+/// The message of a caught panic, when it carries one.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}

@@ -7,7 +7,7 @@ use datafusion::common::{DataFusionError, Result as DfResult};
 use freshet_catalog::{CatalogState, ItemKind};
 use freshet_compute::output::{CheckedSnapshotError, checked_snapshot};
 use freshet_planner::CollectionReader;
-use freshet_planner::system::{self, SYSTEM_SCHEMAS};
+use freshet_planner::builtins::{self, SYSTEM_SCHEMAS};
 use freshet_repr::{GlobalId, PgType, Timestamp};
 use freshet_storage::{CollectionKind, Storage};
 
@@ -98,7 +98,7 @@ impl QueryReader {
                         Some(self.compute.workers().to_string()),
                         Some(d.arranged_records().to_string()),
                         Some(d.arranged_bytes().to_string()),
-                        freshet_planner::written_plan::format_of(&self.catalog, d.id),
+                        freshet_planner::statements::written_plan::format_of(&self.catalog, d.id),
                         d.failure().map(|e| format!("{}: {}", e.code, e.message)),
                     ]
                 })
@@ -189,7 +189,7 @@ impl QueryReader {
                         ])
                     })
                     .collect();
-                for (n, rel) in system::SYSTEM_RELATIONS.iter().enumerate() {
+                for (n, rel) in builtins::SYSTEM_RELATIONS.iter().enumerate() {
                     rows.push(vec![
                         Some((1000 + n).to_string()),
                         s(rel.name),
@@ -339,7 +339,7 @@ impl CollectionReader for QueryReader {
     }
 
     fn system_table(&self, qualified_name: &str) -> DfResult<Vec<RecordBatch>> {
-        let rel = system::lookup_qualified(qualified_name).ok_or_else(|| {
+        let rel = builtins::lookup_qualified(qualified_name).ok_or_else(|| {
             DataFusionError::Plan(format!("relation \"{qualified_name}\" does not exist"))
         })?;
         let rows = self.rows(qualified_name)?;

@@ -22,7 +22,7 @@ fn main() -> std::process::ExitCode {
         tracing::error!(
             thread = thread.name().unwrap_or("?"),
             location = %info.location().map(|l| l.to_string()).unwrap_or_default(),
-            message = freshet_server::connection::panic_message(info.payload()),
+            message = freshet_server::error::panic_message(info.payload()),
             "panic"
         );
     }));

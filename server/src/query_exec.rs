@@ -126,7 +126,7 @@ impl QueryExecutor {
         let flag = Arc::clone(&stop);
         let handle = self.handle.spawn(async move {
             let logical = interrupt::sync_scope(Arc::clone(&flag), || {
-                freshet_planner::literal_sets::literal_sets(logical)
+                freshet_planner::rewrites::literal_sets::literal_sets(logical)
             })?;
             let planning = state.create_physical_plan(&logical);
             let physical = interrupt::scope(Arc::clone(&flag), planning).await?;
@@ -146,7 +146,7 @@ impl QueryExecutor {
             Ok(result) => result,
             Err(e) if e.is_panic() => Err(DataFusionError::Internal(format!(
                 "query panicked: {}",
-                crate::connection::panic_message(&e.into_panic())
+                crate::error::panic_message(&e.into_panic())
             ))),
             Err(e) => Err(DataFusionError::Internal(format!("query task failed: {e}"))),
         }

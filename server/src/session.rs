@@ -203,20 +203,15 @@ impl Session {
         txn
     }
 
-    /// `SET [LOCAL] name = value` (or `RESET name`).
+    /// `SET [LOCAL] name = value` (or `RESET name`). A `SET LOCAL`
+    /// outside a transaction block does nothing (the sequencer warns).
     pub fn set_var(
         &mut self,
         name: &str,
         value: &freshet_planner::SetValue,
         local: bool,
-        ctx: &mut crate::coordinator::ExecCtx,
     ) -> crate::error::Result<()> {
         if local && self.status == TxnStatus::Idle {
-            ctx.notices.push(crate::coordinator::Notice {
-                severity: "WARNING",
-                code: sqlstate::NO_ACTIVE_SQL_TRANSACTION,
-                message: "SET LOCAL can only be used in transaction blocks".into(),
-            });
             return Ok(());
         }
         let reset = self.reset_vars.clone();

@@ -13,7 +13,7 @@ use arrow::array::{
 use arrow::datatypes::SchemaRef;
 use arrow::row::{OwnedRow, RowConverter, SortField};
 use freshet_compute::{DataflowError, DataflowState, SubscribeBatch, Subscription};
-use freshet_planner::subscribe::SubscribeEnvelope;
+use freshet_planner::statements::subscribe::SubscribeEnvelope;
 use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 use parking_lot::Mutex;

@@ -12,7 +12,7 @@ use freshet_repr::sqlstate;
 use freshet_repr::{PgType, RelationDesc};
 
 use crate::error::{AdapterError, Result};
-pub use freshet_planner::pgtext::{canonical_jsonb, canonical_uuid, parse_bool, parse_bytea};
+pub use freshet_planner::pg::text::{canonical_jsonb, canonical_uuid, parse_bool, parse_bytea};
 
 fn invalid_input(ty: &PgType, value: &str) -> AdapterError {
     AdapterError::data(

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arrow::array::{RecordBatch, UInt64Array};
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::SchemaRef;
+use freshet_repr::Frontier;
 use freshet_repr::{GlobalId, Timestamp};
 use parking_lot::Mutex;
-use freshet_repr::Frontier;
 use tokio::sync::{mpsc, watch};
 
 use crate::batch::{times, total_bytes, updates_schema};

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use freshet_repr::Frontier;
 use freshet_repr::{DIFF_COLUMN, GlobalId, Timestamp};
 use parking_lot::{Mutex, RwLock};
-use freshet_repr::Frontier;
 use tokio::sync::{oneshot, watch};
 
 use crate::batch::{retag, stamp, times};

@@ -1,5 +1,5 @@
-use freshet_repr::{GlobalId, Timestamp};
 use freshet_repr::Frontier;
+use freshet_repr::{GlobalId, Timestamp};
 
 /// Everything that can go wrong in storage.
 #[derive(Debug, thiserror::Error)]

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
+use freshet_repr::Frontier;
 use freshet_repr::{GlobalId, Timestamp};
 use serde::{Deserialize, Serialize};
-use freshet_repr::Frontier;
 
 use crate::batch::{decode_file, encode_file, times, total_bytes};
 use crate::blob::Blob;

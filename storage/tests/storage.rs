@@ -232,20 +232,10 @@ fn materialized_collections_append_with_compare_and_set_uppers() {
         cols.push(Arc::new(Int64Array::from(vec![1i64; ids.len()])));
         arrow::array::RecordBatch::try_new(updates_schema(&schema()), cols).unwrap()
     };
-    s.compare_and_append(
-        mv,
-        &[updates(&[1], 5)],
-        &Frontier::at(0),
-        Frontier::at(10),
-    )
-    .unwrap();
+    s.compare_and_append(mv, &[updates(&[1], 5)], &Frontier::at(0), Frontier::at(10))
+        .unwrap();
     let err = s
-        .compare_and_append(
-            mv,
-            &[updates(&[2], 12)],
-            &Frontier::at(0),
-            Frontier::at(20),
-        )
+        .compare_and_append(mv, &[updates(&[2], 12)], &Frontier::at(0), Frontier::at(20))
         .unwrap_err();
     assert!(matches!(err, StorageError::UpperMismatch { .. }));
     // Updates outside [expected, new_upper) are refused.
@@ -264,9 +254,7 @@ fn materialized_collections_append_with_compare_and_set_uppers() {
     while let Ok(e) = listen.try_next() {
         events.push(e);
     }
-    assert!(
-        matches!(events.last(), Some(ListenEvent::Progress(p)) if p == &Frontier::at(10))
-    );
+    assert!(matches!(events.last(), Some(ListenEvent::Progress(p)) if p == &Frontier::at(10)));
     // Sealing: the empty antichain means no more updates ever.
     s.compare_and_append(mv, &[], &Frontier::at(10), Frontier::closed())
         .unwrap();
@@ -364,25 +352,15 @@ fn since_never_passes_a_dependents_durable_resume_point() {
     assert_eq!(since(&s), as_of, "until its first output, the as_of bounds");
     // The view writes through `as_of + 1`: its inputs may compact to
     // `as_of`, where it would resume, and no further.
-    s.compare_and_append(
-        mv,
-        &[],
-        &Frontier::at(0),
-        Frontier::at(as_of + 1),
-    )
-    .unwrap();
+    s.compare_and_append(mv, &[], &Frontier::at(0), Frontier::at(as_of + 1))
+        .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(since(&s), as_of);
     // An upper advanced only in memory (an empty append within a second
     // of the last durable write) permits nothing more.
     let later = s.read_ts();
-    s.compare_and_append(
-        mv,
-        &[],
-        &Frontier::at(as_of + 1),
-        Frontier::at(later),
-    )
-    .unwrap();
+    s.compare_and_append(mv, &[], &Frontier::at(as_of + 1), Frontier::at(later))
+        .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(since(&s), as_of, "the durable upper bounds, not the upper");
     let info = s.collections().into_iter().find(|c| c.id == A).unwrap();

@@ -123,10 +123,7 @@ impl Writer {
 
     /// Append every pending update at a time the input `frontier` has
     /// passed, advancing the shard's upper to the frontier.
-    fn write_through(
-        &mut self,
-        frontier: &Frontier,
-    ) -> Result<(), freshet_storage::StorageError> {
+    fn write_through(&mut self, frontier: &Frontier) -> Result<(), freshet_storage::StorageError> {
         // A scheduled view changes only at refresh times: each update
         // moves to the first refresh at or after it (or, past the last
         // refresh, nowhere), and the output is complete up to the refresh

@@ -23,7 +23,7 @@ impl Coordinator {
     pub(super) async fn subscribe(
         &self,
         session: &Session,
-        plan: freshet_planner::subscribe::SubscribePlan,
+        plan: freshet_planner::statements::subscribe::SubscribePlan,
     ) -> Result<SubscribeStream> {
         let now = self.storage.read_ts();
         let up_to = match &plan.up_to {

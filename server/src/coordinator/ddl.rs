@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use freshet_catalog::{CatalogError, ItemDetails, ItemKind, Op};
 use freshet_compute::ComputeController;
 use freshet_compute_types::DataflowDesc;
-use freshet_planner::written_plan;
+use freshet_planner::statements::written_plan;
 use freshet_planner::{CreateMaterializedViewPlan, ItemDataflow};
 use freshet_repr::GlobalId;
 use freshet_storage::ReadHold;

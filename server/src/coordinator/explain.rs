@@ -16,7 +16,7 @@ impl Coordinator {
     /// reduction with the strategy that maintains it), with ids named.
     pub(super) fn explain_dataflow(&self, explain: ExplainDataflowPlan) -> Result<ExecuteResponse> {
         let explained = ComputeController::explain(&explain.plan)?;
-        let (desc, batch) = freshet_planner::materialized::explain_dataflow_rows(
+        let (desc, batch) = freshet_planner::statements::explain::explain_dataflow_rows(
             &self.catalog_state(),
             &explain.plan,
             &explained,

@@ -5,7 +5,7 @@
 use freshet_catalog::{CatalogDiff, Implication, ItemDetails, ItemKind, Op, implications};
 use freshet_compute_types::DataflowDesc;
 use freshet_planner::ItemDataflow;
-use freshet_planner::written_plan;
+use freshet_planner::statements::written_plan;
 use freshet_repr::GlobalId;
 use freshet_storage::{CollectionKind, ReadHold, ReadPolicy};
 
@@ -31,7 +31,10 @@ impl Coordinator {
                 let item = state.item(id)?;
                 Some(Op::UpdateDetails {
                     id,
-                    details: freshet_planner::written_plan::with_plan(&item.details, written),
+                    details: freshet_planner::statements::written_plan::with_plan(
+                        &item.details,
+                        written,
+                    ),
                 })
             })
             .collect();

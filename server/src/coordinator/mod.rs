@@ -22,7 +22,7 @@ use std::sync::atomic::AtomicBool;
 use datafusion::common::ParamValues;
 use freshet_catalog::{Catalog, CatalogState};
 use freshet_compute::ComputeController;
-use freshet_planner::parse::Statement;
+use freshet_planner::parser::Statement;
 use freshet_planner::{Plan, StatementContext, plan_statement};
 use freshet_repr::GlobalId;
 use freshet_storage::{Storage, StorageConfig, open_local};
@@ -95,7 +95,7 @@ impl Coordinator {
         let config = storage_config.unwrap_or_else(|| StorageConfig::new(data_dir));
         let storage = Arc::new(Storage::open(blob, fence.clone(), config)?);
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let base_df = freshet_planner::engine::new_session_state(parallelism);
+        let base_df = freshet_planner::query::engine::new_session_state(parallelism);
         let compute = Arc::new(ComputeController::start(workers, Arc::clone(&storage))?);
         let catalog = Catalog::open(fence)?;
         let state = catalog.state();
@@ -194,7 +194,7 @@ impl Coordinator {
             Ok(plan) => Ok(plan?),
             Err(e) if e.is_panic() => Err(AdapterError::Internal(format!(
                 "planning panicked: {}",
-                crate::connection::panic_message(&e.into_panic())
+                crate::error::panic_message(&e.into_panic())
             ))),
             Err(e) => Err(AdapterError::Internal(format!("planning failed: {e}"))),
         }
@@ -218,7 +218,7 @@ impl Coordinator {
 
     /// Replace id-form references (`[id].u5`) in plan text by names.
     fn humanize_ids(&self, text: &str) -> String {
-        freshet_planner::resolve::humanize_ids(&self.catalog_state(), text)
+        freshet_planner::query::resolve::humanize_ids(&self.catalog_state(), text)
     }
 
     fn table_name(&self, id: GlobalId) -> String {

@@ -2,7 +2,7 @@
 //! reads have caught up), `AS OF`, and peeks answered from an index.
 
 use arrow::array::RecordBatch;
-use freshet_planner::index::PeekPlan;
+use freshet_planner::statements::index::PeekPlan;
 use freshet_planner::{QueryPlan, ReadContext};
 use freshet_repr::Timestamp;
 
@@ -18,7 +18,7 @@ impl Coordinator {
         session: &mut Session,
         q: &QueryPlan,
         at_least: bool,
-        time: &freshet_planner::options::TimeExpr,
+        time: &freshet_planner::statements::options::TimeExpr,
     ) -> Result<Vec<RecordBatch>> {
         if session.status == TxnStatus::InBlock {
             return Err(AdapterError::InvalidTransactionState(

@@ -2,7 +2,7 @@
 //! and command tags.
 
 use arrow::array::RecordBatch;
-use freshet_planner::parse::Statement;
+use freshet_planner::parser::Statement;
 use freshet_repr::RelationDesc;
 use freshet_repr::sqlstate;
 

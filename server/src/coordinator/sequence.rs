@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use datafusion::common::ParamValues;
 use freshet_catalog::Op;
-use freshet_planner::parse::Statement;
+use freshet_planner::parser::Statement;
 use freshet_planner::{CreateIndexPlan, Plan};
 use freshet_repr::sqlstate;
 
 use super::ddl::Ddl;
 use super::explain::{query_plan_rows, show_variable};
-use super::{Coordinator, ExecCtx, ExecuteResponse, command_tag};
+use super::{Coordinator, ExecCtx, ExecuteResponse, Notice, command_tag};
 use crate::error::{AdapterError, Result};
 use crate::session::{PendingCopy, Session, TxnStatus};
 use crate::vars::Isolation;
@@ -157,7 +157,14 @@ impl Coordinator {
                 tag: "SHOW".into(),
             }),
             Plan::SetVariable { name, value, local } => {
-                session.set_var(&name, &value, local, ctx)?;
+                if local && session.status == TxnStatus::Idle {
+                    ctx.notices.push(Notice {
+                        severity: "WARNING",
+                        code: sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+                        message: "SET LOCAL can only be used in transaction blocks".into(),
+                    });
+                }
+                session.set_var(&name, &value, local)?;
                 Ok(ExecuteResponse::Command(tag))
             }
             Plan::ResetAll => {

@@ -19,7 +19,7 @@ impl Coordinator {
     pub(super) async fn eval_time(
         &self,
         session: &Session,
-        time: &freshet_planner::options::TimeExpr,
+        time: &freshet_planner::statements::options::TimeExpr,
         now: Timestamp,
     ) -> Result<Timestamp> {
         let batches = self.run_at(session, &time.query, now).await?;
@@ -28,7 +28,7 @@ impl Coordinator {
             .find(|b| b.num_rows() > 0)
             .map(|b| datafusion::common::ScalarValue::try_from_array(b.column(0), 0))
             .transpose()?;
-        freshet_planner::options::timestamp_of(value.as_ref()).map_err(|why| {
+        freshet_planner::statements::options::timestamp_of(value.as_ref()).map_err(|why| {
             AdapterError::data(
                 sqlstate::INVALID_PARAMETER_VALUE,
                 format!("{} is not a valid time: {why}", time.text),
@@ -42,7 +42,7 @@ impl Coordinator {
     pub(super) async fn refresh_schedule(
         &self,
         session: &Session,
-        refresh: &freshet_planner::options::RefreshPlan,
+        refresh: &freshet_planner::statements::options::RefreshPlan,
         inputs: &BTreeSet<GlobalId>,
         created: Timestamp,
     ) -> Result<(freshet_repr::RefreshSchedule, Timestamp)> {
@@ -75,7 +75,7 @@ impl Coordinator {
             .min()
             .unwrap_or(created);
         Ok((
-            freshet_planner::options::schedule(created, at, every, refresh.at_creation),
+            freshet_planner::statements::options::schedule(created, at, every, refresh.at_creation),
             start,
         ))
     }

@@ -1,0 +1,6 @@
+//! Postgres semantics every layer shares: SQL type names to Postgres types,
+//! output column names as Postgres gives them, and Postgres text input.
+
+pub mod naming;
+pub mod text;
+pub mod types;

@@ -1,0 +1,70 @@
+//! The DataFusion session state every Freshet session starts from.
+
+use std::sync::Arc;
+
+use datafusion::execution::SessionState;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::registry::FunctionRegistry;
+use datafusion::optimizer::AnalyzerRule;
+use datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingFunction;
+use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
+use datafusion::prelude::SessionConfig;
+
+use crate::rewrites::rules::{CheckedIntegerArithmetic, PostgresTextCasts, SumBigintAsNumeric};
+
+/// A DataFusion session configured for Postgres semantics.
+pub fn new_session_state(target_partitions: usize) -> SessionState {
+    let mut config = SessionConfig::new()
+        .with_target_partitions(target_partitions.max(1))
+        .with_information_schema(false)
+        .with_create_default_catalog_and_schema(false);
+    {
+        let options = config.options_mut();
+        options.sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+        // `1.5` is numeric in Postgres, not double precision.
+        options.sql_parser.parse_float_as_decimal = true;
+        options.sql_parser.map_string_types_to_utf8view = false;
+        options.sql_parser.enable_ident_normalization = true;
+        // NULLs sort as larger than every value, as in Postgres.
+        options.sql_parser.default_null_ordering = "nulls_max".into();
+        options.execution.time_zone = Some("+00:00".into());
+    }
+    let checked = CheckedIntegerArithmetic::default();
+    let casts = PostgresTextCasts::default();
+    let mut functions = checked.functions();
+    functions.extend(casts.functions());
+    functions.extend(crate::query::functions::all());
+    let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
+        Arc::new(SumBigintAsNumeric),
+        Arc::new(ResolveGroupingFunction::new()),
+        Arc::new(TypeCoercion::new()),
+        Arc::new(checked),
+        Arc::new(casts),
+    ];
+    let mut state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_analyzer_rules(analyzer_rules)
+        .with_optimizer_rule(Arc::new(crate::rewrites::long_chains::BalanceBooleanChains))
+        .with_physical_optimizer_rule(Arc::new(
+            crate::rewrites::long_chains::BalanceFilterPredicates,
+        ))
+        .build();
+    functions.extend(crate::query::functions::decimal_rounding(
+        state.scalar_functions(),
+    ));
+    for f in functions {
+        state
+            .register_udf(f)
+            .expect("registering built-in functions cannot fail");
+    }
+    // Postgres spells the sample variance `variance` too.
+    if let Some(var) = state.aggregate_functions().get("var_samp").cloned() {
+        let aliased = var.as_ref().clone().with_aliases(["variance"]);
+        state
+            .register_udaf(Arc::new(aliased))
+            .expect("registering built-in functions cannot fail");
+    }
+    // Every rule checks the statement's stop flag first (`interrupt`).
+    crate::interrupt::interruptible(state)
+}

@@ -1,0 +1,9 @@
+//! Planning queries with DataFusion over the catalog: names resolved to
+//! catalog ids, the table providers that read collections at a query's
+//! timestamp, Freshet's functions, and the session state with its rules.
+
+pub mod binding;
+pub mod engine;
+pub mod functions;
+pub mod provider;
+pub mod resolve;

@@ -1,0 +1,214 @@
+//! Planning queries.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use datafusion::common::ParamValues;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::sqlparser::ast;
+use freshet_catalog::CatalogState;
+use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc};
+
+use crate::error::{PlanError, Result};
+use crate::pg::naming;
+use crate::plan::QueryPlan;
+use crate::query::provider::PlanningContext;
+use crate::query::resolve::{NameResolver, References, SessionInfo};
+
+/// Everything planning one statement needs.
+#[derive(Clone, Copy)]
+pub struct StatementContext<'a> {
+    /// The session's DataFusion state.
+    pub state: &'a SessionState,
+    /// The catalog version planned against.
+    pub catalog: &'a CatalogState,
+    /// The session.
+    pub session: &'a SessionInfo,
+    /// Values for `$n` parameters, if the statement has them bound.
+    pub params: Option<&'a ParamValues>,
+}
+
+impl<'a> StatementContext<'a> {
+    /// A resolver for this session and catalog.
+    pub fn resolver(&self) -> NameResolver<'a> {
+        NameResolver::new(self.catalog, self.session)
+    }
+
+    /// A DataFusion planning context.
+    pub fn planning(&self) -> PlanningContext<'a> {
+        PlanningContext::new(self.state, self.resolver())
+    }
+}
+
+/// Plan a query.
+pub fn plan_query(cx: &StatementContext, query: &ast::Query) -> Result<QueryPlan> {
+    plan_query_in(cx, cx.planning(), query)
+}
+
+/// Plan a query that will become a dataflow: views are inlined even when
+/// indexed (the dataflow reads only storage collections).
+pub fn plan_maintained_query(cx: &StatementContext, query: &ast::Query) -> Result<QueryPlan> {
+    plan_query_in(cx, cx.planning().inlining_views(), query)
+}
+
+/// [`plan_maintained_query`], or with `reuse`, reading indexed views from
+/// their indexes' arrangements instead of recomputing them.
+pub fn plan_dataflow_query(
+    cx: &StatementContext,
+    query: &ast::Query,
+    reuse: bool,
+) -> Result<QueryPlan> {
+    if reuse {
+        plan_query_in(cx, cx.planning(), query)
+    } else {
+        plan_maintained_query(cx, query)
+    }
+}
+
+fn plan_query_in(
+    cx: &StatementContext,
+    pc: PlanningContext<'_>,
+    query: &ast::Query,
+) -> Result<QueryPlan> {
+    let mut query = query.clone();
+    let refs = cx.resolver().rewrite(&mut query)?;
+    let logical = pc.plan_sql_statement(ast::Statement::Query(Box::new(query.clone())))?;
+    finish_query(cx, &pc, logical, Some(&query), &refs)
+}
+
+/// Parameter types a query's `$n` placeholders take, by position.
+pub fn parameter_types(
+    cx: &StatementContext,
+    query: &ast::Query,
+) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
+    let mut query = query.clone();
+    cx.resolver().rewrite(&mut query)?;
+    let pc = cx.planning();
+    let logical = pc.plan_sql_statement(ast::Statement::Query(Box::new(query)))?;
+    placeholder_types(&logical)
+}
+
+/// Positional placeholder types of a logical plan.
+pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
+    let types = plan.get_parameter_types()?;
+    let casts = placeholder_casts(plan)?;
+    let mut out = Vec::new();
+    for (name, ty) in types {
+        // As in PostgreSQL, `$n::type` gives a parameter its type when
+        // nothing else does.
+        let ty = ty.or_else(|| casts.get(&name).cloned());
+        let idx: usize = name
+            .trim_start_matches('$')
+            .parse()
+            .map_err(|_| PlanError::Syntax(format!("invalid parameter {name}")))?;
+        if idx == 0 || idx > crate::parser::complexity::MAX_PARAMETERS {
+            return Err(PlanError::UndefinedParameter(idx.to_string()));
+        }
+        if out.len() < idx {
+            out.resize(idx, None);
+        }
+        out[idx - 1] = ty;
+    }
+    Ok(out)
+}
+
+/// The type each placeholder is first cast to (`$1::bigint`).
+fn placeholder_casts(
+    plan: &LogicalPlan,
+) -> Result<std::collections::HashMap<String, arrow::datatypes::DataType>> {
+    use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+    use datafusion::logical_expr::Expr;
+    let mut casts = std::collections::HashMap::new();
+    plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                let cast = match e {
+                    Expr::Cast(c) => Some((c.expr.as_ref(), &c.field)),
+                    Expr::TryCast(c) => Some((c.expr.as_ref(), &c.field)),
+                    _ => None,
+                };
+                if let Some((Expr::Placeholder(p), field)) = cast {
+                    casts
+                        .entry(p.id.clone())
+                        .or_insert_with(|| field.data_type().clone());
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    })?;
+    Ok(casts)
+}
+
+/// Bind parameters, run the analyzer (Postgres literal types, type
+/// coercion, checked arithmetic) and describe the output.
+pub(crate) fn finish_query(
+    cx: &StatementContext,
+    pc: &PlanningContext,
+    logical: LogicalPlan,
+    names_from: Option<&ast::Query>,
+    refs: &References,
+) -> Result<QueryPlan> {
+    let logical = match cx.params {
+        Some(params) => logical.with_param_values(params.clone())?,
+        None => logical,
+    };
+    let volatile = is_volatile(&logical);
+    let analyzed =
+        cx.state
+            .analyzer()
+            .execute_and_check(logical, cx.state.config_options(), |_, _| {})?;
+    let df_names: Vec<String> = analyzed
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let names = match names_from {
+        Some(q) => naming::output_names(q, &df_names),
+        None => df_names,
+    };
+    let desc = RelationDesc::new(
+        analyzed
+            .schema()
+            .fields()
+            .iter()
+            .zip(names)
+            .map(|(f, name)| ColumnDesc {
+                name,
+                ty: PgType::of_field(f),
+                nullable: f.is_nullable(),
+            })
+            .collect(),
+    );
+    Ok(QueryPlan {
+        logical: analyzed,
+        binding: Arc::clone(&pc.binding),
+        references: refs.items.clone(),
+        inputs: pc.resolver.collection_inputs(&refs.items),
+        desc,
+        volatile,
+    })
+}
+
+/// Whether a plan calls a volatile function (checked before optimization,
+/// which folds `now()` into a constant).
+pub fn is_volatile(plan: &LogicalPlan) -> bool {
+    let mut volatile = false;
+    let _ = plan.apply_with_subqueries(|node| {
+        for e in node.expressions() {
+            if e.is_volatile() {
+                volatile = true;
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    volatile
+}
+
+/// The collections a set of direct references reads.
+pub fn inputs_of(cx: &StatementContext, direct: &BTreeSet<GlobalId>) -> BTreeSet<GlobalId> {
+    cx.resolver().collection_inputs(direct)
+}

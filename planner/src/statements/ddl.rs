@@ -1,0 +1,613 @@
+//! Planning DDL: CREATE, DROP, ALTER ... RENAME.
+
+use std::collections::BTreeSet;
+
+use datafusion::logical_expr::ExprSchemable;
+use datafusion::sql::sqlparser::ast::{
+    self, ColumnOption, CreateTable, CreateView, ObjectName, ObjectType, SchemaName,
+    TableConstraint,
+};
+use freshet_catalog::{ItemDef, ItemDetails, ItemKind, TableKeys, UniqueKey};
+use freshet_repr::{ColumnDesc, GlobalId, RelationDesc};
+
+use crate::error::{PlanError, Result};
+use crate::parser::quote_if_needed;
+use crate::parser::{ObjectKind, normalize_ident, normalize_name};
+use crate::pg::types::pg_type_of;
+use crate::plan::Plan;
+use crate::query::resolve::key_positions;
+use crate::statements::context::StatementContext;
+use crate::statements::lookup::{expected_kind, lookup_kind, missing_message};
+
+/// `CREATE DATABASE`.
+pub fn create_database(name: &ObjectName, if_not_exists: bool) -> Result<Plan> {
+    let parts = normalize_name(name)?;
+    let [name] = parts.as_slice() else {
+        return Err(PlanError::Syntax(format!("improper database name: {name}")));
+    };
+    Ok(Plan::CreateDatabase {
+        name: name.clone(),
+        if_not_exists,
+    })
+}
+
+/// `CREATE SCHEMA`.
+pub fn create_schema(
+    cx: &StatementContext,
+    name: &SchemaName,
+    if_not_exists: bool,
+) -> Result<Plan> {
+    let SchemaName::Simple(name) = name else {
+        return Err(PlanError::unsupported("CREATE SCHEMA ... AUTHORIZATION"));
+    };
+    let parts = normalize_name(name)?;
+    let resolver = cx.resolver();
+    let (db, schema) = match parts.as_slice() {
+        [schema] => (resolver.database()?, schema.clone()),
+        [db, schema] => (
+            cx.catalog
+                .database_by_name(db)
+                .ok_or_else(|| PlanError::UnknownDatabase(db.clone()))?,
+            schema.clone(),
+        ),
+        _ => return Err(PlanError::Syntax(format!("improper schema name: {name}"))),
+    };
+    if crate::builtins::SYSTEM_SCHEMAS.contains(&schema.as_str()) || schema.starts_with("pg_") {
+        return Err(PlanError::InvalidParameter(format!(
+            "unacceptable schema name \"{schema}\": the prefix \"pg_\" and built-in schema names are reserved"
+        )));
+    }
+    Ok(Plan::CreateSchema {
+        database_id: db.id,
+        name: schema,
+        if_not_exists,
+    })
+}
+
+/// `CREATE TABLE`.
+pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
+    if ct.temporary {
+        return Err(PlanError::unsupported("CREATE TEMPORARY TABLE"));
+    }
+    if ct.query.is_some() {
+        return Err(PlanError::unsupported("CREATE TABLE ... AS"));
+    }
+    if ct.like.is_some() || ct.clone.is_some() {
+        return Err(PlanError::unsupported("CREATE TABLE ... LIKE"));
+    }
+    if ct.or_replace {
+        return Err(PlanError::unsupported("CREATE OR REPLACE TABLE"));
+    }
+    let mut key_names: Option<Vec<String>> = None;
+    // UNIQUE constraints: explicit name, columns, NULLS NOT DISTINCT.
+    let mut unique_names: Vec<(Option<String>, Vec<String>, bool)> = Vec::new();
+    for c in &ct.constraints {
+        match c {
+            TableConstraint::PrimaryKey(pk) if pk.characteristics.is_none() => {
+                set_primary_key(&mut key_names, key_columns(&pk.columns)?)?;
+            }
+            TableConstraint::Unique(u) if u.characteristics.is_none() => {
+                unique_names.push((
+                    u.name.as_ref().map(normalize_ident),
+                    key_columns(&u.columns)?,
+                    matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct),
+                ));
+            }
+            other => return Err(PlanError::unsupported(format!("table constraint {other}"))),
+        }
+    }
+    if ct.columns.is_empty() {
+        return Err(PlanError::unsupported("a table without columns"));
+    }
+    let resolver = cx.resolver();
+    let (schema, name) = resolver.create_target(&ct.name)?;
+    let mut columns = Vec::new();
+    let mut defaults = Vec::new();
+    let mut seen = BTreeSet::new();
+    let pc = cx.planning();
+    for def in &ct.columns {
+        let col_name = normalize_ident(&def.name);
+        if !seen.insert(col_name.clone()) {
+            return Err(PlanError::DuplicateColumn(col_name));
+        }
+        let ty = pg_type_of(&def.data_type)?;
+        let mut nullable = true;
+        let mut default = None;
+        for opt in &def.options {
+            match &opt.option {
+                ColumnOption::Null => nullable = true,
+                ColumnOption::NotNull => nullable = false,
+                ColumnOption::Default(expr) => {
+                    // The default must plan and cast to the column's type.
+                    let sql = expr.to_string();
+                    let planned = pc.plan_scalar_sql(&sql)?;
+                    planned
+                        .cast_to(&ty.arrow_type(), &datafusion::common::DFSchema::empty())
+                        .map_err(|_| {
+                            PlanError::DatatypeMismatch(format!(
+                                "column \"{col_name}\" is of type {} but default expression is not",
+                                ty.sql_name()
+                            ))
+                        })?;
+                    default = Some(sql);
+                }
+                ColumnOption::PrimaryKey(pk) if pk.characteristics.is_none() => {
+                    set_primary_key(&mut key_names, vec![col_name.clone()])?;
+                }
+                ColumnOption::Unique(u) if u.characteristics.is_none() => {
+                    unique_names.push((
+                        u.name.as_ref().map(normalize_ident),
+                        vec![col_name.clone()],
+                        matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct),
+                    ));
+                }
+                other => {
+                    return Err(PlanError::unsupported(format!("column option {other}")));
+                }
+            }
+        }
+        columns.push(ColumnDesc {
+            name: col_name,
+            ty,
+            nullable,
+        });
+        defaults.push(default);
+    }
+    // Key columns are NOT NULL, as in PostgreSQL.
+    let primary_key = key_positions(&columns, key_names.unwrap_or_default())?;
+    for &i in &primary_key {
+        columns[i].nullable = false;
+    }
+    let mut unique = Vec::new();
+    for (constraint, names, nulls_not_distinct) in unique_names {
+        let positions = key_positions(&columns, names.clone())?;
+        let name = constraint.unwrap_or_else(|| default_unique_name(&name, &names));
+        unique.push(UniqueKey {
+            name,
+            columns: positions,
+            nulls_not_distinct,
+        });
+    }
+    let desc = RelationDesc::new(columns);
+    let create_sql = table_sql(&name, &desc, &defaults, &primary_key, &unique);
+    Ok(Plan::CreateItem {
+        def: ItemDef {
+            schema_id: schema.id,
+            name,
+            kind: ItemKind::Table,
+            create_sql,
+            desc: Some(desc),
+            references: vec![],
+            details: ItemDetails::Table {
+                defaults,
+                keys: Box::new(TableKeys {
+                    primary_key,
+                    unique,
+                }),
+            },
+            options: Default::default(),
+        },
+        if_not_exists: ct.if_not_exists,
+        replace: None,
+    })
+}
+
+/// The column names a key constraint lists (plain columns only).
+fn key_columns(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
+    columns
+        .iter()
+        .map(|c| match &c.column.expr {
+            ast::Expr::Identifier(i) => Ok(normalize_ident(i)),
+            other => Err(PlanError::unsupported(format!(
+                "a key on the expression {other}"
+            ))),
+        })
+        .collect()
+}
+
+/// PostgreSQL's name for a `UNIQUE` constraint not named in its
+/// definition: `<table>_<columns>_key`.
+fn default_unique_name(table: &str, columns: &[impl AsRef<str>]) -> String {
+    let columns: Vec<&str> = columns.iter().map(|c| c.as_ref()).collect();
+    format!("{table}_{}_key", columns.join("_"))
+}
+
+/// A table's primary key, given once (as a column option or a table
+/// constraint).
+fn set_primary_key(key: &mut Option<Vec<String>>, names: Vec<String>) -> Result<()> {
+    if key.is_some() {
+        return Err(PlanError::InvalidDefinition(
+            "multiple primary keys for a table are not allowed".into(),
+        ));
+    }
+    *key = Some(names);
+    Ok(())
+}
+
+/// Canonical `CREATE TABLE` text for a table.
+pub fn table_sql(
+    name: &str,
+    desc: &RelationDesc,
+    defaults: &[Option<String>],
+    primary_key: &[usize],
+    unique: &[UniqueKey],
+) -> String {
+    let cols: Vec<String> = desc
+        .columns
+        .iter()
+        .zip(defaults.iter().chain(std::iter::repeat(&None)))
+        .map(|(c, d)| {
+            let mut s = format!("{} {}", quote_if_needed(&c.name), c.ty.sql_name());
+            if let Some(d) = d {
+                s.push_str(&format!(" DEFAULT {d}"));
+            }
+            if !c.nullable {
+                s.push_str(" NOT NULL");
+            }
+            s
+        })
+        .collect();
+    let key_list = |positions: &[usize]| -> String {
+        positions
+            .iter()
+            .filter_map(|&i| desc.columns.get(i))
+            .map(|c| quote_if_needed(&c.name).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut key = String::new();
+    if !primary_key.is_empty() {
+        key.push_str(&format!(", PRIMARY KEY ({})", key_list(primary_key)));
+    }
+    for u in unique {
+        let nulls = if u.nulls_not_distinct {
+            " NULLS NOT DISTINCT"
+        } else {
+            ""
+        };
+        // A name other than the default one is part of the definition.
+        let names: Vec<&str> = u
+            .columns
+            .iter()
+            .filter_map(|&i| desc.columns.get(i))
+            .map(|c| c.name.as_str())
+            .collect();
+        let named = if u.name == default_unique_name(name, &names) {
+            String::new()
+        } else {
+            format!(" CONSTRAINT {}", quote_if_needed(&u.name))
+        };
+        key.push_str(&format!(
+            ",{named} UNIQUE{nulls} ({})",
+            key_list(&u.columns)
+        ));
+    }
+    format!(
+        "CREATE TABLE {} ({}{key})",
+        quote_if_needed(name),
+        cols.join(", ")
+    )
+}
+
+/// `CREATE [OR REPLACE] VIEW`.
+pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
+    if cv.materialized {
+        return Err(PlanError::Internal(
+            "materialized views are planned by statements::materialized".into(),
+        ));
+    }
+    if cv.temporary {
+        return Err(PlanError::unsupported("CREATE TEMPORARY VIEW"));
+    }
+    let ViewDefinition {
+        schema_id,
+        name,
+        desc,
+        references,
+        create_sql,
+        ..
+    } = view_definition(cx, cv, "VIEW", false)?;
+    let existing = cx.catalog.item_by_name(schema_id, &name);
+    let replace = match existing {
+        Some(item) if cv.or_replace => {
+            if item.kind != ItemKind::View {
+                return Err(PlanError::WrongObjectType {
+                    name: name.clone(),
+                    expected: "a view",
+                });
+            }
+            check_view_replacement(item.desc.as_ref(), &desc)?;
+            Some(item.id)
+        }
+        _ => None,
+    };
+    Ok(Plan::CreateItem {
+        def: ItemDef {
+            schema_id,
+            name,
+            kind: ItemKind::View,
+            create_sql,
+            desc: Some(desc),
+            references,
+            details: ItemDetails::View,
+            options: Default::default(),
+        },
+        if_not_exists: cv.if_not_exists,
+        replace,
+    })
+}
+
+/// What `CREATE [MATERIALIZED] VIEW` defines, before kind-specific checks.
+pub(crate) struct ViewDefinition {
+    pub schema_id: GlobalId,
+    pub name: String,
+    /// Columns, named by the column list if there is one.
+    pub desc: RelationDesc,
+    /// Items the query names directly.
+    pub references: Vec<GlobalId>,
+    /// The canonical definition (references in id form).
+    pub create_sql: String,
+    /// The query with references in id form.
+    pub query: ast::Query,
+    /// The planned query.
+    pub plan: crate::plan::QueryPlan,
+}
+
+/// Resolve, plan and name a view's query; `keyword` is `VIEW` or
+/// `MATERIALIZED VIEW`. With `reuse`, indexed views it reads are read from
+/// their indexes (as a materialized view's dataflow does); otherwise every
+/// view is inlined down to storage collections.
+pub(crate) fn view_definition(
+    cx: &StatementContext,
+    cv: &CreateView,
+    keyword: &str,
+    reuse: bool,
+) -> Result<ViewDefinition> {
+    let resolver = cx.resolver();
+    let (schema, name) = resolver.create_target(&cv.name)?;
+    let mut query = (*cv.query).clone();
+    let refs = resolver.rewrite(&mut query)?;
+    let plan = crate::statements::context::plan_dataflow_query(cx, &query, reuse)?;
+    let (names, desc) = named_columns(&plan.desc, &cv.columns, &format!("CREATE {keyword}"))?;
+    let create_sql = format!(
+        "CREATE {keyword} {} ({}) AS {query}",
+        quote_if_needed(&name),
+        names
+            .iter()
+            .map(|n| quote_if_needed(n).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(ViewDefinition {
+        schema_id: schema.id,
+        name,
+        desc,
+        references: refs.items.into_iter().collect(),
+        create_sql,
+        query,
+        plan,
+    })
+}
+
+/// A view's columns: the query's, renamed by an explicit column list.
+fn named_columns(
+    query: &RelationDesc,
+    columns: &[ast::ViewColumnDef],
+    statement: &str,
+) -> Result<(Vec<String>, RelationDesc)> {
+    let mut names: Vec<String> = query.columns.iter().map(|c| c.name.clone()).collect();
+    if columns.len() > names.len() {
+        return Err(PlanError::InvalidDefinition(format!(
+            "{statement} specifies more column names than columns"
+        )));
+    }
+    for (slot, c) in names.iter_mut().zip(columns) {
+        *slot = normalize_ident(&c.name);
+    }
+    let mut seen = BTreeSet::new();
+    for n in &names {
+        if !seen.insert(n) {
+            return Err(PlanError::DuplicateColumn(n.clone()));
+        }
+    }
+    let desc = RelationDesc::new(
+        query
+            .columns
+            .iter()
+            .zip(&names)
+            .map(|(c, n)| ColumnDesc {
+                name: n.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+            })
+            .collect(),
+    );
+    Ok((names, desc))
+}
+
+/// Postgres's rule for `CREATE OR REPLACE VIEW`: existing columns keep
+/// their names and types; new columns may only be added at the end.
+fn check_view_replacement(old: Option<&RelationDesc>, new: &RelationDesc) -> Result<()> {
+    let Some(old) = old else { return Ok(()) };
+    if new.arity() < old.arity() {
+        return Err(PlanError::InvalidDefinition(
+            "cannot drop columns from view".into(),
+        ));
+    }
+    for (o, n) in old.columns.iter().zip(&new.columns) {
+        if o.name != n.name {
+            return Err(PlanError::InvalidDefinition(format!(
+                "cannot change name of view column \"{}\" to \"{}\"",
+                o.name, n.name
+            )));
+        }
+        if o.ty != n.ty {
+            return Err(PlanError::InvalidDefinition(format!(
+                "cannot change data type of view column \"{}\" from {} to {}",
+                o.name,
+                o.ty.sql_name(),
+                n.ty.sql_name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `DROP ...`.
+pub fn drop_objects(
+    cx: &StatementContext,
+    object_type: &ObjectType,
+    names: &[ObjectName],
+    if_exists: bool,
+    cascade: bool,
+) -> Result<Plan> {
+    let mut ids = Vec::new();
+    let mut notices = Vec::new();
+    match object_type {
+        ObjectType::Database => {
+            for name in names {
+                let parts = normalize_name(name)?;
+                match cx.catalog.database_by_name(&parts.join(".")) {
+                    Some(db) if db.name == cx.session.database => {
+                        return Err(PlanError::InvalidParameter(
+                            "cannot drop the currently open database".into(),
+                        ));
+                    }
+                    // Dropping a database drops everything in it.
+                    Some(db) => ids.extend(cx.catalog.transitive_dependents(&[db.id])),
+                    None if if_exists => notices.push(format!(
+                        "database \"{}\" does not exist, skipping",
+                        parts.join(".")
+                    )),
+                    None => return Err(PlanError::UnknownDatabase(parts.join("."))),
+                }
+            }
+        }
+        ObjectType::Schema => {
+            for name in names {
+                match cx.resolver().resolve_schema(name) {
+                    Ok(s) => ids.push(s.id),
+                    Err(PlanError::UnknownSchema(n)) if if_exists => {
+                        notices.push(format!("schema \"{n}\" does not exist, skipping"))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        other => {
+            let kind = match other {
+                ObjectType::Table => ObjectKind::Table,
+                ObjectType::View => ObjectKind::View,
+                ObjectType::MaterializedView => ObjectKind::MaterializedView,
+                ObjectType::Index => ObjectKind::Index,
+                other => return Err(PlanError::unsupported(format!("DROP {other}"))),
+            };
+            for name in names {
+                match lookup_kind(cx, name, kind)? {
+                    Some(id) => ids.push(id),
+                    None if if_exists => notices.push(format!(
+                        "{} \"{name}\" does not exist, skipping",
+                        expected_kind(kind)
+                            .1
+                            .trim_start_matches("a ")
+                            .trim_start_matches("an ")
+                    )),
+                    None => return Err(missing_message(kind, name)),
+                }
+            }
+        }
+    }
+    let ids = if cascade {
+        cx.catalog.transitive_dependents(&ids).into_iter().collect()
+    } else {
+        // An object's indexes go with it (as in PostgreSQL and
+        // Materialize): they never make RESTRICT refuse.
+        let mut with_indexes = ids.clone();
+        for id in &ids {
+            with_indexes.extend(
+                cx.catalog
+                    .indexes_on(*id)
+                    .map(|i| i.id)
+                    .filter(|i| !ids.contains(i)),
+            );
+        }
+        with_indexes
+    };
+    Ok(Plan::Drop { ids, notices })
+}
+
+/// `ALTER <kind> name RENAME TO new`.
+pub fn rename(
+    cx: &StatementContext,
+    kind: ObjectKind,
+    name: &ObjectName,
+    new_name: &ast::Ident,
+    if_exists: bool,
+) -> Result<Plan> {
+    match lookup_kind(cx, name, kind)? {
+        Some(id) => Ok(Plan::Rename {
+            id,
+            new_name: normalize_ident(new_name),
+        }),
+        None if if_exists => Ok(Plan::Empty),
+        None => Err(missing_message(kind, name)),
+    }
+}
+
+/// The `CREATE` statement that recreates an item, with current names
+/// and its options (`WITH (RETAIN HISTORY ..., REFRESH ...)`).
+pub fn show_create_sql(cx: &StatementContext, id: GlobalId) -> Result<String> {
+    let sql = show_create_bare(cx, id)?;
+    let item = cx.catalog.get_item(id)?;
+    let Some(with) = crate::statements::options::display_item_options(&item.options) else {
+        return Ok(sql);
+    };
+    Ok(match sql.find(" AS ") {
+        Some(i) if item.kind == ItemKind::MaterializedView => {
+            format!("{} {with}{}", &sql[..i], &sql[i..])
+        }
+        _ => format!("{sql} {with}"),
+    })
+}
+
+fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
+    let resolver = cx.resolver();
+    let item = cx.catalog.get_item(id)?;
+    let qualified = resolver.display_name(id);
+    match item.kind {
+        ItemKind::Table => {
+            let desc = item.desc.clone().unwrap_or_default();
+            let (defaults, keys) = match &item.details {
+                ItemDetails::Table { defaults, keys } => (defaults.clone(), keys.as_ref().clone()),
+                _ => (vec![], TableKeys::default()),
+            };
+            let sql = table_sql(
+                &item.name,
+                &desc,
+                &defaults,
+                &keys.primary_key,
+                &keys.unique,
+            );
+            Ok(sql.replacen(
+                &format!("CREATE TABLE {}", quote_if_needed(&item.name)),
+                &format!("CREATE TABLE {qualified}"),
+                1,
+            ))
+        }
+        _ => {
+            let mut stmts = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+                &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+                &item.create_sql,
+            )
+            .map_err(|e| PlanError::Internal(format!("stored definition does not parse: {e}")))?;
+            let mut stmt = stmts
+                .pop()
+                .ok_or_else(|| PlanError::Internal("empty definition".into()))?;
+            if let ast::Statement::CreateView(v) = &mut stmt {
+                v.name = qualified;
+            }
+            resolver.humanize(&mut stmt);
+            Ok(stmt.to_string())
+        }
+    }
+}

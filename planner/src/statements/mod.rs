@@ -1,0 +1,260 @@
+//! Dispatching a parsed statement to its planner.
+
+pub mod context;
+pub mod ddl;
+pub mod dml;
+pub mod explain;
+pub mod index;
+pub mod lookup;
+pub mod materialized;
+pub mod misc;
+pub mod options;
+pub mod subscribe;
+pub mod written_plan;
+
+use datafusion::sql::sqlparser::ast::{self, ShowCreateObject};
+use freshet_catalog::ItemKind;
+
+use crate::error::{PlanError, Result};
+use crate::parser::{ObjectKind, Statement};
+use crate::plan::{ExplainKind, Plan, SetValue};
+use crate::statements::context::{StatementContext, plan_query};
+
+/// Plan one statement.
+pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
+    match stmt {
+        Statement::Sql(s) => plan_sql(cx, s),
+        Statement::ExplainTimestamp(inner) => match inner.as_ref() {
+            ast::Statement::Query(q) => {
+                Ok(Plan::Explain(ExplainKind::Timestamp, plan_query(cx, q)?))
+            }
+            other => Err(PlanError::unsupported(format!(
+                "EXPLAIN TIMESTAMP for {}",
+                statement_kind(other)
+            ))),
+        },
+        Statement::ExplainMaterializedView(name) => explain::explain_materialized_view(cx, name),
+        Statement::ExplainIndex(name) => explain::explain_index(cx, name),
+        Statement::ShowIndexes(on) => crate::statements::index::show_indexes(cx, on.as_ref()),
+        Statement::CreateDefaultIndex { on, if_not_exists } => {
+            crate::statements::index::create_index(cx, None, on, None, *if_not_exists)
+        }
+        Statement::ShowCreateMaterializedView(name) => {
+            misc::show_create(cx, ObjectKind::MaterializedView, name)
+        }
+        Statement::AlterRename {
+            kind,
+            if_exists,
+            name,
+            new_name,
+        } => ddl::rename(cx, *kind, name, new_name, *if_exists),
+        Statement::Subscribe(s) => Ok(Plan::Subscribe(
+            Box::new(crate::statements::subscribe::plan_subscribe(cx, s)?),
+            misc::copy_options_from_pairs(&[])?,
+        )),
+        Statement::CopySubscribe { subscribe, options } => Ok(Plan::Subscribe(
+            Box::new(crate::statements::subscribe::plan_subscribe(cx, subscribe)?),
+            misc::copy_options_from_pairs(options)?,
+        )),
+        Statement::Declare { name, stmt } => {
+            let plan = plan_statement(cx, stmt)?;
+            if !matches!(plan, Plan::Select(_) | Plan::Peek(_) | Plan::Subscribe(..)) {
+                return Err(PlanError::Syntax(
+                    "DECLARE CURSOR needs a query or SUBSCRIBE".into(),
+                ));
+            }
+            Ok(Plan::Declare {
+                name: name.clone(),
+                plan: Box::new(plan),
+            })
+        }
+        Statement::CreateWithOptions { stmt, options } => {
+            let plan = plan_statement(cx, stmt)?;
+            options::with_item_options(cx, plan, stmt, options)
+        }
+        Statement::AlterOptions {
+            kind,
+            if_exists,
+            name,
+            set,
+            reset,
+        } => options::plan_alter_options(cx, *kind, *if_exists, name, set, reset),
+        Statement::SelectAsOf {
+            query,
+            at_least,
+            time,
+        } => Ok(Plan::SelectAt {
+            query: Box::new(plan_query(cx, query)?),
+            at_least: *at_least,
+            time: Box::new(options::plan_time(cx, time)?),
+        }),
+        Statement::Fetch {
+            name,
+            count,
+            timeout,
+        } => Ok(Plan::Fetch {
+            name: name.clone(),
+            count: *count,
+            timeout: timeout
+                .as_deref()
+                .map(crate::statements::subscribe::fetch_timeout)
+                .transpose()?,
+        }),
+    }
+}
+
+/// A short name for a statement kind, for messages.
+fn statement_kind(stmt: &ast::Statement) -> String {
+    let text = stmt.to_string();
+    text.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
+    use ast::Statement as S;
+    match stmt {
+        S::Query(q) => match crate::statements::index::fast_path(cx, q)? {
+            Some(peek) => Ok(Plan::Peek(peek)),
+            None => Ok(Plan::Select(plan_query(cx, q)?)),
+        },
+        S::CreateIndex(ci) => crate::statements::index::create_index(
+            cx,
+            ci.name.as_ref(),
+            &ci.table_name,
+            Some(&ci.columns),
+            ci.if_not_exists,
+        ),
+        S::Close { cursor } => Ok(Plan::Close(match cursor {
+            ast::CloseCursor::All => None,
+            ast::CloseCursor::Specific { name } => Some(crate::parser::normalize_ident(name)),
+        })),
+        S::Insert(ins) => dml::insert(cx, ins),
+        S::Update(upd) => dml::update(cx, upd),
+        S::Delete(del) => dml::delete(cx, del),
+        S::CreateTable(ct) => ddl::create_table(cx, ct),
+        S::CreateView(cv) if cv.materialized => materialized::create_materialized_view(cx, cv),
+        S::CreateView(cv) => ddl::create_view(cx, cv),
+        S::CreateSchema {
+            schema_name,
+            if_not_exists,
+            ..
+        } => ddl::create_schema(cx, schema_name, *if_not_exists),
+        S::CreateDatabase {
+            db_name,
+            if_not_exists,
+            ..
+        } => ddl::create_database(db_name, *if_not_exists),
+        S::Drop {
+            object_type,
+            if_exists,
+            names,
+            cascade,
+            ..
+        } => ddl::drop_objects(cx, object_type, names, *if_exists, *cascade),
+        S::AlterTable(at) => match at.operations.as_slice() {
+            [ast::AlterTableOperation::RenameTable { table_name }] => {
+                let new_name = match table_name {
+                    ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n) => n,
+                };
+                let ident = new_name
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .cloned()
+                    .ok_or_else(|| PlanError::Syntax("invalid new name".into()))?;
+                ddl::rename(cx, ObjectKind::Table, &at.name, &ident, at.if_exists)
+            }
+            _ => Err(PlanError::unsupported("ALTER TABLE other than RENAME TO")),
+        },
+        S::ShowTables { show_options, .. } => misc::show_items(cx, ItemKind::Table, show_options),
+        S::ShowViews {
+            materialized,
+            show_options,
+            ..
+        } => misc::show_items(
+            cx,
+            if *materialized {
+                ItemKind::MaterializedView
+            } else {
+                ItemKind::View
+            },
+            show_options,
+        ),
+        S::ShowSchemas { show_options, .. } => misc::show_schemas(cx, show_options),
+        S::ShowDatabases { show_options, .. } => misc::show_databases(cx, show_options),
+        S::ShowColumns { show_options, .. } => misc::show_columns(cx, show_options),
+        S::ShowCreate { obj_type, obj_name } => {
+            let kind = match obj_type {
+                ShowCreateObject::Table => ObjectKind::Table,
+                ShowCreateObject::View => ObjectKind::View,
+                other => return Err(PlanError::unsupported(format!("SHOW CREATE {other}"))),
+            };
+            misc::show_create(cx, kind, obj_name)
+        }
+        S::ShowVariable { variable } => Ok(misc::show_variable(variable)),
+        S::Set(set) => misc::set(set),
+        S::Reset(reset) => match &reset.reset {
+            ast::Reset::ALL => Ok(Plan::ResetAll),
+            ast::Reset::ConfigurationParameter(name) => Ok(Plan::SetVariable {
+                name: crate::parser::normalize_name(name)?
+                    .join(".")
+                    .to_lowercase(),
+                value: SetValue::Default,
+                local: false,
+            }),
+        },
+        S::Discard { object_type } => match object_type {
+            ast::DiscardObject::ALL => Ok(Plan::ResetAll),
+            other => Err(PlanError::unsupported(format!("DISCARD {other}"))),
+        },
+        S::StartTransaction { modes, .. } => Ok(Plan::StartTransaction {
+            isolation: misc::isolation(modes),
+        }),
+        S::Commit { chain: false, .. } => Ok(Plan::Commit),
+        S::Rollback {
+            chain: false,
+            savepoint: None,
+        } => Ok(Plan::Rollback),
+        S::Copy {
+            source,
+            to,
+            target,
+            options,
+            legacy_options,
+            values,
+        } => {
+            if !values.is_empty() {
+                return Err(PlanError::unsupported("inline COPY data"));
+            }
+            misc::copy(cx, source, *to, target, options, legacy_options)
+        }
+        S::Explain {
+            analyze, statement, ..
+        } => {
+            if *analyze {
+                return Err(PlanError::unsupported("EXPLAIN ANALYZE"));
+            }
+            if let ast::Statement::CreateView(cv) = statement.as_ref()
+                && cv.materialized
+            {
+                return materialized::explain_create(cx, cv);
+            }
+            let query = match plan_sql(cx, statement)? {
+                Plan::Select(q) => q,
+                Plan::Peek(peek) => return Ok(Plan::ExplainPeek(peek)),
+                Plan::Write(w) => w.source,
+                Plan::CopyTo(q, _) => q,
+                _ => {
+                    return Err(PlanError::unsupported(format!(
+                        "EXPLAIN for {}",
+                        statement_kind(statement)
+                    )));
+                }
+            };
+            Ok(Plan::Explain(ExplainKind::Plan, query))
+        }
+        other => Err(PlanError::unsupported(statement_kind(other))),
+    }
+}
