@@ -10,8 +10,8 @@
 use std::sync::{Arc, OnceLock};
 
 use freshet_catalog::{Catalog, CatalogState, Op};
-use freshet_planner::parse::parse;
-use freshet_planner::query::StatementContext;
+use freshet_planner::parser::parse;
+use freshet_planner::StatementContext;
 use freshet_planner::{Plan, SessionInfo, plan_statement};
 use libfuzzer_sys::fuzz_target;
 
@@ -38,7 +38,7 @@ fn fixture() -> &'static Fixture {
         let dir = tempfile::tempdir().expect("tempdir");
         let (_blob, fence) = freshet_storage::open_local(dir.path()).expect("storage");
         let mut catalog = Catalog::open(fence).expect("catalog");
-        let state = freshet_planner::engine::new_session_state(2);
+        let state = freshet_planner::query::engine::new_session_state(2);
         let session = SessionInfo {
             database: "freshet".into(),
             search_path: vec!["public".into()],

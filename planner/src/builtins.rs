@@ -1,17 +1,63 @@
 //! Built-in relations: Freshet introspection (`freshet_internal`) and the
 //! parts of `pg_catalog` and `information_schema` that tools expect.
 //!
-//! The planner knows their names and columns; the server fills them with
-//! rows at query time (see [`crate::CollectionReader::system_table`]).
+//! Each one is a [`Builtin`] with one [`BuiltinRelation`] description (its
+//! schema, name and columns) in [`BUILTINS`]. The planner resolves names to
+//! them; the server fills each with rows at query time by matching on the
+//! [`Builtin`] ([`crate::CollectionReader::builtin_rows`]), so adding a
+//! relation is a variant, its description, and the rows the compiler then
+//! asks the server for.
 
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
 
 /// Schemas that exist in every database and hold only built-in relations.
 pub const SYSTEM_SCHEMAS: &[&str] = &["pg_catalog", "information_schema", "freshet_internal"];
 
-/// A built-in relation.
+/// Every built-in relation, in the order of [`BUILTINS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Builtin {
+    /// `freshet_internal.read_holds`
+    ReadHolds,
+    /// `freshet_internal.collections`
+    Collections,
+    /// `freshet_internal.materialized_view_refreshes`
+    MaterializedViewRefreshes,
+    /// `freshet_internal.dataflows`
+    Dataflows,
+    /// `pg_catalog.pg_namespace`
+    PgNamespace,
+    /// `pg_catalog.pg_database`
+    PgDatabase,
+    /// `pg_catalog.pg_class`
+    PgClass,
+    /// `pg_catalog.pg_attribute`
+    PgAttribute,
+    /// `pg_catalog.pg_type`
+    PgType,
+    /// `pg_catalog.pg_tables`
+    PgTables,
+    /// `pg_catalog.pg_views`
+    PgViews,
+    /// `information_schema.schemata`
+    Schemata,
+    /// `information_schema.tables`
+    Tables,
+    /// `information_schema.columns`
+    Columns,
+}
+
+impl Builtin {
+    /// Its description.
+    pub fn relation(self) -> &'static BuiltinRelation {
+        &BUILTINS[self as usize]
+    }
+}
+
+/// A built-in relation's description.
 #[derive(Debug)]
-pub struct SystemRelation {
+pub struct BuiltinRelation {
+    /// Which one it is.
+    pub id: Builtin,
     /// Its schema (one of [`SYSTEM_SCHEMAS`]).
     pub schema: &'static str,
     /// Its name.
@@ -55,7 +101,7 @@ impl SysType {
     }
 }
 
-impl SystemRelation {
+impl BuiltinRelation {
     /// `schema.name`.
     pub fn qualified_name(&self) -> String {
         format!("{}.{}", self.schema, self.name)
@@ -78,9 +124,10 @@ impl SystemRelation {
 
 use SysType::*;
 
-/// Every built-in relation.
-pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
-    SystemRelation {
+/// Every built-in relation, indexed by [`Builtin`].
+pub static BUILTINS: &[BuiltinRelation] = &[
+    BuiltinRelation {
+        id: Builtin::ReadHolds,
         schema: "freshet_internal",
         name: "read_holds",
         columns: &[
@@ -90,7 +137,8 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("count", Int8),
         ],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::Collections,
         schema: "freshet_internal",
         name: "collections",
         columns: &[
@@ -103,7 +151,8 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("compaction_permission", Numeric),
         ],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::MaterializedViewRefreshes,
         schema: "freshet_internal",
         name: "materialized_view_refreshes",
         columns: &[
@@ -114,7 +163,8 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("next_refresh", Numeric),
         ],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::Dataflows,
         schema: "freshet_internal",
         name: "dataflows",
         columns: &[
@@ -131,17 +181,20 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("failure", Text),
         ],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::PgNamespace,
         schema: "pg_catalog",
         name: "pg_namespace",
         columns: &[("oid", Oid), ("nspname", Text), ("nspowner", Oid)],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::PgDatabase,
         schema: "pg_catalog",
         name: "pg_database",
         columns: &[("oid", Oid), ("datname", Text)],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::PgClass,
         schema: "pg_catalog",
         name: "pg_class",
         columns: &[
@@ -152,7 +205,8 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("relnatts", Int2),
         ],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::PgAttribute,
         schema: "pg_catalog",
         name: "pg_attribute",
         columns: &[
@@ -165,17 +219,20 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("attisdropped", Bool),
         ],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::PgType,
         schema: "pg_catalog",
         name: "pg_type",
         columns: &[("oid", Oid), ("typname", Text), ("typlen", Int2)],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::PgTables,
         schema: "pg_catalog",
         name: "pg_tables",
         columns: &[("schemaname", Text), ("tablename", Text)],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::PgViews,
         schema: "pg_catalog",
         name: "pg_views",
         columns: &[
@@ -184,12 +241,14 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("definition", Text),
         ],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::Schemata,
         schema: "information_schema",
         name: "schemata",
         columns: &[("catalog_name", Text), ("schema_name", Text)],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::Tables,
         schema: "information_schema",
         name: "tables",
         columns: &[
@@ -199,7 +258,8 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
             ("table_type", Text),
         ],
     },
-    SystemRelation {
+    BuiltinRelation {
+        id: Builtin::Columns,
         schema: "information_schema",
         name: "columns",
         columns: &[
@@ -216,14 +276,37 @@ pub static SYSTEM_RELATIONS: &[SystemRelation] = &[
 ];
 
 /// The built-in relation `schema.name`.
-pub fn lookup(schema: &str, name: &str) -> Option<&'static SystemRelation> {
-    SYSTEM_RELATIONS
+pub fn lookup(schema: &str, name: &str) -> Option<&'static BuiltinRelation> {
+    BUILTINS
         .iter()
         .find(|r| r.schema == schema && r.name == name)
 }
 
 /// The built-in relation with this qualified name.
-pub fn lookup_qualified(qualified: &str) -> Option<&'static SystemRelation> {
+pub fn lookup_qualified(qualified: &str) -> Option<&'static BuiltinRelation> {
     let (schema, name) = qualified.split_once('.')?;
     lookup(schema, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`Builtin::relation`] indexes [`BUILTINS`] by the variant, so each
+    /// description must sit at its variant's position, and names must be
+    /// unique for lookups to find it.
+    #[test]
+    fn each_description_sits_at_its_variant() {
+        for (i, rel) in BUILTINS.iter().enumerate() {
+            assert_eq!(rel.id as usize, i, "{}", rel.qualified_name());
+            assert_eq!(rel.id.relation().qualified_name(), rel.qualified_name());
+            assert_eq!(
+                lookup(rel.schema, rel.name).map(|r| r.id),
+                Some(rel.id),
+                "{} is found by name",
+                rel.qualified_name()
+            );
+            assert!(SYSTEM_SCHEMAS.contains(&rel.schema));
+        }
+    }
 }

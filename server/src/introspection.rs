@@ -7,7 +7,7 @@ use datafusion::common::{DataFusionError, Result as DfResult};
 use freshet_catalog::{CatalogState, ItemKind};
 use freshet_compute::output::{CheckedSnapshotError, checked_snapshot};
 use freshet_planner::CollectionReader;
-use freshet_planner::builtins::{self, SYSTEM_SCHEMAS};
+use freshet_planner::builtins::{BUILTINS, Builtin, SYSTEM_SCHEMAS};
 use freshet_repr::{GlobalId, PgType, Timestamp};
 use freshet_storage::{CollectionKind, Storage};
 
@@ -60,7 +60,7 @@ impl QueryReader {
             .map(|(d, s, i)| format!("{d}.{s}.{i}"))
     }
 
-    fn rows(&self, qualified: &str) -> DfResult<Vec<Row>> {
+    fn rows(&self, builtin: Builtin) -> DfResult<Vec<Row>> {
         let s = |v: &str| Some(v.to_string());
         let db = self.catalog.database_by_name(&self.database);
         let schemas: Vec<_> = self
@@ -69,8 +69,8 @@ impl QueryReader {
             .filter(|sc| Some(sc.database_id) == db.map(|d| d.id))
             .collect();
         let in_db = |schema_id: GlobalId| schemas.iter().find(|sc| sc.id == schema_id);
-        Ok(match qualified {
-            "freshet_internal.read_holds" => self
+        Ok(match builtin {
+            Builtin::ReadHolds => self
                 .storage
                 .read_holds()
                 .into_iter()
@@ -83,7 +83,7 @@ impl QueryReader {
                     ]
                 })
                 .collect(),
-            "freshet_internal.dataflows" => self
+            Builtin::Dataflows => self
                 .compute
                 .dataflows()
                 .into_iter()
@@ -103,7 +103,7 @@ impl QueryReader {
                     ]
                 })
                 .collect(),
-            "freshet_internal.collections" => self
+            Builtin::Collections => self
                 .storage
                 .collections()
                 .into_iter()
@@ -122,7 +122,7 @@ impl QueryReader {
                     ]
                 })
                 .collect(),
-            "freshet_internal.materialized_view_refreshes" => self
+            Builtin::MaterializedViewRefreshes => self
                 .catalog
                 .items()
                 .filter(|i| i.kind == ItemKind::MaterializedView)
@@ -160,7 +160,7 @@ impl QueryReader {
                     ]
                 })
                 .collect(),
-            "pg_catalog.pg_namespace" => schemas
+            Builtin::PgNamespace => schemas
                 .iter()
                 .map(|sc| vec![Some(sc.oid.to_string()), s(&sc.name), s("10")])
                 .chain(
@@ -169,12 +169,12 @@ impl QueryReader {
                         .map(|n| vec![Some(system_schema_oid(n).to_string()), s(n), s("10")]),
                 )
                 .collect(),
-            "pg_catalog.pg_database" => self
+            Builtin::PgDatabase => self
                 .catalog
                 .databases()
                 .map(|d| vec![Some(d.oid.to_string()), s(&d.name)])
                 .collect(),
-            "pg_catalog.pg_class" => {
+            Builtin::PgClass => {
                 let mut rows: Vec<Row> = self
                     .catalog
                     .items()
@@ -189,7 +189,7 @@ impl QueryReader {
                         ])
                     })
                     .collect();
-                for (n, rel) in builtins::SYSTEM_RELATIONS.iter().enumerate() {
+                for (n, rel) in BUILTINS.iter().enumerate() {
                     rows.push(vec![
                         Some((1000 + n).to_string()),
                         s(rel.name),
@@ -200,7 +200,7 @@ impl QueryReader {
                 }
                 rows
             }
-            "pg_catalog.pg_attribute" => self
+            Builtin::PgAttribute => self
                 .catalog
                 .items()
                 .filter(|i| in_db(i.schema_id).is_some())
@@ -223,7 +223,7 @@ impl QueryReader {
                         .collect::<Vec<_>>()
                 })
                 .collect(),
-            "pg_catalog.pg_type" => PgType::scalar_types()
+            Builtin::PgType => PgType::scalar_types()
                 .iter()
                 .map(|t| {
                     vec![
@@ -233,47 +233,45 @@ impl QueryReader {
                     ]
                 })
                 .collect(),
-            "pg_catalog.pg_tables" | "pg_catalog.pg_views" | "information_schema.tables" => {
-                let want_views = qualified == "pg_catalog.pg_views";
-                self.catalog
-                    .items()
-                    .filter_map(|i| {
-                        let sc = in_db(i.schema_id)?;
-                        match qualified {
-                            "pg_catalog.pg_tables" if i.kind == ItemKind::Table => {
-                                Some(vec![s(&sc.name), s(&i.name)])
-                            }
-                            "pg_catalog.pg_views" if want_views && i.kind == ItemKind::View => {
-                                Some(vec![s(&sc.name), s(&i.name), s(&i.create_sql)])
-                            }
-                            "information_schema.tables"
-                                if matches!(
-                                    i.kind,
-                                    ItemKind::Table | ItemKind::View | ItemKind::MaterializedView
-                                ) =>
-                            {
-                                Some(vec![
-                                    s(&self.database),
-                                    s(&sc.name),
-                                    s(&i.name),
-                                    s(if i.kind == ItemKind::Table {
-                                        "BASE TABLE"
-                                    } else {
-                                        "VIEW"
-                                    }),
-                                ])
-                            }
-                            _ => None,
+            Builtin::PgTables | Builtin::PgViews | Builtin::Tables => self
+                .catalog
+                .items()
+                .filter_map(|i| {
+                    let sc = in_db(i.schema_id)?;
+                    match builtin {
+                        Builtin::PgTables if i.kind == ItemKind::Table => {
+                            Some(vec![s(&sc.name), s(&i.name)])
                         }
-                    })
-                    .collect()
-            }
-            "information_schema.schemata" => schemas
+                        Builtin::PgViews if i.kind == ItemKind::View => {
+                            Some(vec![s(&sc.name), s(&i.name), s(&i.create_sql)])
+                        }
+                        Builtin::Tables
+                            if matches!(
+                                i.kind,
+                                ItemKind::Table | ItemKind::View | ItemKind::MaterializedView
+                            ) =>
+                        {
+                            Some(vec![
+                                s(&self.database),
+                                s(&sc.name),
+                                s(&i.name),
+                                s(if i.kind == ItemKind::Table {
+                                    "BASE TABLE"
+                                } else {
+                                    "VIEW"
+                                }),
+                            ])
+                        }
+                        _ => None,
+                    }
+                })
+                .collect(),
+            Builtin::Schemata => schemas
                 .iter()
                 .map(|sc| vec![s(&self.database), s(&sc.name)])
                 .chain(SYSTEM_SCHEMAS.iter().map(|n| vec![s(&self.database), s(n)]))
                 .collect(),
-            "information_schema.columns" => self
+            Builtin::Columns => self
                 .catalog
                 .items()
                 // Index rows are not columns of a relation.
@@ -302,11 +300,6 @@ impl QueryReader {
                         .collect::<Vec<_>>()
                 })
                 .collect(),
-            other => {
-                return Err(DataFusionError::Plan(format!(
-                    "relation \"{other}\" does not exist"
-                )));
-            }
         })
     }
 }
@@ -338,12 +331,9 @@ impl CollectionReader for QueryReader {
         })
     }
 
-    fn system_table(&self, qualified_name: &str) -> DfResult<Vec<RecordBatch>> {
-        let rel = builtins::lookup_qualified(qualified_name).ok_or_else(|| {
-            DataFusionError::Plan(format!("relation \"{qualified_name}\" does not exist"))
-        })?;
-        let rows = self.rows(qualified_name)?;
-        let desc = rel.desc();
+    fn builtin_rows(&self, builtin: Builtin) -> DfResult<Vec<RecordBatch>> {
+        let rows = self.rows(builtin)?;
+        let desc = builtin.relation().desc();
         let columns = desc
             .columns
             .iter()

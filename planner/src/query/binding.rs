@@ -12,12 +12,15 @@ use arrow::array::RecordBatch;
 use datafusion::common::{Result as DfResult, plan_datafusion_err};
 use freshet_repr::{GlobalId, Timestamp};
 
+use crate::builtins::Builtin;
+
 /// Reads collections and built-in relations for a query.
 pub trait CollectionReader: Send + Sync + fmt::Debug {
     /// The consolidated contents of a collection at `as_of`.
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>>;
-    /// The rows of a built-in relation (`schema.name`).
-    fn system_table(&self, qualified_name: &str) -> DfResult<Vec<RecordBatch>>;
+    /// The rows of a built-in relation, as the query's catalog version and
+    /// the system's state show it.
+    fn builtin_rows(&self, builtin: Builtin) -> DfResult<Vec<RecordBatch>>;
     /// The rows index `index` holds at `as_of`.
     fn index_rows(&self, index: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>>;
 }

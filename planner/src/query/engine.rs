@@ -10,7 +10,9 @@ use datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingF
 use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
 use datafusion::prelude::SessionConfig;
 
-use crate::rewrites::rules::{CheckedIntegerArithmetic, PostgresTextCasts, SumBigintAsNumeric};
+use crate::rewrites::checked_arithmetic::CheckedIntegerArithmetic;
+use crate::rewrites::sum_bigint_as_numeric::SumBigintAsNumeric;
+use crate::rewrites::text_casts::PostgresTextCasts;
 
 /// A DataFusion session configured for Postgres semantics.
 pub fn new_session_state(target_partitions: usize) -> SessionState {

@@ -33,7 +33,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 use freshet_catalog::{ItemDetails, ItemKind};
 use freshet_repr::GlobalId;
 
-use crate::builtins::SystemRelation;
+use crate::builtins::{Builtin, BuiltinRelation};
 pub use crate::query::binding::{CollectionReader, QueryBinding, ReadContext};
 use crate::query::resolve::{NameResolver, ROWS_SCHEMA, Resolved, parse_id_form};
 
@@ -51,8 +51,8 @@ fn partitions(batches: Vec<RecordBatch>, n: usize) -> Vec<Vec<RecordBatch>> {
 enum Contents {
     /// A table, materialized view or source, from storage at the query's time.
     Collection(GlobalId),
-    /// A built-in relation, by qualified name.
-    System(String),
+    /// A built-in relation.
+    Builtin(Builtin),
     /// An indexed view, read from its index (by the index's id), with
     /// the storage collections behind the view.
     Index(GlobalId, Vec<GlobalId>),
@@ -99,7 +99,7 @@ impl BoundTable {
                     .map(|b| Ok(b.with_schema(Arc::clone(&self.schema))?))
                     .collect()
             }
-            Contents::System(name) => self.binding.read()?.reader.system_table(name),
+            Contents::Builtin(builtin) => self.binding.read()?.reader.builtin_rows(*builtin),
             Contents::Index(index, _) => {
                 let read = self.binding.read()?;
                 read.reader
@@ -128,7 +128,7 @@ impl TableProvider for BoundTable {
     fn table_type(&self) -> TableType {
         match self.contents {
             Contents::Collection(_) | Contents::Index(..) => TableType::Base,
-            Contents::System(_) => TableType::View,
+            Contents::Builtin(_) => TableType::View,
             Contents::WrittenRows => TableType::Temporary,
         }
     }
@@ -233,12 +233,12 @@ impl<'a> PlanningContext<'a> {
             };
             crate::rewrites::set_all::rewrite(&output_names, q)?;
         }
-        crate::rewrites::pgsql::check_supported(&stmt)?;
-        crate::rewrites::pgsql::rewrite_quantified(&mut stmt)?;
-        crate::rewrites::pgsql::type_integer_literals(&mut stmt);
+        crate::rewrites::unsupported_constructs::check_supported(&stmt)?;
+        crate::rewrites::quantified_subqueries::rewrite_quantified(&mut stmt)?;
+        crate::rewrites::integer_literals::type_integer_literals(&mut stmt);
         match self.sql_to_rel().sql_statement_to_plan(stmt.clone()) {
             Err(e) if e.to_string().contains("unique expression names") => {
-                crate::rewrites::pgsql::alias_unnamed_items(&mut stmt);
+                crate::rewrites::unnamed_select_items::alias_unnamed_items(&mut stmt);
                 Ok(self.sql_to_rel().sql_statement_to_plan(stmt)?)
             }
             other => Ok(other?),
@@ -508,9 +508,9 @@ impl ContextProvider for PlanningContext<'_> {
 }
 
 impl PlanningContext<'_> {
-    fn system_source(&self, rel: &'static SystemRelation) -> Arc<dyn TableSource> {
+    fn system_source(&self, rel: &'static BuiltinRelation) -> Arc<dyn TableSource> {
         provider_as_source(Arc::new(BoundTable {
-            contents: Contents::System(rel.qualified_name()),
+            contents: Contents::Builtin(rel.id),
             schema: rel.desc().arrow_schema(),
             defaults: HashMap::new(),
             binding: Arc::clone(&self.binding),

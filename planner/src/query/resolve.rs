@@ -16,7 +16,7 @@ use datafusion::sql::sqlparser::ast::{
 use freshet_catalog::{CatalogState, Database, Item, ItemKind, Schema};
 use freshet_repr::GlobalId;
 
-use crate::builtins::{self, SYSTEM_SCHEMAS, SystemRelation};
+use crate::builtins::{self, BuiltinRelation, SYSTEM_SCHEMAS};
 use crate::error::{PlanError, Result};
 use crate::parser::{normalize_ident, normalize_name, quote_if_needed};
 
@@ -45,7 +45,7 @@ pub enum Resolved {
     /// A catalog item.
     Item(GlobalId),
     /// A built-in relation.
-    System(&'static SystemRelation),
+    System(&'static BuiltinRelation),
 }
 
 /// An id-form object name for a catalog item.
@@ -56,7 +56,7 @@ pub fn id_name(id: GlobalId) -> ObjectName {
     ])
 }
 
-fn sys_name(rel: &SystemRelation) -> ObjectName {
+fn sys_name(rel: &BuiltinRelation) -> ObjectName {
     ObjectName(vec![
         ObjectNamePart::Identifier(Ident::with_quote('"', SYS_SCHEMA)),
         ObjectNamePart::Identifier(Ident::with_quote('"', rel.qualified_name())),

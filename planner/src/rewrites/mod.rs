@@ -1,11 +1,27 @@
 //! Postgres rewrites: the rules that give DataFusion plans Postgres
 //! semantics where DataFusion differs, one rule per file, each named for
 //! what it rewrites.
+//!
+//! On the statement's AST, before DataFusion plans it (in this order, see
+//! [`crate::query::provider::PlanningContext::plan_sql_statement`]):
+//! [`long_chains`], [`set_all`], [`unsupported_constructs`],
+//! [`quantified_subqueries`], [`integer_literals`], and
+//! [`unnamed_select_items`] when DataFusion refuses repeated names.
+//! [`literal_sets`] plans long `IN` lists as one set.
+//!
+//! On DataFusion's logical plan, as analyzer rules the session state
+//! installs ([`crate::query::engine`]): [`checked_arithmetic`],
+//! [`text_casts`], [`sum_bigint_as_numeric`]; and [`long_chains`]'
+//! optimizer rules.
 
 pub mod checked_arithmetic;
 pub(crate) mod expr_rewrite;
+pub mod integer_literals;
 pub mod literal_sets;
 pub mod long_chains;
-pub mod pgsql;
-pub mod rules;
+pub mod quantified_subqueries;
 pub mod set_all;
+pub mod sum_bigint_as_numeric;
+pub mod text_casts;
+pub mod unnamed_select_items;
+pub mod unsupported_constructs;

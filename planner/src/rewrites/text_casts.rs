@@ -1,18 +1,15 @@
-//! Analyzer rules and functions that give DataFusion plans Postgres
-//! semantics where DataFusion differs.
-//!
-//! * Integer arithmetic that raises 22003 instead of wrapping lives in
-//!   [`crate::rewrites::checked_arithmetic`]; it is re-exported here with the other
-//!   rules the session state installs.
+//! Casts from text as Postgres parses them where Arrow differs: `bytea`
+//! (the `\\x` hex and escape formats), `uuid` and `jsonb` canonical forms,
+//! timestamps with Postgres's rounding and precision, and numeric to
+//! integer rounding half away from zero.
 
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::Transformed;
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::expr_rewriter::NamePreserver;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
     Signature, Volatility,
@@ -23,8 +20,6 @@ use freshet_repr::sqlstate;
 use crate::rewrites::checked_arithmetic::is_int;
 use crate::rewrites::expr_rewrite::rewrite_expressions_up;
 use crate::udf;
-
-pub use crate::rewrites::checked_arithmetic::CheckedIntegerArithmetic;
 
 /// Casts from text that Postgres parses differently from Arrow: text to
 /// `bytea` reads the `\x` hex and escape formats instead of taking the
@@ -445,54 +440,5 @@ impl ScalarUDFImpl for TimestampIn {
             out
         };
         udf::to_columnar(udf::array(out), udf::all_scalar(&args))
-    }
-}
-
-/// `sum` of `bigint` (and of `smallint`/`integer` promoted to `bigint`)
-/// returns `numeric` in Postgres, so it cannot overflow; DataFusion sums
-/// into `bigint` and wraps. Runs before type coercion: the argument is cast
-/// to `numeric(38,0)` and every schema above is recomputed.
-#[derive(Debug, Default)]
-pub struct SumBigintAsNumeric;
-
-impl AnalyzerRule for SumBigintAsNumeric {
-    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
-        use datafusion::logical_expr::expr::AggregateFunction;
-        let out = plan.transform_up_with_subqueries(|node| {
-            let mut schema = DFSchema::empty();
-            for input in node.inputs() {
-                schema.merge(input.schema());
-            }
-            let preserver = NamePreserver::new(&node);
-            let t = node.map_expressions(|e| {
-                let saved = preserver.save(&e);
-                Ok(e.transform_up(|e| match e {
-                    Expr::AggregateFunction(AggregateFunction { func, mut params })
-                        if func.name() == "sum"
-                            && params.args.len() == 1
-                            && matches!(params.args[0].get_type(&schema), Ok(DataType::Int64)) =>
-                    {
-                        params.args[0] = params.args[0]
-                            .clone()
-                            .cast_to(&DataType::Decimal128(38, 0), &schema)?;
-                        Ok(Transformed::yes(Expr::AggregateFunction(
-                            AggregateFunction { func, params },
-                        )))
-                    }
-                    other => Ok(Transformed::no(other)),
-                })?
-                .update_data(|e| saved.restore(e)))
-            })?;
-            let changed = t.transformed;
-            Ok(Transformed::new_transformed(
-                t.data.recompute_schema()?,
-                changed,
-            ))
-        })?;
-        Ok(out.data)
-    }
-
-    fn name(&self) -> &str {
-        "freshet_sum_bigint_as_numeric"
     }
 }
