@@ -282,6 +282,15 @@ fn storage_code(e: &StorageError) -> &'static str {
     }
 }
 
+/// The message of a caught panic, when it carries one.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,13 +320,4 @@ mod tests {
             )
         );
     }
-}
-
-/// The message of a caught panic, when it carries one.
-pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
 }
