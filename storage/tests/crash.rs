@@ -114,6 +114,10 @@ fn main() {
 
         let s = open(dir.path(), fast_config(dir.path()));
         let ts = s.read_ts();
+        // Hold both tables at `ts` while reading them, as every reader
+        // must: counting A's rows can take longer than the tables' read
+        // policy lets their since lag behind the advancing upper.
+        let _holds = [A, B].map(|id| s.acquire_read_hold(id, ts).unwrap());
         let a = counts(&s.snapshot(A, ts).unwrap());
         let b = counts(&s.snapshot(B, ts).unwrap());
         for id in &all_acked {

@@ -1,0 +1,73 @@
+//! The simple query protocol.
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+use freshet_planner::parser::parse;
+use futures::sink::Sink;
+use pgwire::api::portal::Format;
+use pgwire::api::query::SimpleQueryHandler;
+use pgwire::api::results::Response;
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::PgWireBackendMessage;
+
+use super::{FreshetHandler, session_slot};
+use crate::coordinator::ExecuteResponse;
+use crate::error::AdapterError;
+use crate::session::TxnStatus;
+
+#[async_trait]
+impl SimpleQueryHandler for FreshetHandler {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let slot = session_slot(client)?;
+        let mut session = slot.0.lock().await;
+        let stmts = match parse(query) {
+            Ok(s) => s,
+            Err(e) => {
+                if session.status == TxnStatus::InBlock {
+                    session.status = TxnStatus::Failed;
+                }
+                return Ok(vec![Response::Error(Box::new(
+                    AdapterError::Plan(e).to_error_info(),
+                ))]);
+            }
+        };
+        if stmts.is_empty() {
+            return Ok(vec![Response::EmptyQuery]);
+        }
+        let mut responses = Vec::with_capacity(stmts.len());
+        for stmt in &stmts {
+            match self.run(client, &mut session, stmt, None).await {
+                Ok(resp) => {
+                    let copy_in = matches!(resp, ExecuteResponse::CopyIn { .. });
+                    let response = self
+                        .respond(client, &session, resp, &Format::UnifiedText)
+                        .await?;
+                    let failed = matches!(response, Response::Error(_));
+                    responses.push(response);
+                    if failed {
+                        break;
+                    }
+                    if copy_in {
+                        // The rest of the query string waits for the COPY data,
+                        // which this protocol flow cannot interleave.
+                        break;
+                    }
+                }
+                Err(e) => {
+                    responses.push(Response::Error(Box::new(e.to_error_info())));
+                    break;
+                }
+            }
+        }
+        Ok(responses)
+    }
+}
