@@ -44,7 +44,22 @@ pub enum Builtin {
     Tables,
     /// `information_schema.columns`
     Columns,
+    /// `pg_catalog.pg_am`
+    PgAm,
+    /// `pg_catalog.pg_index`
+    PgIndex,
 }
+
+/// The oid of the one role Freshet has, which owns every object: Postgres's
+/// bootstrap superuser's oid, so `pg_get_userbyid(relowner)` names it.
+pub const BUILTIN_OWNER_OID: u32 = 10;
+
+/// The access method oids `pg_class.relam` reports: Postgres's `heap` for
+/// tables and materialized views (Freshet's shards), `btree` for indexes
+/// (Freshet's arrangements), so tools that expect the defaults read them.
+pub const HEAP_AM_OID: u32 = 2;
+/// See [`HEAP_AM_OID`].
+pub const BTREE_AM_OID: u32 = 403;
 
 impl Builtin {
     /// Its description.
@@ -83,6 +98,8 @@ pub enum SysType {
     Bool,
     /// `numeric` (timestamps: they exceed what clients expect of int8 text)
     Numeric,
+    /// `text[]`
+    TextArray,
 }
 
 impl SysType {
@@ -97,11 +114,18 @@ impl SysType {
             SysType::Numeric => PgType::Numeric {
                 typmod: Some((20, 0)),
             },
+            SysType::TextArray => PgType::Array(Box::new(PgType::Text)),
         }
     }
 }
 
 impl BuiltinRelation {
+    /// Its oid in `pg_class`: fixed by its position, below every user
+    /// object's.
+    pub fn oid(&self) -> u32 {
+        1000 + self.id as u32
+    }
+
     /// `schema.name`.
     pub fn qualified_name(&self) -> String {
         format!("{}.{}", self.schema, self.name)
@@ -191,7 +215,17 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         id: Builtin::PgDatabase,
         schema: "pg_catalog",
         name: "pg_database",
-        columns: &[("oid", Oid), ("datname", Text)],
+        columns: &[
+            ("oid", Oid),
+            ("datname", Text),
+            ("datdba", Oid),
+            ("encoding", Int4),
+            ("datcollate", Text),
+            ("datctype", Text),
+            ("daticulocale", Text),
+            ("datlocprovider", Text),
+            ("datacl", TextArray),
+        ],
     },
     BuiltinRelation {
         id: Builtin::PgClass,
@@ -203,6 +237,8 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("relnamespace", Oid),
             ("relkind", Text),
             ("relnatts", Int2),
+            ("relowner", Oid),
+            ("relam", Oid),
         ],
     },
     BuiltinRelation {
@@ -271,6 +307,24 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("column_default", Text),
             ("is_nullable", Text),
             ("data_type", Text),
+        ],
+    },
+    BuiltinRelation {
+        id: Builtin::PgAm,
+        schema: "pg_catalog",
+        name: "pg_am",
+        columns: &[("oid", Oid), ("amname", Text), ("amtype", Text)],
+    },
+    BuiltinRelation {
+        id: Builtin::PgIndex,
+        schema: "pg_catalog",
+        name: "pg_index",
+        columns: &[
+            ("indexrelid", Oid),
+            ("indrelid", Oid),
+            ("indnatts", Int2),
+            ("indisunique", Bool),
+            ("indisprimary", Bool),
         ],
     },
 ];

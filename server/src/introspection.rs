@@ -7,7 +7,9 @@ use datafusion::common::{DataFusionError, Result as DfResult};
 use freshet_catalog::{CatalogState, ItemKind};
 use freshet_compute::output::{CheckedSnapshotError, checked_snapshot};
 use freshet_planner::CollectionReader;
-use freshet_planner::builtins::{BUILTINS, Builtin, SYSTEM_SCHEMAS};
+use freshet_planner::builtins::{
+    BTREE_AM_OID, BUILTIN_OWNER_OID, BUILTINS, Builtin, HEAP_AM_OID, SYSTEM_SCHEMAS,
+};
 use freshet_repr::{GlobalId, PgType, Timestamp};
 use freshet_storage::{CollectionKind, Storage};
 
@@ -48,6 +50,16 @@ fn relkind(kind: ItemKind) -> &'static str {
         ItemKind::Index => "i",
         ItemKind::Source => "r",
         ItemKind::Sink => "r",
+    }
+}
+
+/// `pg_class.relam`: the access method Postgres would show (views have
+/// none).
+fn relam(kind: ItemKind) -> u32 {
+    match kind {
+        ItemKind::View => 0,
+        ItemKind::Index => BTREE_AM_OID,
+        _ => HEAP_AM_OID,
     }
 }
 
@@ -172,7 +184,19 @@ impl QueryReader {
             Builtin::PgDatabase => self
                 .catalog
                 .databases()
-                .map(|d| vec![Some(d.oid.to_string()), s(&d.name)])
+                .map(|d| {
+                    vec![
+                        Some(d.oid.to_string()),
+                        s(&d.name),
+                        Some(BUILTIN_OWNER_OID.to_string()),
+                        Some(freshet_planner::query::functions::UTF8_ENCODING.to_string()),
+                        s("C"),
+                        s("C"),
+                        None,
+                        s("c"),
+                        None,
+                    ]
+                })
                 .collect(),
             Builtin::PgClass => {
                 let mut rows: Vec<Row> = self
@@ -186,16 +210,20 @@ impl QueryReader {
                             Some(sc.oid.to_string()),
                             s(relkind(i.kind)),
                             Some(i.desc.as_ref().map_or(0, |d| d.arity()).to_string()),
+                            Some(BUILTIN_OWNER_OID.to_string()),
+                            Some(relam(i.kind).to_string()),
                         ])
                     })
                     .collect();
-                for (n, rel) in BUILTINS.iter().enumerate() {
+                for rel in BUILTINS {
                     rows.push(vec![
-                        Some((1000 + n).to_string()),
+                        Some(rel.oid().to_string()),
                         s(rel.name),
                         Some(system_schema_oid(rel.schema).to_string()),
                         s("v"),
                         Some(rel.columns.len().to_string()),
+                        Some(BUILTIN_OWNER_OID.to_string()),
+                        Some("0".into()),
                     ]);
                 }
                 rows
@@ -264,6 +292,25 @@ impl QueryReader {
                         }
                         _ => None,
                     }
+                })
+                .collect(),
+            Builtin::PgAm => vec![
+                vec![Some(HEAP_AM_OID.to_string()), s("heap"), s("t")],
+                vec![Some(BTREE_AM_OID.to_string()), s("btree"), s("i")],
+            ],
+            Builtin::PgIndex => self
+                .catalog
+                .items()
+                .filter(|i| in_db(i.schema_id).is_some())
+                .filter_map(|i| match &i.details {
+                    freshet_catalog::ItemDetails::Index { on, keys, .. } => Some(vec![
+                        Some(i.oid.to_string()),
+                        self.catalog.get_item(*on).ok().map(|on| on.oid.to_string()),
+                        Some(keys.len().to_string()),
+                        s("false"),
+                        s("false"),
+                    ]),
+                    _ => None,
                 })
                 .collect(),
             Builtin::Schemata => schemas

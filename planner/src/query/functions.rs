@@ -19,7 +19,50 @@ pub fn all() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(Mod {
             signature: Signature::user_defined(Volatility::Immutable),
         })),
+        Arc::new(ScalarUDF::new_from_impl(EncodingToChar {
+            signature: Signature::any(1, Volatility::Immutable),
+        })),
     ]
+}
+
+/// `pg_encoding_to_char(encoding)`: the name of an encoding number. Freshet
+/// stores and speaks only UTF-8 (Postgres's number 6); other numbers have
+/// no name, which Postgres answers with an empty string.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct EncodingToChar {
+    signature: Signature,
+}
+
+/// Postgres's number for UTF-8 (`pg_database.encoding`).
+pub const UTF8_ENCODING: i64 = 6;
+
+impl ScalarUDFImpl for EncodingToChar {
+    fn name(&self) -> &str {
+        "pg_encoding_to_char"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = crate::udf::all_scalar(&args);
+        let input = crate::udf::arg_array(&args, 0)?;
+        let numbers = arrow::compute::cast(&input, &DataType::Int64)?;
+        let numbers = numbers
+            .as_any()
+            .downcast_ref::<arrow::array::Int64Array>()
+            .expect("cast to Int64 gives an Int64Array");
+        let names: arrow::array::StringArray = numbers
+            .iter()
+            .map(|n| n.map(|n| if n == UTF8_ENCODING { "UTF8" } else { "" }))
+            .collect();
+        crate::udf::to_columnar(Arc::new(names), scalar)
+    }
 }
 
 /// `ceil`, `floor` and `trunc` that return `numeric` with scale 0 for

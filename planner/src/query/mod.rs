@@ -3,6 +3,7 @@
 //! timestamp, Freshet's functions, and the session state with its rules.
 
 pub mod binding;
+pub mod catalog_functions;
 pub mod engine;
 pub mod functions;
 pub mod provider;

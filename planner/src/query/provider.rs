@@ -454,6 +454,11 @@ impl ContextProvider for PlanningContext<'_> {
     }
 
     fn get_function_meta(&self, name: &str) -> Option<Arc<ScalarUDF>> {
+        // Every function is in pg_catalog, which tools name explicitly.
+        let name = name.strip_prefix("pg_catalog.").unwrap_or(name);
+        if let Some(f) = crate::query::catalog_functions::catalog_function(name, &self.resolver) {
+            return Some(f);
+        }
         if name == "mz_now" {
             return Some(crate::query::functions::MzNow::udf(Arc::clone(
                 &self.binding,
@@ -467,6 +472,7 @@ impl ContextProvider for PlanningContext<'_> {
     }
 
     fn get_aggregate_meta(&self, name: &str) -> Option<Arc<AggregateUDF>> {
+        let name = name.strip_prefix("pg_catalog.").unwrap_or(name);
         self.state.aggregate_functions().get(name).cloned()
     }
 

@@ -4,8 +4,8 @@
 //! statement under `ON_ERROR_STOP` must stop the script with exit code 3.
 //!
 //! psql is `/usr/bin/psql` (or `$FRESHET_PSQL`); the tests fail when it is
-//! missing. psql's catalog meta-commands (`\d`, `\dt`, `\l`) are not used:
-//! Freshet does not serve the catalog queries behind them.
+//! missing. psql's listing meta-commands (`\d`, `\dt`, `\dv`, `\dm`, `\di`,
+//! `\dn`, `\l`) must list what the session sees, from `pg_catalog`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -337,4 +337,86 @@ fn psql_on_error_stop_exits_with_code_3() {
     );
     continued.assert_stdout_contains(" step  \n-------\n after\n(1 row)\n");
     assert!(continued.stderr.contains("ERROR:  division by zero"));
+}
+
+/// psql's listing meta-commands read `pg_catalog` (`pg_class`,
+/// `pg_namespace`, `pg_am`, `pg_index`, `pg_database`) and call
+/// `pg_table_is_visible`, `pg_get_userbyid` and `pg_encoding_to_char`;
+/// each must list what the session can see, as PostgreSQL 15 prints it.
+#[test]
+fn psql_lists_relations_schemas_and_databases() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("create a temp dir for psql files");
+    let script = write_file(
+        dir.path(),
+        "list.sql",
+        &block(&[
+            "CREATE TABLE orders (id int PRIMARY KEY, customer text, amount int);",
+            "CREATE VIEW big_orders AS SELECT id, amount FROM orders WHERE amount > 100;",
+            "CREATE MATERIALIZED VIEW totals AS SELECT customer, sum(amount) AS total FROM orders GROUP BY customer;",
+            "CREATE INDEX totals_customer ON totals (customer);",
+            "CREATE SCHEMA hidden;",
+            "CREATE TABLE hidden.elsewhere (x int);",
+            "\\d",
+            "\\dt",
+            "\\dv",
+            "\\dm",
+            "\\di",
+            "\\dn",
+            "\\l",
+        ]),
+    );
+    let run = run_psql(&server, dir.path(), &script, true);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "psql failed\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(run.stderr, "", "psql wrote to stderr");
+    // A table outside the search path is not listed (pg_table_is_visible).
+    run.assert_stdout_contains(&block(&[
+        " Schema |    Name    |       Type        |  Owner  ",
+        "--------+------------+-------------------+---------",
+        " public | big_orders | view              | freshet",
+        " public | orders     | table             | freshet",
+        " public | totals     | materialized view | freshet",
+        "(3 rows)",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        " Schema |  Name  | Type  |  Owner  ",
+        "--------+--------+-------+---------",
+        " public | orders | table | freshet",
+        "(1 row)",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        " Schema |    Name    | Type |  Owner  ",
+        "--------+------------+------+---------",
+        " public | big_orders | view | freshet",
+        "(1 row)",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        " Schema |  Name  |       Type        |  Owner  ",
+        "--------+--------+-------------------+---------",
+        " public | totals | materialized view | freshet",
+        "(1 row)",
+    ]));
+    run.assert_stdout_contains(&block(&[
+        " Schema |      Name       | Type  |  Owner  | Table  ",
+        "--------+-----------------+-------+---------+--------",
+        " public | totals_customer | index | freshet | totals",
+        "(1 row)",
+    ]));
+    // psql hides `pg_*` and `information_schema`; Freshet's introspection
+    // schema is listed, as it can be queried.
+    run.assert_stdout_contains(&block(&[
+        "       Name       |  Owner  ",
+        "------------------+---------",
+        " freshet_internal | freshet",
+        " hidden           | freshet",
+        " public           | freshet",
+        "(3 rows)",
+    ]));
+    run.assert_stdout_contains("| freshet | UTF8     | C       | C     | ");
 }
