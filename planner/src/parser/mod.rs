@@ -38,8 +38,8 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
         .with_unescape(true)
         .tokenize_with_location()
         .map_err(|e| parse_error(sql, e.into()))?;
-    crate::parser::complexity::check_expression_depth(&tokens)?;
-    crate::parser::complexity::check_parameters(&tokens)?;
+    complexity::check_expression_depth(&tokens)?;
+    complexity::check_parameters(&tokens)?;
     let mut parser = Parser::new(&dialect)
         .with_recursion_limit(RECURSION_LIMIT)
         .with_tokens_with_locations(tokens);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, StringArray, UInt32Array};
 use arrow::datatypes::DataType;
-use datafusion::common::Result;
+use datafusion::common::{Result, internal_datafusion_err};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
@@ -22,22 +22,15 @@ use crate::udf;
 /// The catalog function `name` (unqualified), bound to what `resolver`
 /// sees, if `name` is one.
 pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<ScalarUDF>> {
-    let (name, answer) = match name {
-        "pg_table_is_visible" => (
-            "pg_table_is_visible",
-            Answer::Visible(Arc::new(visible_relations(resolver))),
-        ),
-        "pg_get_userbyid" => (
-            "pg_get_userbyid",
-            Answer::User(Arc::new(HashMap::from([(
-                BUILTIN_OWNER_OID,
-                resolver.session.user.clone(),
-            )]))),
-        ),
+    let answer = match name {
+        "pg_table_is_visible" => Answer::Visible(Arc::new(visible_relations(resolver))),
+        "pg_get_userbyid" => Answer::User(Arc::new(HashMap::from([(
+            BUILTIN_OWNER_OID,
+            resolver.session.user.clone(),
+        )]))),
         _ => return None,
     };
     Some(Arc::new(ScalarUDF::new_from_impl(OidFunction {
-        name,
         answer,
         signature: Signature::any(1, Volatility::Stable),
     })))
@@ -79,22 +72,29 @@ enum Answer {
     User(Arc<HashMap<u32, String>>),
 }
 
+impl Answer {
+    fn name(&self) -> &'static str {
+        match self {
+            Answer::Visible(_) => "pg_table_is_visible",
+            Answer::User(_) => "pg_get_userbyid",
+        }
+    }
+}
+
 /// A function of one oid, answered from a table fixed at planning.
 #[derive(Debug)]
 struct OidFunction {
-    name: &'static str,
     answer: Answer,
     signature: Signature,
 }
 
 impl PartialEq for OidFunction {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-            && match (&self.answer, &other.answer) {
-                (Answer::Visible(a), Answer::Visible(b)) => Arc::ptr_eq(a, b),
-                (Answer::User(a), Answer::User(b)) => Arc::ptr_eq(a, b),
-                _ => false,
-            }
+        match (&self.answer, &other.answer) {
+            (Answer::Visible(a), Answer::Visible(b)) => Arc::ptr_eq(a, b),
+            (Answer::User(a), Answer::User(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 }
 
@@ -102,13 +102,13 @@ impl Eq for OidFunction {}
 
 impl std::hash::Hash for OidFunction {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name.hash(state)
+        self.answer.name().hash(state)
     }
 }
 
 impl ScalarUDFImpl for OidFunction {
     fn name(&self) -> &str {
-        self.name
+        self.answer.name()
     }
 
     fn signature(&self) -> &Signature {
@@ -131,7 +131,7 @@ impl ScalarUDFImpl for OidFunction {
         let oids = oids
             .as_any()
             .downcast_ref::<UInt32Array>()
-            .expect("cast to UInt32 gives a UInt32Array");
+            .ok_or_else(|| internal_datafusion_err!("{}: oids not cast to UInt32", self.name()))?;
         let out: ArrayRef = match &self.answer {
             Answer::Visible(visible) => Arc::new(
                 oids.iter()

@@ -56,7 +56,11 @@ impl ScalarUDFImpl for EncodingToChar {
         let numbers = numbers
             .as_any()
             .downcast_ref::<arrow::array::Int64Array>()
-            .expect("cast to Int64 gives an Int64Array");
+            .ok_or_else(|| {
+                datafusion::common::internal_datafusion_err!(
+                    "pg_encoding_to_char: numbers not cast to Int64"
+                )
+            })?;
         let names: arrow::array::StringArray = numbers
             .iter()
             .map(|n| n.map(|n| if n == UTF8_ENCODING { "UTF8" } else { "" }))

@@ -477,6 +477,7 @@ impl ContextProvider for PlanningContext<'_> {
     }
 
     fn get_window_meta(&self, name: &str) -> Option<Arc<WindowUDF>> {
+        let name = name.strip_prefix("pg_catalog.").unwrap_or(name);
         self.state.window_functions().get(name).cloned()
     }
 

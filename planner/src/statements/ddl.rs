@@ -289,13 +289,9 @@ pub fn table_sql(
     )
 }
 
-/// `CREATE [OR REPLACE] VIEW`.
+/// `CREATE [OR REPLACE] VIEW` (the dispatcher sends materialized views to
+/// [`crate::statements::materialized`]).
 pub fn create_view(cx: &StatementContext, cv: &CreateView) -> Result<Plan> {
-    if cv.materialized {
-        return Err(PlanError::Internal(
-            "materialized views are planned by statements::materialized".into(),
-        ));
-    }
     if cv.temporary {
         return Err(PlanError::unsupported("CREATE TEMPORARY VIEW"));
     }
