@@ -160,6 +160,32 @@ impl PgType {
         }
     }
 
+    /// The type with this oid and `atttypmod` (-1: none), as
+    /// `format_type` and catalog readers resolve it; `None` for an oid
+    /// Freshet has no type for.
+    pub fn from_oid(oid: u32, typmod: i32) -> Option<PgType> {
+        let scalar = |oid: u32| PgType::scalar_types().into_iter().find(|t| t.oid() == oid);
+        let with_typmod = |t: PgType| match t {
+            PgType::Varchar { .. } if typmod > 4 => PgType::Varchar {
+                max_len: Some((typmod - 4) as u32),
+            },
+            PgType::Char { .. } if typmod > 4 => PgType::Char {
+                len: Some((typmod - 4) as u32),
+            },
+            PgType::Numeric { .. } if typmod > 4 => PgType::Numeric {
+                typmod: Some((((typmod - 4) >> 16) as u8, ((typmod - 4) & 0xffff) as i8)),
+            },
+            other => other,
+        };
+        if let Some(t) = scalar(oid) {
+            return Some(with_typmod(t));
+        }
+        PgType::scalar_types()
+            .into_iter()
+            .find(|t| PgType::Array(Box::new(t.clone())).oid() == oid)
+            .map(|elem| PgType::Array(Box::new(with_typmod(elem))))
+    }
+
     /// The `atttypmod` Postgres reports for the type, or -1.
     pub fn typmod(&self) -> i32 {
         match self {

@@ -16,6 +16,18 @@ pub fn pg_type_of(data_type: &ast::DataType) -> Result<PgType, TypeError> {
     parse_type_text(&text)
 }
 
+/// The Postgres type a type name denotes (`to_regtype`, `'int4'::regtype`):
+/// SQL spellings, internal names, `pg_catalog.`-qualified or quoted.
+pub fn parse_type_name(text: &str) -> Result<PgType, TypeError> {
+    let text = text.trim().to_lowercase();
+    let text = text.strip_prefix("pg_catalog.").unwrap_or(&text);
+    let text = text.trim_matches('"');
+    if let Some(elem) = text.strip_prefix('_') {
+        return Ok(PgType::Array(Box::new(parse_type_text(elem)?)));
+    }
+    parse_type_text(text)
+}
+
 fn parse_type_text(text: &str) -> Result<PgType, TypeError> {
     let text = text.trim();
     if let Some(elem) = text.strip_suffix("[]") {

@@ -1,39 +1,173 @@
 //! Postgres's catalog inquiry functions that tools call on `pg_catalog`
-//! rows: psql's `\d` asks `pg_table_is_visible(c.oid)` and
-//! `pg_get_userbyid(c.relowner)`. Each is answered from the catalog
-//! version and the session a statement is planned against, fixed into the
-//! function when the statement is planned (as a Postgres snapshot fixes
-//! what the catalog looks like to one statement).
+//! rows: psql's `\d` asks `pg_table_is_visible(c.oid)`,
+//! `pg_get_userbyid(c.relowner)`, `pg_get_indexdef(...)`; GUI tools and
+//! ORMs ask `current_schemas(true)` and the `reg*` output functions. Each
+//! is answered from the catalog version and the session a statement is
+//! planned against, fixed into the function when the statement is planned
+//! (as a Postgres snapshot fixes what the catalog looks like to one
+//! statement).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, StringArray, UInt32Array};
-use arrow::datatypes::DataType;
-use datafusion::common::{Result, internal_datafusion_err};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-};
+use arrow::array::{ArrayRef, BooleanArray, ListArray, StringArray};
+use arrow::datatypes::{DataType, Field};
+use datafusion::logical_expr::ScalarUDF;
+use freshet_catalog::{ItemDetails, ItemKind};
 
-use crate::builtins::{BUILTIN_OWNER_OID, BUILTINS};
+use crate::builtins::keys::{index_keys, key_constraints};
+use crate::builtins::{BUILTIN_OWNER_OID, BUILTINS, SYSTEM_SCHEMAS, system_schema_oid};
+use crate::parser::quote_if_needed;
+use crate::query::bound_function::{BoundFunction, ints, oids, rows};
 use crate::query::resolve::NameResolver;
-use crate::udf;
 
 /// The catalog function `name` (unqualified), bound to what `resolver`
 /// sees, if `name` is one.
 pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<ScalarUDF>> {
-    let answer = match name {
-        "pg_table_is_visible" => Answer::Visible(Arc::new(visible_relations(resolver))),
-        "pg_get_userbyid" => Answer::User(Arc::new(HashMap::from([(
-            BUILTIN_OWNER_OID,
-            resolver.session.user.clone(),
-        )]))),
+    Some(match name {
+        "pg_table_is_visible" => {
+            let visible = visible_relations(resolver);
+            BoundFunction::udf(name_of(name)?, &[1], DataType::Boolean, move |args| {
+                let out: BooleanArray = oids(args, 0)?
+                    .into_iter()
+                    .map(|o| o.map(|o| visible.contains(&o)))
+                    .collect();
+                Ok(Arc::new(out))
+            })
+        }
+        "pg_get_userbyid" => {
+            let user = resolver.session.user.clone();
+            BoundFunction::udf(name_of(name)?, &[1], DataType::Utf8, move |args| {
+                let out: StringArray = oids(args, 0)?
+                    .into_iter()
+                    .map(|o| {
+                        o.map(|o| match o {
+                            BUILTIN_OWNER_OID => user.clone(),
+                            o => format!("unknown (OID={o})"),
+                        })
+                    })
+                    .collect();
+                Ok(Arc::new(out))
+            })
+        }
+        "pg_get_viewdef" => oid_text(name_of(name)?, view_definitions(resolver)),
+        "pg_get_constraintdef" => oid_text(name_of(name)?, constraint_definitions(resolver)),
+        "regclassout" => oid_text(name_of(name)?, relation_names(resolver)),
+        "regnamespaceout" => oid_text(name_of(name)?, namespace_names(resolver)),
+        "regroleout" => oid_text(
+            name_of(name)?,
+            HashMap::from([(BUILTIN_OWNER_OID, resolver.session.user.clone())]),
+        ),
+        "pg_get_indexdef" => {
+            let defs = index_definitions(resolver);
+            BoundFunction::udf(name_of(name)?, &[1, 3], DataType::Utf8, move |args| {
+                let n = rows(args);
+                let columns = ints(args, 1, n)?;
+                let out: StringArray = oids(args, 0)?
+                    .into_iter()
+                    .zip(columns)
+                    .map(|(o, col)| {
+                        let (def, keys) = defs.get(&o?)?;
+                        match col.unwrap_or(0) {
+                            0 => Some(def.clone()),
+                            c => keys.get(usize::try_from(c).ok()? - 1).cloned(),
+                        }
+                    })
+                    .collect();
+                Ok(Arc::new(out))
+            })
+        }
+        "current_schemas" => {
+            let schemas = existing_search_path(resolver);
+            BoundFunction::udf(
+                name_of(name)?,
+                &[1],
+                DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
+                move |args| {
+                    let implicit = arrow::compute::cast(&args[0], &DataType::Boolean)?;
+                    let implicit = implicit
+                        .as_any()
+                        .downcast_ref::<BooleanArray>()
+                        .cloned()
+                        .unwrap_or_else(|| BooleanArray::from(vec![false; args[0].len()]));
+                    let lists = implicit.iter().map(|with_implicit| {
+                        let mut names: Vec<Option<String>> = Vec::new();
+                        if with_implicit == Some(true) {
+                            names.push(Some("pg_catalog".into()));
+                        }
+                        names.extend(schemas.iter().cloned().map(Some));
+                        Some(names)
+                    });
+                    Ok(Arc::new(ListArray::from_iter_primitive_strings(lists)))
+                },
+            )
+        }
         _ => return None,
-    };
-    Some(Arc::new(ScalarUDF::new_from_impl(OidFunction {
-        answer,
-        signature: Signature::any(1, Volatility::Stable),
-    })))
+    })
+}
+
+/// The `'static` name of a catalog function.
+fn name_of(name: &str) -> Option<&'static str> {
+    [
+        "pg_table_is_visible",
+        "pg_get_userbyid",
+        "pg_get_viewdef",
+        "pg_get_constraintdef",
+        "pg_get_indexdef",
+        "regclassout",
+        "regnamespaceout",
+        "regroleout",
+        "current_schemas",
+    ]
+    .into_iter()
+    .find(|n| *n == name)
+}
+
+/// A text list column from optional strings.
+trait FromStrings {
+    fn from_iter_primitive_strings(
+        lists: impl IntoIterator<Item = Option<Vec<Option<String>>>>,
+    ) -> ListArray;
+}
+
+impl FromStrings for ListArray {
+    fn from_iter_primitive_strings(
+        lists: impl IntoIterator<Item = Option<Vec<Option<String>>>>,
+    ) -> ListArray {
+        let mut builder = arrow::array::ListBuilder::new(arrow::array::StringBuilder::new());
+        for list in lists {
+            match list {
+                Some(items) => {
+                    for item in items {
+                        builder.values().append_option(item);
+                    }
+                    builder.append(true);
+                }
+                None => builder.append(false),
+            }
+        }
+        builder.finish()
+    }
+}
+
+/// A function of one oid (and optional further arguments it ignores, such
+/// as `pretty`) answered from a table; oids not in it are NULL.
+fn oid_text(name: &'static str, table: HashMap<u32, String>) -> Arc<ScalarUDF> {
+    // The `reg*` output functions print an oid nothing has as the number.
+    let number_if_missing = name.starts_with("reg");
+    BoundFunction::udf(name, &[1, 2, 3], DataType::Utf8, move |args| {
+        let out: StringArray = oids(args, 0)?
+            .into_iter()
+            .map(|o| {
+                let o = o?;
+                table
+                    .get(&o)
+                    .cloned()
+                    .or_else(|| number_if_missing.then(|| o.to_string()))
+            })
+            .collect();
+        Ok(Arc::new(out) as ArrayRef)
+    })
 }
 
 /// The oids of the relations an unqualified name can reach, as Postgres
@@ -42,10 +176,10 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
 fn visible_relations(resolver: &NameResolver) -> HashSet<u32> {
     let catalog = resolver.catalog;
     let session = resolver.session;
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut visible = HashSet::new();
     for rel in BUILTINS.iter().filter(|r| r.schema == "pg_catalog") {
-        seen.insert(rel.name);
+        seen.insert(rel.name.to_string());
         visible.insert(rel.oid());
     }
     let Some(db) = catalog.database_by_name(&session.database) else {
@@ -56,101 +190,197 @@ fn visible_relations(resolver: &NameResolver) -> HashSet<u32> {
             continue;
         };
         for item in catalog.items().filter(|i| i.schema_id == schema.id) {
-            if seen.insert(item.name.as_str()) {
+            if seen.insert(item.name.clone()) {
                 visible.insert(item.oid);
+            }
+            for key in key_constraints(item) {
+                if seen.insert(key.name.clone()) {
+                    visible.insert(key.oid);
+                }
             }
         }
     }
     visible
 }
 
-#[derive(Debug, Clone)]
-enum Answer {
-    /// `pg_table_is_visible`: the visible relations.
-    Visible(Arc<HashSet<u32>>),
-    /// `pg_get_userbyid`: role names by oid.
-    User(Arc<HashMap<u32, String>>),
-}
-
-impl Answer {
-    fn name(&self) -> &'static str {
-        match self {
-            Answer::Visible(_) => "pg_table_is_visible",
-            Answer::User(_) => "pg_get_userbyid",
-        }
-    }
-}
-
-/// A function of one oid, answered from a table fixed at planning.
-#[derive(Debug)]
-struct OidFunction {
-    answer: Answer,
-    signature: Signature,
-}
-
-impl PartialEq for OidFunction {
-    fn eq(&self, other: &Self) -> bool {
-        match (&self.answer, &other.answer) {
-            (Answer::Visible(a), Answer::Visible(b)) => Arc::ptr_eq(a, b),
-            (Answer::User(a), Answer::User(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
-}
-
-impl Eq for OidFunction {}
-
-impl std::hash::Hash for OidFunction {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.answer.name().hash(state)
-    }
-}
-
-impl ScalarUDFImpl for OidFunction {
-    fn name(&self) -> &str {
-        self.answer.name()
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
-        Ok(match self.answer {
-            Answer::Visible(_) => DataType::Boolean,
-            Answer::User(_) => DataType::Utf8,
+/// The schemas of the search path that exist, in order.
+fn existing_search_path(resolver: &NameResolver) -> Vec<String> {
+    let catalog = resolver.catalog;
+    let Some(db) = catalog.database_by_name(&resolver.session.database) else {
+        return vec![];
+    };
+    resolver
+        .session
+        .search_path
+        .iter()
+        .filter(|s| {
+            catalog.schema_by_name(db.id, s).is_some() || SYSTEM_SCHEMAS.contains(&s.as_str())
         })
-    }
+        .cloned()
+        .collect()
+}
 
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = udf::all_scalar(&args);
-        let input = udf::arg_array(&args, 0)?;
-        // Any integer (a literal is int4 or int8) names an oid; values no
-        // oid has are NULL, as Postgres answers NULL for no such object.
-        let oids = arrow::compute::cast(&input, &DataType::UInt32)?;
-        let oids = oids
-            .as_any()
-            .downcast_ref::<UInt32Array>()
-            .ok_or_else(|| internal_datafusion_err!("{}: oids not cast to UInt32", self.name()))?;
-        let out: ArrayRef = match &self.answer {
-            Answer::Visible(visible) => Arc::new(
-                oids.iter()
-                    .map(|o| o.map(|o| visible.contains(&o)))
-                    .collect::<BooleanArray>(),
-            ),
-            Answer::User(users) => Arc::new(
-                oids.iter()
-                    .map(|o| {
-                        o.map(|o| {
-                            users
-                                .get(&o)
-                                .cloned()
-                                .unwrap_or_else(|| format!("unknown (OID={o})"))
-                        })
-                    })
-                    .collect::<StringArray>(),
-            ),
-        };
-        udf::to_columnar(out, scalar)
+/// `schema.name` of every relation of the session's database, quoted where
+/// needed; unqualified where the name is visible (as `regclass` prints).
+fn relation_names(resolver: &NameResolver) -> HashMap<u32, String> {
+    let visible = visible_relations(resolver);
+    let display = |oid: u32, schema: &str, name: &str| {
+        let name = quote_if_needed(name).to_string();
+        if visible.contains(&oid) {
+            name
+        } else {
+            format!("{}.{name}", quote_if_needed(schema))
+        }
+    };
+    let mut out = HashMap::new();
+    for rel in BUILTINS {
+        out.insert(rel.oid(), display(rel.oid(), rel.schema, rel.name));
     }
+    for item in resolver.catalog.items() {
+        let Some((_, schema, _)) = resolver.catalog.full_name(item.id) else {
+            continue;
+        };
+        out.insert(item.oid, display(item.oid, &schema, &item.name));
+        for key in key_constraints(item) {
+            out.insert(key.oid, display(key.oid, &schema, &key.name));
+        }
+    }
+    out
+}
+
+/// Namespace oids to names.
+fn namespace_names(resolver: &NameResolver) -> HashMap<u32, String> {
+    let mut out: HashMap<u32, String> = SYSTEM_SCHEMAS
+        .iter()
+        .map(|s| (system_schema_oid(s), s.to_string()))
+        .collect();
+    for schema in resolver.catalog.schemas() {
+        out.insert(schema.oid, quote_if_needed(&schema.name).to_string());
+    }
+    out
+}
+
+/// `schema.name`, quoted where needed, of an item.
+fn qualified(resolver: &NameResolver, id: freshet_repr::GlobalId) -> Option<String> {
+    let (_, schema, name) = resolver.catalog.full_name(id)?;
+    Some(format!(
+        "{}.{}",
+        quote_if_needed(&schema),
+        quote_if_needed(&name)
+    ))
+}
+
+/// The defining query of every view and materialized view, in current
+/// names, as `pg_get_viewdef` shows it.
+fn view_definitions(resolver: &NameResolver) -> HashMap<u32, String> {
+    use datafusion::sql::sqlparser::{ast, dialect::PostgreSqlDialect, parser::Parser};
+    let mut out = HashMap::new();
+    for item in resolver.catalog.items() {
+        if !matches!(item.kind, ItemKind::View | ItemKind::MaterializedView) {
+            continue;
+        }
+        let Ok(mut stmts) = Parser::parse_sql(&PostgreSqlDialect {}, &item.create_sql) else {
+            continue;
+        };
+        let query = match stmts.pop() {
+            Some(ast::Statement::CreateView(v)) => v.query,
+            _ => continue,
+        };
+        let mut query = *query;
+        resolver.humanize(&mut query);
+        out.insert(item.oid, format!(" {query};"));
+    }
+    out
+}
+
+/// `PRIMARY KEY (a)` / `UNIQUE (b)` by constraint oid.
+fn constraint_definitions(resolver: &NameResolver) -> HashMap<u32, String> {
+    let mut out = HashMap::new();
+    for item in resolver.catalog.items() {
+        let columns = item
+            .desc
+            .as_ref()
+            .map(|d| d.columns.as_slice())
+            .unwrap_or(&[]);
+        for key in key_constraints(item) {
+            let names: Vec<String> = key
+                .columns
+                .iter()
+                .filter_map(|c| columns.get(*c))
+                .map(|c| quote_if_needed(&c.name).to_string())
+                .collect();
+            let kind = match (key.primary, key.nulls_not_distinct) {
+                (true, _) => "PRIMARY KEY",
+                (false, false) => "UNIQUE",
+                (false, true) => "UNIQUE NULLS NOT DISTINCT",
+            };
+            out.insert(key.oid, format!("{kind} ({})", names.join(", ")));
+        }
+    }
+    out
+}
+
+/// `CREATE [UNIQUE] INDEX ... USING btree (...)` and each key's text, by
+/// index oid.
+fn index_definitions(resolver: &NameResolver) -> HashMap<u32, (String, Vec<String>)> {
+    let mut out = HashMap::new();
+    for item in resolver.catalog.items() {
+        match &item.details {
+            ItemDetails::Index { on, keys, .. } => {
+                let (Some(on_item), Some(on_name)) =
+                    (resolver.catalog.item(*on), qualified(resolver, *on))
+                else {
+                    continue;
+                };
+                let texts: Vec<String> = index_keys(on_item, keys)
+                    .into_iter()
+                    .zip(keys)
+                    .map(|((attnum, name, _), key)| {
+                        if attnum > 0 {
+                            quote_if_needed(&name).to_string()
+                        } else {
+                            key.clone()
+                        }
+                    })
+                    .collect();
+                let def = format!(
+                    "CREATE INDEX {} ON {on_name} USING btree ({})",
+                    quote_if_needed(&item.name),
+                    texts.join(", ")
+                );
+                out.insert(item.oid, (def, texts));
+            }
+            ItemDetails::Table { .. } => {
+                let Some(table) = qualified(resolver, item.id) else {
+                    continue;
+                };
+                let columns = item
+                    .desc
+                    .as_ref()
+                    .map(|d| d.columns.as_slice())
+                    .unwrap_or(&[]);
+                for key in key_constraints(item) {
+                    let texts: Vec<String> = key
+                        .columns
+                        .iter()
+                        .filter_map(|c| columns.get(*c))
+                        .map(|c| quote_if_needed(&c.name).to_string())
+                        .collect();
+                    let nnd = if key.nulls_not_distinct {
+                        " NULLS NOT DISTINCT"
+                    } else {
+                        ""
+                    };
+                    let def = format!(
+                        "CREATE UNIQUE INDEX {} ON {table} USING btree ({}){nnd}",
+                        quote_if_needed(&key.name),
+                        texts.join(", ")
+                    );
+                    out.insert(key.oid, (def, texts));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }

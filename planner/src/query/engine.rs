@@ -67,6 +67,9 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
             .register_udaf(Arc::new(aliased))
             .expect("registering built-in functions cannot fail");
     }
+    state
+        .register_udaf(crate::query::single_value::udaf())
+        .expect("registering built-in functions cannot fail");
     // Every rule checks the statement's stop flag first (`interrupt`).
     crate::interrupt::interruptible(state)
 }

@@ -3,8 +3,11 @@
 //! timestamp, Freshet's functions, and the session state with its rules.
 
 pub mod binding;
+pub mod bound_function;
 pub mod catalog_functions;
 pub mod engine;
 pub mod functions;
+pub mod pg_functions;
 pub mod provider;
 pub mod resolve;
+pub mod single_value;

@@ -33,7 +33,7 @@ use datafusion::sql::sqlparser::parser::Parser;
 use freshet_catalog::{ItemDetails, ItemKind};
 use freshet_repr::GlobalId;
 
-use crate::builtins::{Builtin, BuiltinRelation};
+use crate::builtins::{Builtin, BuiltinRelation, BuiltinSource};
 pub use crate::query::binding::{CollectionReader, QueryBinding, ReadContext};
 use crate::query::resolve::{NameResolver, ROWS_SCHEMA, Resolved, parse_id_form};
 
@@ -221,6 +221,21 @@ impl<'a> PlanningContext<'a> {
     pub fn plan_sql_statement(&self, stmt: ast::Statement) -> crate::Result<LogicalPlan> {
         let mut stmt = stmt;
         crate::rewrites::long_chains::reshape(&mut stmt);
+        let is_aggregate = |name: &str| self.state.aggregate_functions().contains_key(name);
+        crate::rewrites::empty_relations::rewrite(
+            &mut stmt,
+            &|name| {
+                crate::parser::normalize_name(name).is_ok_and(|parts| {
+                    matches!(
+                        parse_id_form(&parts),
+                        Some(Ok(Resolved::System(rel))) if rel.source == BuiltinSource::Empty
+                    )
+                })
+            },
+            &is_aggregate,
+        );
+        crate::rewrites::correlated_subqueries::rewrite(&mut stmt, &is_aggregate);
+        crate::rewrites::pg_syntax::rewrite(&mut stmt, &self.resolver)?;
         if let ast::Statement::Query(q) = &mut stmt {
             let output_names = |q: &ast::Query| -> crate::Result<Vec<String>> {
                 let plan = self.plan_sql_statement(ast::Statement::Query(Box::new(q.clone())))?;
@@ -399,7 +414,7 @@ impl ContextProvider for PlanningContext<'_> {
         }
         match parse_id_form(&parts) {
             Some(Ok(Resolved::Item(id))) => self.item_source(id),
-            Some(Ok(Resolved::System(rel))) => Ok(self.system_source(rel)),
+            Some(Ok(Resolved::System(rel))) => self.system_source(rel),
             _ => Err(plan_datafusion_err!("relation \"{name}\" does not exist")),
         }
     }
@@ -459,6 +474,9 @@ impl ContextProvider for PlanningContext<'_> {
         if let Some(f) = crate::query::catalog_functions::catalog_function(name, &self.resolver) {
             return Some(f);
         }
+        if let Some(f) = crate::query::pg_functions::pg_function(name) {
+            return Some(f);
+        }
         if name == "mz_now" {
             return Some(crate::query::functions::MzNow::udf(Arc::clone(
                 &self.binding,
@@ -515,12 +533,52 @@ impl ContextProvider for PlanningContext<'_> {
 }
 
 impl PlanningContext<'_> {
-    fn system_source(&self, rel: &'static BuiltinRelation) -> Arc<dyn TableSource> {
-        provider_as_source(Arc::new(BoundTable {
-            contents: Contents::Builtin(rel.id),
-            schema: rel.desc().arrow_schema(),
-            defaults: HashMap::new(),
-            binding: Arc::clone(&self.binding),
-        }))
+    fn system_source(&self, rel: &'static BuiltinRelation) -> DfResult<Arc<dyn TableSource>> {
+        let schema = rel.desc().arrow_schema();
+        match rel.source {
+            BuiltinSource::Rows(builtin) => Ok(provider_as_source(Arc::new(BoundTable {
+                contents: Contents::Builtin(builtin),
+                schema,
+                defaults: HashMap::new(),
+                binding: Arc::clone(&self.binding),
+            }))),
+            BuiltinSource::Empty => {
+                let plan = LogicalPlan::EmptyRelation(datafusion::logical_expr::EmptyRelation {
+                    produce_one_row: false,
+                    schema: Arc::new(DFSchema::try_from(schema)?),
+                });
+                Ok(provider_as_source(Arc::new(ViewTable::new(plan, None))))
+            }
+            BuiltinSource::View(sql) => {
+                let plan = self
+                    .plan_builtin_view(sql, &schema)
+                    .map_err(|e| plan_datafusion_err!("{}: {e}", rel.qualified_name()))?;
+                Ok(provider_as_source(Arc::new(ViewTable::new(
+                    plan,
+                    Some(sql.to_string()),
+                ))))
+            }
+        }
+    }
+
+    /// Plan a built-in view's query, its columns cast to the relation's
+    /// declared types and named as declared.
+    fn plan_builtin_view(&self, sql: &str, schema: &SchemaRef) -> crate::Result<LogicalPlan> {
+        let mut query = Parser::new(&PostgreSqlDialect {})
+            .try_with_sql(sql)
+            .and_then(|mut p| p.parse_query())
+            .map_err(|e| crate::PlanError::Internal(format!("built-in view: {e}")))?;
+        self.resolver.rewrite(&mut *query)?;
+        let plan = self.plan_sql_statement(ast::Statement::Query(query))?;
+        let exprs: Vec<Expr> = plan
+            .schema()
+            .columns()
+            .into_iter()
+            .zip(schema.fields())
+            .map(|(c, f)| {
+                datafusion::logical_expr::cast(col(c), f.data_type().clone()).alias(f.name())
+            })
+            .collect();
+        Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
     }
 }

@@ -448,3 +448,25 @@ impl VisitorMut for Rewriter<'_> {
 fn is_id_alias(ident: &Ident) -> bool {
     ident.quote_style.is_some() && ident.value.parse::<GlobalId>().is_ok()
 }
+
+impl crate::rewrites::pg_syntax::RegNames for NameResolver<'_> {
+    fn relation_oid(&self, name: &ObjectName) -> Result<Option<u32>> {
+        Ok(match self.lookup_relation(name)? {
+            Some(Resolved::Item(id)) => self.catalog.item(id).map(|i| i.oid),
+            Some(Resolved::System(rel)) => Some(rel.oid()),
+            None => None,
+        })
+    }
+
+    fn namespace_oid(&self, name: &str) -> Option<u32> {
+        if SYSTEM_SCHEMAS.contains(&name) {
+            return Some(builtins::system_schema_oid(name));
+        }
+        let db = self.database().ok()?;
+        self.catalog.schema_by_name(db.id, name).map(|s| s.oid)
+    }
+
+    fn role_oid(&self, name: &str) -> Option<u32> {
+        (name == self.session.user).then_some(builtins::BUILTIN_OWNER_OID)
+    }
+}

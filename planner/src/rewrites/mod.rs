@@ -4,7 +4,8 @@
 //!
 //! On the statement's AST, before DataFusion plans it (in this order, see
 //! [`crate::query::provider::PlanningContext::plan_sql_statement`]):
-//! [`long_chains`], [`set_all`], [`unsupported_constructs`],
+//! [`long_chains`], [`empty_relations`], [`correlated_subqueries`],
+//! [`pg_syntax`], [`set_all`], [`unsupported_constructs`],
 //! [`quantified_subqueries`], [`integer_literals`], and
 //! [`unnamed_select_items`] when DataFusion refuses repeated names.
 //! [`literal_sets`] plans long `IN` lists as one set.
@@ -15,10 +16,13 @@
 //! optimizer rules.
 
 pub mod checked_arithmetic;
+pub mod correlated_subqueries;
+pub mod empty_relations;
 pub(crate) mod expr_rewrite;
 pub mod integer_literals;
 pub mod literal_sets;
 pub mod long_chains;
+pub mod pg_syntax;
 pub mod quantified_subqueries;
 pub mod set_all;
 pub mod sum_bigint_as_numeric;

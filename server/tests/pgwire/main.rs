@@ -3,6 +3,7 @@
 //! every binary that links DataFusion is slow to link.
 
 mod bad_input;
+mod catalog;
 mod concurrency;
 mod crash;
 mod dataflows;

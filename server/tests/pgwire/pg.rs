@@ -122,6 +122,11 @@ impl PgServer {
         }
     }
 
+    /// The port it listens on (127.0.0.1).
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Connection string of the `postgres` database as user `postgres`.
     pub(crate) fn conn_str(&self) -> String {
         self.conn_str_db("postgres")

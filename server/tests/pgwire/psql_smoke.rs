@@ -54,14 +54,33 @@ impl PsqlRun {
 /// caller's locale or libpq settings. Output goes to files in `dir`, which
 /// avoids pipe deadlocks while polling for the timeout.
 fn run_psql(server: &Server, dir: &Path, script: &Path, on_error_stop: bool) -> PsqlRun {
+    run_psql_at(
+        server.port,
+        "freshet",
+        "freshet",
+        dir,
+        script,
+        on_error_stop,
+    )
+}
+
+/// psql on a script against any server on 127.0.0.1.
+fn run_psql_at(
+    port: u16,
+    user: &str,
+    database: &str,
+    dir: &Path,
+    script: &Path,
+    on_error_stop: bool,
+) -> PsqlRun {
     let stdout_path = dir.join("psql.stdout");
     let stderr_path = dir.join("psql.stderr");
     let stdout = std::fs::File::create(&stdout_path).expect("create psql stdout file");
     let stderr = std::fs::File::create(&stderr_path).expect("create psql stderr file");
     let mut command = Command::new(psql_binary());
     command
-        .args(["-h", "127.0.0.1", "-p", &server.port.to_string()])
-        .args(["-U", "freshet", "-d", "freshet", "-X"])
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-U", user, "-d", database, "-X"])
         .args(["-v", &format!("ON_ERROR_STOP={}", u8::from(on_error_stop))])
         .arg("-f")
         .arg(script)
@@ -405,8 +424,9 @@ fn psql_lists_relations_schemas_and_databases() {
     run.assert_stdout_contains(&block(&[
         " Schema |      Name       | Type  |  Owner  | Table  ",
         "--------+-----------------+-------+---------+--------",
+        " public | orders_pkey     | index | freshet | orders",
         " public | totals_customer | index | freshet | totals",
-        "(1 row)",
+        "(2 rows)",
     ]));
     // psql hides `pg_*` and `information_schema`; Freshet's introspection
     // schema is listed, as it can be queried.
@@ -419,4 +439,92 @@ fn psql_lists_relations_schemas_and_databases() {
         "(3 rows)",
     ]));
     run.assert_stdout_contains("| freshet | UTF8     | C       | C     | ");
+}
+
+/// psql's describing meta-commands print the same for the same objects
+/// on Freshet as on PostgreSQL 15: `\d` of a table (types with modifiers,
+/// NOT NULL, its primary key and unique constraint as indexes, a
+/// secondary index), a view, a materialized view, an index and a key's
+/// index; the `\dt`/`\di`/`\dv`/`\dm` listings, and `\df`/`\dT`, which
+/// list nothing user-defined on either. Both run as a user named
+/// `postgres`, so owners print alike.
+#[test]
+fn psql_describes_objects_as_postgresql_15_does() {
+    let pg = crate::pg::PgServer::start();
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("create a temp dir for psql files");
+    let setup = write_file(
+        dir.path(),
+        "setup.sql",
+        &block(&[
+            "CREATE TABLE orders (id int PRIMARY KEY, customer text NOT NULL, \
+             amount numeric(10,2), note varchar(20), code char(3), placed date, \
+             at timestamptz, flags boolean, big bigint, ratio double precision, UNIQUE (code));",
+            "CREATE INDEX orders_customer ON orders (customer);",
+            "CREATE VIEW big_orders AS SELECT id, amount FROM orders WHERE amount > 100;",
+            "CREATE MATERIALIZED VIEW totals AS SELECT customer, count(*) AS n FROM orders GROUP BY customer;",
+            "CREATE INDEX totals_customer ON totals (customer);",
+        ]),
+    );
+    let describe = write_file(
+        dir.path(),
+        "describe.sql",
+        &block(&[
+            "\\d orders",
+            "\\d big_orders",
+            "\\d totals",
+            "\\d orders_customer",
+            "\\d orders_pkey",
+            "\\d orders_code_key",
+            "\\dt",
+            "\\di",
+            "\\dv",
+            "\\dm",
+            "\\df",
+            "\\dT",
+        ]),
+    );
+    let pg_setup = run_psql_at(pg.port(), "postgres", "postgres", dir.path(), &setup, true);
+    assert_eq!(pg_setup.status.code(), Some(0), "{}", pg_setup.stderr);
+    let ours_setup = run_psql_at(server.port, "postgres", "freshet", dir.path(), &setup, true);
+    assert_eq!(ours_setup.status.code(), Some(0), "{}", ours_setup.stderr);
+    let expected = run_psql_at(
+        pg.port(),
+        "postgres",
+        "postgres",
+        dir.path(),
+        &describe,
+        true,
+    );
+    assert_eq!(expected.status.code(), Some(0), "{}", expected.stderr);
+    let ours = run_psql_at(
+        server.port,
+        "postgres",
+        "freshet",
+        dir.path(),
+        &describe,
+        true,
+    );
+    assert_eq!(ours.stderr, "", "psql wrote to stderr");
+    assert_eq!(ours.status.code(), Some(0));
+    assert!(
+        expected.stdout.contains("PRIMARY KEY, btree (id)"),
+        "PostgreSQL's output is what the test expects:\n{}",
+        expected.stdout
+    );
+    if ours.stdout != expected.stdout {
+        let diff: Vec<String> = expected
+            .stdout
+            .lines()
+            .zip(ours.stdout.lines())
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("postgres: {a}\nfreshet:  {b}"))
+            .collect();
+        panic!(
+            "psql output differs from PostgreSQL 15's:\n{}\n--- PostgreSQL ---\n{}\n--- Freshet ---\n{}",
+            diff.join("\n"),
+            expected.stdout,
+            ours.stdout
+        );
+    }
 }

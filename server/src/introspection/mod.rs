@@ -1,5 +1,7 @@
 //! Reading collections and built-in relations for queries.
 
+mod pg_catalog;
+
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -8,7 +10,7 @@ use freshet_catalog::{CatalogState, ItemKind};
 use freshet_compute::output::{CheckedSnapshotError, checked_snapshot};
 use freshet_planner::CollectionReader;
 use freshet_planner::builtins::{
-    BTREE_AM_OID, BUILTIN_OWNER_OID, BUILTINS, Builtin, HEAP_AM_OID, SYSTEM_SCHEMAS,
+    BTREE_AM_OID, BUILTIN_OWNER_OID, Builtin, HEAP_AM_OID, SYSTEM_SCHEMAS, system_schema_oid,
 };
 use freshet_repr::{GlobalId, PgType, Timestamp};
 use freshet_storage::{CollectionKind, Storage};
@@ -33,36 +35,7 @@ fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionErro
     DataFusionError::External(Box::new(e))
 }
 
-/// OIDs of the built-in schemas.
-fn system_schema_oid(name: &str) -> u32 {
-    match name {
-        "pg_catalog" => 11,
-        "information_schema" => 12,
-        _ => 13,
-    }
-}
-
-fn relkind(kind: ItemKind) -> &'static str {
-    match kind {
-        ItemKind::Table => "r",
-        ItemKind::View => "v",
-        ItemKind::MaterializedView => "m",
-        ItemKind::Index => "i",
-        ItemKind::Source => "r",
-        ItemKind::Sink => "r",
-    }
-}
-
-/// `pg_class.relam`: the access method Postgres would show (views have
-/// none).
-fn relam(kind: ItemKind) -> u32 {
-    match kind {
-        ItemKind::View => 0,
-        ItemKind::Index => BTREE_AM_OID,
-        _ => HEAP_AM_OID,
-    }
-}
-
+/// A row of text values (Postgres's text forms; arrays as `{a,b}`).
 type Row = Vec<Option<String>>;
 
 impl QueryReader {
@@ -80,7 +53,6 @@ impl QueryReader {
             .schemas()
             .filter(|sc| Some(sc.database_id) == db.map(|d| d.id))
             .collect();
-        let in_db = |schema_id: GlobalId| schemas.iter().find(|sc| sc.id == schema_id);
         Ok(match builtin {
             Builtin::ReadHolds => self
                 .storage
@@ -174,11 +146,11 @@ impl QueryReader {
                 .collect(),
             Builtin::PgNamespace => schemas
                 .iter()
-                .map(|sc| vec![Some(sc.oid.to_string()), s(&sc.name), s("10")])
+                .map(|sc| vec![Some(sc.oid.to_string()), s(&sc.name), s("10"), None])
                 .chain(
                     SYSTEM_SCHEMAS
                         .iter()
-                        .map(|n| vec![Some(system_schema_oid(n).to_string()), s(n), s("10")]),
+                        .map(|n| vec![Some(system_schema_oid(n).to_string()), s(n), s("10"), None]),
                 )
                 .collect(),
             Builtin::PgDatabase => self
@@ -190,163 +162,40 @@ impl QueryReader {
                         s(&d.name),
                         Some(BUILTIN_OWNER_OID.to_string()),
                         Some(freshet_planner::query::functions::UTF8_ENCODING.to_string()),
-                        s("C"),
-                        s("C"),
-                        None,
                         s("c"),
+                        s("f"),
+                        s("t"),
+                        s("-1"),
+                        s("1663"),
+                        s("C"),
+                        s("C"),
+                        None,
+                        None,
                         None,
                     ]
                 })
                 .collect(),
-            Builtin::PgClass => {
-                let mut rows: Vec<Row> = self
-                    .catalog
-                    .items()
-                    .filter_map(|i| {
-                        let sc = in_db(i.schema_id)?;
-                        Some(vec![
-                            Some(i.oid.to_string()),
-                            s(&i.name),
-                            Some(sc.oid.to_string()),
-                            s(relkind(i.kind)),
-                            Some(i.desc.as_ref().map_or(0, |d| d.arity()).to_string()),
-                            Some(BUILTIN_OWNER_OID.to_string()),
-                            Some(relam(i.kind).to_string()),
-                        ])
-                    })
-                    .collect();
-                for rel in BUILTINS {
-                    rows.push(vec![
-                        Some(rel.oid().to_string()),
-                        s(rel.name),
-                        Some(system_schema_oid(rel.schema).to_string()),
-                        s("v"),
-                        Some(rel.columns.len().to_string()),
-                        Some(BUILTIN_OWNER_OID.to_string()),
-                        Some("0".into()),
-                    ]);
-                }
-                rows
-            }
-            Builtin::PgAttribute => self
-                .catalog
-                .items()
-                .filter(|i| in_db(i.schema_id).is_some())
-                .flat_map(|i| {
-                    let oid = i.oid;
-                    i.desc
-                        .iter()
-                        .flat_map(|d| d.columns.iter().enumerate())
-                        .map(move |(n, c)| {
-                            vec![
-                                Some(oid.to_string()),
-                                Some(c.name.clone()),
-                                Some(c.ty.oid().to_string()),
-                                Some((n + 1).to_string()),
-                                Some(c.ty.typmod().to_string()),
-                                Some((!c.nullable).to_string()),
-                                Some("false".into()),
-                            ]
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect(),
-            Builtin::PgType => PgType::scalar_types()
-                .iter()
-                .map(|t| {
-                    vec![
-                        Some(t.oid().to_string()),
-                        s(t.typname()),
-                        Some(t.typlen().to_string()),
-                    ]
-                })
-                .collect(),
-            Builtin::PgTables | Builtin::PgViews | Builtin::Tables => self
-                .catalog
-                .items()
-                .filter_map(|i| {
-                    let sc = in_db(i.schema_id)?;
-                    match builtin {
-                        Builtin::PgTables if i.kind == ItemKind::Table => {
-                            Some(vec![s(&sc.name), s(&i.name)])
-                        }
-                        Builtin::PgViews if i.kind == ItemKind::View => {
-                            Some(vec![s(&sc.name), s(&i.name), s(&i.create_sql)])
-                        }
-                        Builtin::Tables
-                            if matches!(
-                                i.kind,
-                                ItemKind::Table | ItemKind::View | ItemKind::MaterializedView
-                            ) =>
-                        {
-                            Some(vec![
-                                s(&self.database),
-                                s(&sc.name),
-                                s(&i.name),
-                                s(if i.kind == ItemKind::Table {
-                                    "BASE TABLE"
-                                } else {
-                                    "VIEW"
-                                }),
-                            ])
-                        }
-                        _ => None,
-                    }
-                })
-                .collect(),
+            Builtin::PgClass => self.pg_class(),
+            Builtin::PgAttribute => self.pg_attribute(),
+            Builtin::PgType => self.pg_type(),
             Builtin::PgAm => vec![
-                vec![Some(HEAP_AM_OID.to_string()), s("heap"), s("t")],
-                vec![Some(BTREE_AM_OID.to_string()), s("btree"), s("i")],
+                vec![
+                    Some(HEAP_AM_OID.to_string()),
+                    s("heap"),
+                    s("heap_tableam_handler"),
+                    s("t"),
+                ],
+                vec![
+                    Some(BTREE_AM_OID.to_string()),
+                    s("btree"),
+                    s("bthandler"),
+                    s("i"),
+                ],
             ],
-            Builtin::PgIndex => self
-                .catalog
-                .items()
-                .filter(|i| in_db(i.schema_id).is_some())
-                .filter_map(|i| match &i.details {
-                    freshet_catalog::ItemDetails::Index { on, keys, .. } => Some(vec![
-                        Some(i.oid.to_string()),
-                        self.catalog.get_item(*on).ok().map(|on| on.oid.to_string()),
-                        Some(keys.len().to_string()),
-                        s("false"),
-                        s("false"),
-                    ]),
-                    _ => None,
-                })
-                .collect(),
-            Builtin::Schemata => schemas
-                .iter()
-                .map(|sc| vec![s(&self.database), s(&sc.name)])
-                .chain(SYSTEM_SCHEMAS.iter().map(|n| vec![s(&self.database), s(n)]))
-                .collect(),
-            Builtin::Columns => self
-                .catalog
-                .items()
-                // Index rows are not columns of a relation.
-                .filter(|i| i.kind != ItemKind::Index)
-                .filter_map(|i| Some((i, in_db(i.schema_id)?)))
-                .flat_map(|(i, sc)| {
-                    let defaults = match &i.details {
-                        freshet_catalog::ItemDetails::Table { defaults, .. } => defaults.clone(),
-                        _ => vec![],
-                    };
-                    i.desc
-                        .iter()
-                        .flat_map(|d| d.columns.iter().enumerate())
-                        .map(|(n, c)| {
-                            vec![
-                                Some(self.database.clone()),
-                                Some(sc.name.clone()),
-                                Some(i.name.clone()),
-                                Some(c.name.clone()),
-                                Some((n + 1).to_string()),
-                                defaults.get(n).cloned().flatten(),
-                                Some(if c.nullable { "YES" } else { "NO" }.into()),
-                                Some(c.ty.sql_name()),
-                            ]
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .collect(),
+            Builtin::PgIndex => self.pg_index(),
+            Builtin::PgAttrdef => self.pg_attrdef(),
+            Builtin::PgConstraint => self.pg_constraint(),
+            Builtin::KeyColumnUsage => self.key_column_usage(),
         })
     }
 }
@@ -387,8 +236,11 @@ impl CollectionReader for QueryReader {
             .enumerate()
             .map(|(i, c)| {
                 let values: Vec<Option<&str>> = rows.iter().map(|r| r[i].as_deref()).collect();
-                parse_text_array(&values, &c.ty)
-                    .map_err(|e| DataFusionError::Internal(e.to_string()))
+                match &c.ty {
+                    PgType::Array(elem) => simple_array_column(&values, elem),
+                    ty => parse_text_array(&values, ty),
+                }
+                .map_err(|e| DataFusionError::Internal(format!("{}: {e}", c.name)))
             })
             .collect::<DfResult<Vec<_>>>()?;
         Ok(vec![
@@ -400,4 +252,34 @@ impl CollectionReader for QueryReader {
             .map_err(|e| DataFusionError::ArrowError(Box::new(e), None))?,
         ])
     }
+}
+
+/// A list column from simple array text forms (`{a,b}`, no quoting):
+/// what the catalog's array columns hold.
+fn simple_array_column(
+    values: &[Option<&str>],
+    elem: &PgType,
+) -> crate::error::Result<arrow::array::ArrayRef> {
+    let mut offsets = vec![0i32];
+    let mut items: Vec<Option<&str>> = Vec::new();
+    let mut valid = Vec::with_capacity(values.len());
+    for v in values {
+        if let Some(text) = v {
+            let inner = text.trim().trim_start_matches('{').trim_end_matches('}');
+            items.extend(inner.split(',').filter(|p| !p.is_empty()).map(Some));
+        }
+        valid.push(v.is_some());
+        offsets.push(items.len() as i32);
+    }
+    let items = parse_text_array(&items, elem)?;
+    let field = Arc::new(arrow::datatypes::Field::new_list_field(
+        elem.arrow_type(),
+        true,
+    ));
+    Ok(Arc::new(arrow::array::ListArray::new(
+        field,
+        arrow::buffer::OffsetBuffer::new(offsets.into()),
+        items,
+        Some(arrow::buffer::NullBuffer::from(valid)),
+    )))
 }

@@ -1,0 +1,389 @@
+//! Postgres spellings DataFusion does not plan, rewritten to what it does,
+//! as tools write them (psql's `\d` queries use all of these):
+//!
+//! - `a OPERATOR(pg_catalog.~) b` → `a ~ b` (any operator DataFusion has);
+//! - `x COLLATE "C"` / `"POSIX"` / `pg_catalog.default` → `x` (Freshet
+//!   compares text bytewise, which is the C collation); other collations
+//!   are 42704, as Postgres answers a collation it lacks;
+//! - `pg_catalog.`-qualified type names in casts and table functions →
+//!   the bare name;
+//! - `x::regclass` (`regtype`, `regnamespace`, `regproc`, `regrole`): a
+//!   literal becomes the oid it names, resolved when the statement is
+//!   planned (an unknown name is Postgres's error); any other operand
+//!   becomes the type's output function (`regclassout(x)`), which prints
+//!   the name as `regclass` values print;
+//! - `ARRAY(subquery)` → `(SELECT array_agg(...) FROM (subquery))`.
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    self, BinaryOperator, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Value, VisitMut,
+    VisitorMut,
+};
+
+use crate::error::{PlanError, Result};
+
+/// What a `'name'::reg*` literal is resolved against.
+pub trait RegNames {
+    /// The oid of the relation a (possibly qualified) name denotes, or
+    /// `None` if there is none.
+    fn relation_oid(&self, name: &ObjectName) -> Result<Option<u32>>;
+    /// The oid of a schema.
+    fn namespace_oid(&self, name: &str) -> Option<u32>;
+    /// The oid of a role.
+    fn role_oid(&self, name: &str) -> Option<u32>;
+}
+
+/// The `reg*` types.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RegType {
+    Class,
+    Type,
+    Namespace,
+    Proc,
+    Role,
+}
+
+impl RegType {
+    fn of(data_type: &DataType) -> Option<RegType> {
+        if matches!(data_type, DataType::Regclass) {
+            return Some(RegType::Class);
+        }
+        let DataType::Custom(name, mods) = data_type else {
+            return None;
+        };
+        if !mods.is_empty() {
+            return None;
+        }
+        let last = name.0.last()?.as_ident()?.value.to_lowercase();
+        if name.0.len() == 2
+            && !name.0[0]
+                .as_ident()
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"))
+        {
+            return None;
+        }
+        Some(match last.as_str() {
+            "regclass" => RegType::Class,
+            "regtype" => RegType::Type,
+            "regnamespace" => RegType::Namespace,
+            "regproc" | "regprocedure" => RegType::Proc,
+            "regrole" => RegType::Role,
+            _ => return None,
+        })
+    }
+
+    fn output_function(self) -> &'static str {
+        match self {
+            RegType::Class => "regclassout",
+            RegType::Type => "regtypeout",
+            RegType::Namespace => "regnamespaceout",
+            RegType::Proc => "regprocout",
+            RegType::Role => "regroleout",
+        }
+    }
+}
+
+/// Rewrite the Postgres spellings this module covers, anywhere in `node`.
+pub fn rewrite<V: VisitMut>(node: &mut V, names: &dyn RegNames) -> Result<()> {
+    struct Rewriter<'n> {
+        names: &'n dyn RegNames,
+    }
+    impl VisitorMut for Rewriter<'_> {
+        type Break = PlanError;
+        fn pre_visit_table_factor(
+            &mut self,
+            factor: &mut ast::TableFactor,
+        ) -> ControlFlow<PlanError> {
+            // Table functions (`pg_catalog.generate_series(...)`) are
+            // looked up by their bare name.
+            if let ast::TableFactor::Table {
+                name,
+                args: Some(_),
+                ..
+            } = factor
+                && name.0.len() == 2
+                && name.0[0]
+                    .as_ident()
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"))
+            {
+                name.0.remove(0);
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<PlanError> {
+            // `'t'::regclass::text` is the name, as a `regclass` prints.
+            if let Expr::Cast {
+                expr: operand,
+                data_type: outer,
+                ..
+            } = expr
+                && is_text_type(outer)
+                && let Expr::Cast {
+                    expr: literal,
+                    data_type,
+                    ..
+                } = operand.as_mut()
+                && let Some(reg) = RegType::of(data_type)
+                && string_literal(literal).is_some()
+            {
+                match reg_cast(reg, literal, self.names) {
+                    Ok(oid) => *expr = call(reg.output_function(), vec![oid]),
+                    Err(e) => return ControlFlow::Break(e),
+                }
+            }
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<PlanError> {
+            match rewrite_expr(expr, self.names) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(e),
+            }
+        }
+    }
+    match node.visit(&mut Rewriter { names }) {
+        ControlFlow::Break(e) => Err(e),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
+    match expr {
+        Expr::BinaryOp { op, .. } => {
+            if let BinaryOperator::PGCustomBinaryOperator(parts) = op
+                && let Some(plain) = plain_operator(parts)
+            {
+                *op = plain;
+            }
+        }
+        Expr::Collate {
+            expr: inner,
+            collation,
+        } => {
+            let name = collation
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map(|i| i.value.clone())
+                .unwrap_or_default();
+            if !matches!(
+                name.to_lowercase().as_str(),
+                "c" | "posix" | "default" | "ucs_basic"
+            ) {
+                return Err(PlanError::DataFusion(crate::error::sqlstate_error(
+                    freshet_repr::sqlstate::UNDEFINED_OBJECT,
+                    format!("collation \"{name}\" for encoding \"UTF8\" does not exist"),
+                )));
+            }
+            let inner = std::mem::replace(inner.as_mut(), Expr::value(Value::Null));
+            *expr = inner;
+        }
+        Expr::Cast {
+            expr: operand,
+            data_type,
+            ..
+        } => {
+            if let Some(reg) = RegType::of(data_type) {
+                *expr = reg_cast(reg, operand, names)?;
+            } else {
+                strip_catalog_schema(data_type);
+            }
+        }
+        Expr::Function(f) if is_array_subquery(f) => {
+            if let FunctionArguments::Subquery(query) = &f.args {
+                *expr = array_of_subquery(query.as_ref().clone());
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn is_text_type(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Text => true,
+        DataType::Custom(name, mods) if mods.is_empty() => {
+            name.to_string()
+                .to_lowercase()
+                .trim_start_matches("pg_catalog.")
+                == "text"
+        }
+        _ => false,
+    }
+}
+
+/// The plain operator `OPERATOR(pg_catalog.op)` (or `OPERATOR(op)`) names.
+fn plain_operator(parts: &[String]) -> Option<BinaryOperator> {
+    let op = match parts {
+        [schema, op] if schema.eq_ignore_ascii_case("pg_catalog") => op,
+        [op] => op,
+        _ => return None,
+    };
+    Some(match op.as_str() {
+        "~" => BinaryOperator::PGRegexMatch,
+        "~*" => BinaryOperator::PGRegexIMatch,
+        "!~" => BinaryOperator::PGRegexNotMatch,
+        "!~*" => BinaryOperator::PGRegexNotIMatch,
+        "~~" => BinaryOperator::PGLikeMatch,
+        "~~*" => BinaryOperator::PGILikeMatch,
+        "!~~" => BinaryOperator::PGNotLikeMatch,
+        "!~~*" => BinaryOperator::PGNotILikeMatch,
+        "=" => BinaryOperator::Eq,
+        "<>" | "!=" => BinaryOperator::NotEq,
+        "<" => BinaryOperator::Lt,
+        "<=" => BinaryOperator::LtEq,
+        ">" => BinaryOperator::Gt,
+        ">=" => BinaryOperator::GtEq,
+        "+" => BinaryOperator::Plus,
+        "-" => BinaryOperator::Minus,
+        "*" => BinaryOperator::Multiply,
+        "/" => BinaryOperator::Divide,
+        "%" => BinaryOperator::Modulo,
+        "||" => BinaryOperator::StringConcat,
+        "@>" => BinaryOperator::AtArrow,
+        "<@" => BinaryOperator::ArrowAt,
+        _ => return None,
+    })
+}
+
+/// `pg_catalog.int4` → `int4`, also inside array types.
+fn strip_catalog_schema(data_type: &mut DataType) {
+    match data_type {
+        DataType::Custom(name, _) if name.0.len() == 2 => {
+            let is_catalog = name.0[0]
+                .as_ident()
+                .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"));
+            if is_catalog {
+                name.0.remove(0);
+            }
+        }
+        DataType::Array(ast::ArrayElemTypeDef::SquareBracket(inner, _))
+        | DataType::Array(ast::ArrayElemTypeDef::AngleBracket(inner))
+        | DataType::Array(ast::ArrayElemTypeDef::Parenthesis(inner)) => strip_catalog_schema(inner),
+        _ => {}
+    }
+}
+
+fn string_literal(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) => Some(s),
+            _ => None,
+        },
+        Expr::Nested(inner) => string_literal(inner),
+        _ => None,
+    }
+}
+
+fn oid_literal(oid: u32) -> Expr {
+    Expr::Cast {
+        kind: ast::CastKind::DoubleColon,
+        expr: Box::new(Expr::value(Value::Number(oid.to_string(), false))),
+        data_type: DataType::Custom(
+            ObjectName(vec![ObjectNamePart::Identifier(Ident::new("oid"))]),
+            vec![],
+        ),
+        array: false,
+        format: None,
+    }
+}
+
+fn reg_cast(reg: RegType, operand: &mut Expr, names: &dyn RegNames) -> Result<Expr> {
+    let Some(text) = string_literal(operand) else {
+        let operand = std::mem::replace(operand, Expr::value(Value::Null));
+        return Ok(call(reg.output_function(), vec![operand]));
+    };
+    let text = text.trim().to_string();
+    // A number names the oid itself.
+    if let Ok(oid) = text.parse::<u32>() {
+        return Ok(oid_literal(oid));
+    }
+    let oid = match reg {
+        RegType::Class => {
+            let name = parse_object_name(&text)?;
+            names
+                .relation_oid(&name)?
+                .ok_or_else(|| PlanError::UnknownRelation(text.clone()))?
+        }
+        RegType::Type => crate::pg::types::parse_type_name(&text)?.oid(),
+        RegType::Namespace => names
+            .namespace_oid(&text)
+            .ok_or_else(|| PlanError::UnknownSchema(text.clone()))?,
+        RegType::Role => names.role_oid(&text).ok_or_else(|| {
+            PlanError::DataFusion(crate::error::sqlstate_error(
+                freshet_repr::sqlstate::UNDEFINED_OBJECT,
+                format!("role \"{text}\" does not exist"),
+            ))
+        })?,
+        RegType::Proc => {
+            return Err(PlanError::DataFusion(crate::error::sqlstate_error(
+                freshet_repr::sqlstate::UNDEFINED_FUNCTION,
+                format!("function \"{text}\" does not exist"),
+            )));
+        }
+    };
+    Ok(oid_literal(oid))
+}
+
+fn parse_object_name(text: &str) -> Result<ObjectName> {
+    datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(text)
+    .and_then(|mut p| p.parse_object_name(false))
+    .map_err(|_| PlanError::Syntax(format!("invalid name syntax: \"{text}\"")))
+}
+
+fn call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
+                .collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+fn is_array_subquery(f: &Function) -> bool {
+    matches!(f.args, FunctionArguments::Subquery(_))
+        && f.name.0.len() == 1
+        && f.name.0[0]
+            .as_ident()
+            .is_some_and(|i| i.value.eq_ignore_ascii_case("array"))
+}
+
+/// `(SELECT array_agg(_array.elem) FROM (query) AS _array(elem))`.
+fn array_of_subquery(query: ast::Query) -> Expr {
+    let sql = format!("SELECT array_agg(_array.elem) FROM ({query}) AS _array(elem)");
+    match datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(&sql)
+    .and_then(|mut p| p.parse_query())
+    {
+        Ok(q) => Expr::Subquery(q),
+        // The query came from the parser, so it prints in a form that
+        // parses; should it not, DataFusion reports the original.
+        Err(_) => Expr::Function(Function {
+            name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new("array"))]),
+            uses_odbc_syntax: false,
+            parameters: FunctionArguments::None,
+            args: FunctionArguments::Subquery(Box::new(query)),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: vec![],
+        }),
+    }
+}
