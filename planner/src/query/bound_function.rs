@@ -112,23 +112,8 @@ impl ScalarUDFImpl for BoundFunction {
 
 /// Argument `i` as oids (any integer type; other values NULL).
 pub fn oids(args: &[ArrayRef], i: usize) -> Result<Vec<Option<u32>>> {
-    let Some(a) = args.get(i) else {
-        return Ok(vec![]);
-    };
-    let cast = arrow::compute::cast_with_options(
-        a,
-        &DataType::Int64,
-        &arrow::compute::CastOptions {
-            safe: true,
-            ..Default::default()
-        },
-    )?;
-    let ints = cast
-        .as_any()
-        .downcast_ref::<arrow::array::Int64Array>()
-        .ok_or_else(|| datafusion::common::internal_datafusion_err!("oids not cast to Int64"))?;
-    Ok(ints
-        .iter()
+    Ok(ints(args, i, rows(args))?
+        .into_iter()
         .map(|v| v.and_then(|v| u32::try_from(v).ok()))
         .collect())
 }

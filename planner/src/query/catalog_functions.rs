@@ -15,7 +15,7 @@ use arrow::datatypes::{DataType, Field};
 use datafusion::logical_expr::ScalarUDF;
 use freshet_catalog::{ItemDetails, ItemKind};
 
-use crate::builtins::keys::{index_keys, key_constraints};
+use crate::builtins::keys::{KeyConstraint, index_keys, key_constraints};
 use crate::builtins::{BUILTIN_OWNER_OID, BUILTINS, SYSTEM_SCHEMAS, system_schema_oid};
 use crate::parser::quote_if_needed;
 use crate::query::bound_function::{BoundFunction, ints, oids, rows};
@@ -293,22 +293,26 @@ fn view_definitions(resolver: &NameResolver) -> HashMap<u32, String> {
     out
 }
 
+/// A key constraint's column names, quoted where needed.
+fn key_column_names(item: &freshet_catalog::Item, key: &KeyConstraint) -> Vec<String> {
+    let columns = item
+        .desc
+        .as_ref()
+        .map(|d| d.columns.as_slice())
+        .unwrap_or(&[]);
+    key.columns
+        .iter()
+        .filter_map(|c| columns.get(*c))
+        .map(|c| quote_if_needed(&c.name).to_string())
+        .collect()
+}
+
 /// `PRIMARY KEY (a)` / `UNIQUE (b)` by constraint oid.
 fn constraint_definitions(resolver: &NameResolver) -> HashMap<u32, String> {
     let mut out = HashMap::new();
     for item in resolver.catalog.items() {
-        let columns = item
-            .desc
-            .as_ref()
-            .map(|d| d.columns.as_slice())
-            .unwrap_or(&[]);
         for key in key_constraints(item) {
-            let names: Vec<String> = key
-                .columns
-                .iter()
-                .filter_map(|c| columns.get(*c))
-                .map(|c| quote_if_needed(&c.name).to_string())
-                .collect();
+            let names = key_column_names(item, &key);
             let kind = match (key.primary, key.nulls_not_distinct) {
                 (true, _) => "PRIMARY KEY",
                 (false, false) => "UNIQUE",
@@ -354,18 +358,8 @@ fn index_definitions(resolver: &NameResolver) -> HashMap<u32, (String, Vec<Strin
                 let Some(table) = qualified(resolver, item.id) else {
                     continue;
                 };
-                let columns = item
-                    .desc
-                    .as_ref()
-                    .map(|d| d.columns.as_slice())
-                    .unwrap_or(&[]);
                 for key in key_constraints(item) {
-                    let texts: Vec<String> = key
-                        .columns
-                        .iter()
-                        .filter_map(|c| columns.get(*c))
-                        .map(|c| quote_if_needed(&c.name).to_string())
-                        .collect();
+                    let texts = key_column_names(item, &key);
                     let nnd = if key.nulls_not_distinct {
                         " NULLS NOT DISTINCT"
                     } else {

@@ -290,6 +290,15 @@ fn oid_literal(oid: u32) -> Expr {
 }
 
 fn reg_cast(reg: RegType, operand: &mut Expr, names: &dyn RegNames) -> Result<Expr> {
+    // A parameter's name is known only at bind time; turning it into the
+    // output function would compare an oid with a name.
+    if let Expr::Value(v) = operand
+        && matches!(v.value, Value::Placeholder(_))
+    {
+        return Err(PlanError::unsupported(
+            "a parameter cast to a reg* type (write the name as a literal, or compare with the oid)",
+        ));
+    }
     let Some(text) = string_literal(operand) else {
         let operand = std::mem::replace(operand, Expr::value(Value::Null));
         return Ok(call(reg.output_function(), vec![operand]));

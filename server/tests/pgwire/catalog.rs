@@ -64,3 +64,36 @@ async fn every_builtin_relation_is_readable() {
             .collect::<Vec<_>>()
     );
 }
+
+/// A parameter's `regclass` name is only known at bind time, so the cast
+/// is refused clearly rather than compared as text with an oid.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parameter_cast_to_regclass_is_refused_not_misread() {
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute("CREATE TABLE t (a int)")
+        .await
+        .expect("create a table");
+    let err = c
+        .query(
+            "SELECT relname FROM pg_class WHERE oid = $1::regclass",
+            &[&"t"],
+        )
+        .await
+        .expect_err("a parameter cast to regclass");
+    assert_eq!(
+        err.code(),
+        Some(&tokio_postgres::error::SqlState::FEATURE_NOT_SUPPORTED),
+        "{err:?}"
+    );
+    // The literal form resolves.
+    let rows = c
+        .query(
+            "SELECT relname FROM pg_class WHERE oid = 't'::regclass",
+            &[],
+        )
+        .await
+        .expect("a literal regclass");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<_, String>(0), "t");
+}
