@@ -47,12 +47,7 @@ impl QueryReader {
 
     fn rows(&self, builtin: Builtin) -> DfResult<Vec<Row>> {
         let s = |v: &str| Some(v.to_string());
-        let db = self.catalog.database_by_name(&self.database);
-        let schemas: Vec<_> = self
-            .catalog
-            .schemas()
-            .filter(|sc| Some(sc.database_id) == db.map(|d| d.id))
-            .collect();
+        let schemas = self.schemas_in_db();
         Ok(match builtin {
             Builtin::ReadHolds => self
                 .storage

@@ -59,14 +59,18 @@ fn relam(kind: ItemKind) -> u32 {
 }
 
 impl QueryReader {
-    /// Items of the session's database, with their schema's oid.
-    pub(super) fn items_in_db(&self) -> Vec<(&Item, u32)> {
+    /// The schemas of the session's database.
+    pub(super) fn schemas_in_db(&self) -> Vec<&freshet_catalog::Schema> {
         let db = self.catalog.database_by_name(&self.database);
-        let schemas: Vec<_> = self
-            .catalog
+        self.catalog
             .schemas()
             .filter(|sc| Some(sc.database_id) == db.map(|d| d.id))
-            .collect();
+            .collect()
+    }
+
+    /// Items of the session's database, with their schema's oid.
+    pub(super) fn items_in_db(&self) -> Vec<(&Item, u32)> {
+        let schemas = self.schemas_in_db();
         self.catalog
             .items()
             .filter_map(|i| {
