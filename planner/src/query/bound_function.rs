@@ -19,7 +19,7 @@ pub type Body = dyn Fn(&[ArrayRef]) -> Result<ArrayRef> + Send + Sync;
 
 /// A function whose body is a closure.
 pub struct BoundFunction {
-    name: &'static str,
+    name: String,
     signature: Signature,
     returns: DataType,
     body: Arc<Body>,
@@ -29,7 +29,7 @@ impl BoundFunction {
     /// A function `name` taking any `arities` (argument counts) of any
     /// types, returning `returns`.
     pub fn udf(
-        name: &'static str,
+        name: &str,
         arities: &[usize],
         returns: DataType,
         body: impl Fn(&[ArrayRef]) -> Result<ArrayRef> + Send + Sync + 'static,
@@ -45,7 +45,7 @@ impl BoundFunction {
             Volatility::Stable,
         );
         Arc::new(ScalarUDF::new_from_impl(BoundFunction {
-            name,
+            name: name.to_string(),
             signature,
             returns,
             body: Arc::new(body),
@@ -77,7 +77,7 @@ impl std::hash::Hash for BoundFunction {
 
 impl ScalarUDFImpl for BoundFunction {
     fn name(&self) -> &str {
-        self.name
+        &self.name
     }
 
     fn signature(&self) -> &Signature {

@@ -27,7 +27,7 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
     Some(match name {
         "pg_table_is_visible" => {
             let visible = visible_relations(resolver);
-            BoundFunction::udf(name_of(name)?, &[1], DataType::Boolean, move |args| {
+            BoundFunction::udf(name, &[1], DataType::Boolean, move |args| {
                 let out: BooleanArray = oids(args, 0)?
                     .into_iter()
                     .map(|o| o.map(|o| visible.contains(&o)))
@@ -37,7 +37,7 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
         }
         "pg_get_userbyid" => {
             let user = resolver.session.user.clone();
-            BoundFunction::udf(name_of(name)?, &[1], DataType::Utf8, move |args| {
+            BoundFunction::udf(name, &[1], DataType::Utf8, move |args| {
                 let out: StringArray = oids(args, 0)?
                     .into_iter()
                     .map(|o| {
@@ -50,17 +50,17 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
                 Ok(Arc::new(out))
             })
         }
-        "pg_get_viewdef" => oid_text(name_of(name)?, view_definitions(resolver)),
-        "pg_get_constraintdef" => oid_text(name_of(name)?, constraint_definitions(resolver)),
-        "regclassout" => oid_text(name_of(name)?, relation_names(resolver)),
-        "regnamespaceout" => oid_text(name_of(name)?, namespace_names(resolver)),
+        "pg_get_viewdef" => oid_text(name, view_definitions(resolver)),
+        "pg_get_constraintdef" => oid_text(name, constraint_definitions(resolver)),
+        "regclassout" => oid_text(name, relation_names(resolver)),
+        "regnamespaceout" => oid_text(name, namespace_names(resolver)),
         "regroleout" => oid_text(
-            name_of(name)?,
+            name,
             HashMap::from([(BUILTIN_OWNER_OID, resolver.session.user.clone())]),
         ),
         "pg_get_indexdef" => {
             let defs = index_definitions(resolver);
-            BoundFunction::udf(name_of(name)?, &[1, 3], DataType::Utf8, move |args| {
+            BoundFunction::udf(name, &[1, 3], DataType::Utf8, move |args| {
                 let n = rows(args);
                 let columns = ints(args, 1, n)?;
                 let out: StringArray = oids(args, 0)?
@@ -80,7 +80,7 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
         "current_schemas" => {
             let schemas = existing_search_path(resolver);
             BoundFunction::udf(
-                name_of(name)?,
+                name,
                 &[1],
                 DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
                 move |args| {
@@ -104,23 +104,6 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
         }
         _ => return None,
     })
-}
-
-/// The `'static` name of a catalog function.
-fn name_of(name: &str) -> Option<&'static str> {
-    [
-        "pg_table_is_visible",
-        "pg_get_userbyid",
-        "pg_get_viewdef",
-        "pg_get_constraintdef",
-        "pg_get_indexdef",
-        "regclassout",
-        "regnamespaceout",
-        "regroleout",
-        "current_schemas",
-    ]
-    .into_iter()
-    .find(|n| *n == name)
 }
 
 /// A text list column from optional strings.
@@ -152,7 +135,7 @@ impl FromStrings for ListArray {
 
 /// A function of one oid (and optional further arguments it ignores, such
 /// as `pretty`) answered from a table; oids not in it are NULL.
-fn oid_text(name: &'static str, table: HashMap<u32, String>) -> Arc<ScalarUDF> {
+fn oid_text(name: &str, table: HashMap<u32, String>) -> Arc<ScalarUDF> {
     // The `reg*` output functions print an oid nothing has as the number.
     let number_if_missing = name.starts_with("reg");
     BoundFunction::udf(name, &[1, 2, 3], DataType::Utf8, move |args| {

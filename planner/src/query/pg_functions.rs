@@ -94,11 +94,6 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
             Ok(arrow::compute::cast(&args[0], &DataType::Utf8)?)
         }),
         "obj_description" | "col_description" | "shobj_description" => {
-            let name = match name {
-                "obj_description" => "obj_description",
-                "col_description" => "col_description",
-                _ => "shobj_description",
-            };
             BoundFunction::udf(name, &[1, 2], DataType::Utf8, |args| {
                 Ok(arrow::array::new_null_array(&DataType::Utf8, rows(args)))
             })
@@ -113,12 +108,6 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
         // Storage sizes are not known to the planner; NULL is Postgres's
         // answer for a size it cannot tell.
         "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" | "pg_indexes_size" => {
-            let name = match name {
-                "pg_table_size" => "pg_table_size",
-                "pg_relation_size" => "pg_relation_size",
-                "pg_total_relation_size" => "pg_total_relation_size",
-                _ => "pg_indexes_size",
-            };
             BoundFunction::udf(name, &[1, 2], DataType::Int64, |args| {
                 Ok(arrow::array::new_null_array(&DataType::Int64, rows(args)))
             })
@@ -132,17 +121,9 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
         "pg_get_function_result"
         | "pg_get_function_arguments"
         | "pg_get_function_identity_arguments"
-        | "pg_get_functiondef" => {
-            let name = match name {
-                "pg_get_function_result" => "pg_get_function_result",
-                "pg_get_function_arguments" => "pg_get_function_arguments",
-                "pg_get_function_identity_arguments" => "pg_get_function_identity_arguments",
-                _ => "pg_get_functiondef",
-            };
-            BoundFunction::udf(name, &[1], DataType::Utf8, |args| {
-                Ok(arrow::array::new_null_array(&DataType::Utf8, rows(args)))
-            })
-        }
+        | "pg_get_functiondef" => BoundFunction::udf(name, &[1], DataType::Utf8, |args| {
+            Ok(arrow::array::new_null_array(&DataType::Utf8, rows(args)))
+        }),
         "pg_get_statisticsobjdef_columns" => BoundFunction::udf(
             "pg_get_statisticsobjdef_columns",
             &[1],
@@ -174,7 +155,6 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
         }),
         "array_lower" | "array_upper" => {
             let upper = name == "array_upper";
-            let name = if upper { "array_upper" } else { "array_lower" };
             BoundFunction::udf(name, &[2], DataType::Int32, move |args| {
                 let n = rows(args);
                 let dims = ints(args, 1, n)?;
