@@ -2,9 +2,9 @@
 # Runs every Freshet test: unit and integration tests (including the
 # PostgreSQL differential harness, the psql smoke test, the storage crash
 # harness and the protocol fuzzer against a running server), the
-# sqllogictest suites, the driver tests (psycopg 3, in a virtualenv this
-# script creates next to the build cache), and the cargo-fuzz targets for
-# a bounded time.
+# sqllogictest suites, the driver tests (psycopg 3, psycopg2, SQLAlchemy and
+# pandas, in a virtualenv this script creates next to the build cache), and
+# the cargo-fuzz targets for a bounded time.
 #
 # It sets up what the tests need itself: PostgreSQL refuses to run as root,
 # so when run as root it creates an unprivileged system user for the
@@ -41,12 +41,13 @@ cargo run -p freshet-sqllogictest -- \
   --server-binary "${CARGO_TARGET_DIR:-target}/debug/freshet" \
   sqllogictest/tests/
 
-echo "== driver tests (psycopg 3) =="
+echo "== driver tests (psycopg 3, psycopg2, SQLAlchemy 2, pandas) =="
 venv="${CARGO_TARGET_DIR:-target}/drivers-venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check "psycopg[binary]>=3.1,<4" "pytest>=7,<10"
+"$venv/bin/pip" install --quiet --disable-pip-version-check "psycopg[binary]>=3.1,<4" \
+  "psycopg2-binary>=2.9,<3" "SQLAlchemy>=2.0,<2.1" "pandas>=2,<3" "pytest>=7,<10"
 FRESHET_BIN="${CARGO_TARGET_DIR:-target}/debug/freshet" "$venv/bin/python" -m pytest -q tests/drivers
 
 echo "== fuzzing (pgwire decoder, SQL planning) =="

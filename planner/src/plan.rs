@@ -294,6 +294,31 @@ pub enum Plan {
     Commit,
     /// `ROLLBACK`.
     Rollback,
+    /// `SAVEPOINT name`.
+    Savepoint(String),
+    /// `RELEASE [SAVEPOINT] name`.
+    ReleaseSavepoint(String),
+    /// `ROLLBACK TO [SAVEPOINT] name`.
+    RollbackToSavepoint(String),
+    /// `PREPARE name [(types)] AS statement`: kept in the session, planned
+    /// again at each `EXECUTE` (against the catalog of that moment).
+    Prepare {
+        /// The statement's name.
+        name: String,
+        /// The statement.
+        stmt: Box<crate::parser::Statement>,
+        /// Declared parameter types (`PREPARE p(int, text)`), in order.
+        declared: Vec<arrow::datatypes::DataType>,
+    },
+    /// `EXECUTE name [(args)]`: the arguments as one row of a query.
+    Execute {
+        /// The prepared statement's name.
+        name: String,
+        /// `SELECT arg1, arg2, ...`; `None` without arguments.
+        args: Option<Box<QueryPlan>>,
+    },
+    /// `DEALLOCATE [PREPARE] name`; `None`: `DEALLOCATE ALL`.
+    Deallocate(Option<String>),
     /// `SUBSCRIBE` or `COPY (SUBSCRIBE ...) TO STDOUT`: streamed as COPY
     /// data in these options.
     Subscribe(Box<SubscribePlan>, CopyOptions),

@@ -105,6 +105,16 @@ pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
 pub const INVALID_DATETIME_FORMAT: &str = "22007";
 /// `22001` string data right truncation.
 pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
+/// `22025` invalid escape sequence.
+pub const INVALID_ESCAPE_SEQUENCE: &str = "22025";
+/// `40001` serialization failure: the transaction may succeed if retried.
+pub const SERIALIZATION_FAILURE: &str = "40001";
+/// `3B001` invalid savepoint specification.
+pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
+/// `26000` invalid SQL statement name (an unknown prepared statement).
+pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
+/// `42P05` duplicate prepared statement.
+pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
 /// `21000` cardinality violation.
 pub const CARDINALITY_VIOLATION: &str = "21000";
 /// `08006` connection failure.

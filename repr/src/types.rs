@@ -86,6 +86,13 @@ pub enum PgType {
     Oid,
     /// A one-dimensional array of the element type.
     Array(Box<PgType>),
+    /// `int2vector`: catalog columns listing column numbers
+    /// (`pg_index.indkey`). An `int2` array, but clients read its own type
+    /// oid and its text form (`1 2`, not `{1,2}`).
+    Int2Vector,
+    /// `oidvector` (`pg_index.indclass`): like [`PgType::Int2Vector`], of
+    /// oids.
+    OidVector,
 }
 
 impl PgType {
@@ -136,6 +143,8 @@ impl PgType {
             PgType::Uuid => 2950,
             PgType::Jsonb => 3802,
             PgType::Oid => 26,
+            PgType::Int2Vector => 22,
+            PgType::OidVector => 30,
             PgType::Array(elem) => match elem.as_ref() {
                 PgType::Bool => 1000,
                 PgType::Int2 => 1005,
@@ -179,6 +188,11 @@ impl PgType {
         };
         if let Some(t) = scalar(oid) {
             return Some(with_typmod(t));
+        }
+        match oid {
+            22 => return Some(PgType::Int2Vector),
+            30 => return Some(PgType::OidVector),
+            _ => {}
         }
         PgType::scalar_types()
             .into_iter()
@@ -241,6 +255,8 @@ impl PgType {
             PgType::Array(elem) => {
                 DataType::List(Arc::new(Field::new_list_field(elem.arrow_type(), true)))
             }
+            PgType::Int2Vector => PgType::Array(Box::new(PgType::Int2)).arrow_type(),
+            PgType::OidVector => PgType::Array(Box::new(PgType::Oid)).arrow_type(),
         }
     }
 
@@ -343,6 +359,8 @@ impl PgType {
             PgType::Jsonb => "jsonb".into(),
             PgType::Oid => "oid".into(),
             PgType::Array(elem) => format!("{}[]", elem.sql_name()),
+            PgType::Int2Vector => "int2vector".into(),
+            PgType::OidVector => "oidvector".into(),
         }
     }
 
@@ -369,6 +387,8 @@ impl PgType {
             PgType::Jsonb => "jsonb",
             PgType::Oid => "oid",
             PgType::Array(_) => "_array",
+            PgType::Int2Vector => "int2vector",
+            PgType::OidVector => "oidvector",
         }
     }
 
@@ -439,6 +459,8 @@ impl PgType {
             "uuid" => no_mods(PgType::Uuid),
             "jsonb" => no_mods(PgType::Jsonb),
             "oid" => no_mods(PgType::Oid),
+            "int2vector" => no_mods(PgType::Int2Vector),
+            "oidvector" => no_mods(PgType::OidVector),
             _ => Err(TypeError::UnknownType(name.to_string())),
         }
     }

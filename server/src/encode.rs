@@ -336,6 +336,32 @@ pub fn encode_cell<E: Encoder>(
                 pg_field,
             )
         }
+        (PgType::Int2Vector | PgType::OidVector, DataType::List(_)) if !binary => {
+            let list = array
+                .as_any()
+                .downcast_ref::<arrow::array::ListArray>()
+                .map(|a| a.value(idx));
+            let text = match list {
+                Some(values) => {
+                    let ints = arrow::compute::cast(&values, &DataType::Int64)
+                        .map_err(|e| PgWireError::ApiError(Box::new(e)))?;
+                    let ints = ints
+                        .as_any()
+                        .downcast_ref::<arrow::array::Int64Array>()
+                        .map(|a| a.iter().map(|v| v.unwrap_or(0).to_string()).collect())
+                        .unwrap_or_else(Vec::new);
+                    ints.join(" ")
+                }
+                None => String::new(),
+            };
+            encoder.encode_field(
+                &Raw {
+                    text: &text,
+                    binary: text.as_bytes(),
+                },
+                pg_field,
+            )
+        }
         _ => encode_value(encoder, array, idx, field, pg_field),
     }
 }

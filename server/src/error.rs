@@ -46,6 +46,13 @@ pub enum AdapterError {
     /// A transaction mixing what Freshet keeps apart.
     #[error("{0}")]
     InvalidTransactionState(String),
+    /// COMMIT of a transaction that read a table someone else wrote
+    /// after the transaction's read time: nothing was applied.
+    #[error("could not serialize access due to concurrent update")]
+    SerializationFailure {
+        /// What changed, in users' names.
+        detail: String,
+    },
     /// The statement ran longer than `statement_timeout`.
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,
@@ -107,6 +114,18 @@ impl AdapterError {
         }
     }
 
+    /// This error with a DETAIL line (for data errors).
+    pub fn with_detail(self, detail: impl Into<String>) -> Self {
+        match self {
+            AdapterError::Data { code, message, .. } => AdapterError::Data {
+                code,
+                message,
+                detail: Some(detail.into()),
+            },
+            other => other,
+        }
+    }
+
     /// The SQLSTATE and message a client sees.
     pub fn code_and_message(&self) -> (&'static str, String) {
         match self {
@@ -124,6 +143,9 @@ impl AdapterError {
             }
             AdapterError::InvalidTransactionState(_) => {
                 (sqlstate::INVALID_TRANSACTION_STATE, self.to_string())
+            }
+            AdapterError::SerializationFailure { .. } => {
+                (sqlstate::SERIALIZATION_FAILURE, self.to_string())
             }
             AdapterError::StatementTimeout | AdapterError::Canceled => {
                 (sqlstate::QUERY_CANCELED, self.to_string())
@@ -160,6 +182,7 @@ impl AdapterError {
     fn detail(&self) -> Option<String> {
         match self {
             AdapterError::Data { detail, .. } => detail.clone(),
+            AdapterError::SerializationFailure { detail } => Some(detail.clone()),
             AdapterError::Catalog(CatalogError::DependentObjects { detail, .. }) => {
                 Some(detail.clone())
             }
@@ -176,6 +199,9 @@ impl AdapterError {
             AdapterError::Catalog(CatalogError::DependentObjects { .. })
             | AdapterError::Plan(PlanError::Catalog(CatalogError::DependentObjects { .. })) => {
                 Some("Use DROP ... CASCADE to drop the dependent objects too.".into())
+            }
+            AdapterError::SerializationFailure { .. } => {
+                Some("The transaction might succeed if retried.".into())
             }
             _ => None,
         }

@@ -80,7 +80,8 @@ impl KeySets {
     }
 
     /// Commit `writes`, first checking the keys in `specs` (those of the
-    /// tables they write). Fails with 23505 if a key would be held by two
+    /// tables they write), if no table in `reads` changed after the time
+    /// paired with it. Fails with 23505 if a key would be held by two
     /// rows; nothing is committed then. The caller runs this to the end
     /// (in a task of its own): stopping between the commit and the release
     /// of its reservations would leave the key sets behind storage.
@@ -89,11 +90,12 @@ impl KeySets {
         storage: &Storage,
         specs: Vec<KeySpec>,
         writes: Vec<TableWrite>,
+        reads: Vec<(GlobalId, Timestamp)>,
     ) -> Result<Timestamp> {
         if specs.is_empty() {
-            return Ok(storage.commit(writes).await?);
+            return Ok(storage.commit_if_unchanged(writes, reads).await?);
         }
-        self.check_and_commit(storage, specs, writes).await
+        self.check_and_commit(storage, specs, writes, reads).await
     }
 
     async fn check_and_commit(
@@ -101,6 +103,7 @@ impl KeySets {
         storage: &Storage,
         mut specs: Vec<KeySpec>,
         writes: Vec<TableWrite>,
+        reads: Vec<(GlobalId, Timestamp)>,
     ) -> Result<Timestamp> {
         specs.sort_by_key(|s| (s.id, s.slot));
         let sets: Vec<SharedKeySet> = specs.iter().map(|s| self.key_set(s)).collect();
@@ -128,7 +131,7 @@ impl KeySets {
             }
         }
         drop(guards);
-        let result = storage.commit(writes).await;
+        let result = storage.commit_if_unchanged(writes, reads).await;
         for (set, change) in sets.iter().zip(changes) {
             let mut guard = set.lock().await;
             if let Some(set) = guard.as_mut() {

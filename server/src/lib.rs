@@ -11,6 +11,7 @@ pub mod handler;
 pub mod http;
 pub mod introspection;
 pub mod keys;
+pub mod overlay;
 pub mod params;
 pub mod query_exec;
 pub mod server;

@@ -41,12 +41,27 @@ pub struct TxnRead {
 }
 
 /// An explicit transaction's state.
+///
+/// Reads run at one time (`read`), and see the transaction's own buffered
+/// writes. COMMIT applies the writes at one timestamp only if no table in
+/// `validate` changed after the read time: optimistic concurrency control,
+/// which makes a read-then-write transaction serializable and lets
+/// clients retry on 40001 as they do with PostgreSQL's `SERIALIZABLE`.
 #[derive(Debug, Default)]
 pub struct Transaction {
     /// Set after the first read.
     pub read: Option<TxnRead>,
+    /// The tables whatever the transaction read depends on (through views
+    /// and materialized views): if one changed after `read.ts`, COMMIT of
+    /// the writes fails.
+    pub validate: BTreeSet<GlobalId>,
     /// Writes buffered until COMMIT.
     pub writes: Vec<TableWrite>,
+    /// `SAVEPOINT`s, innermost last.
+    pub savepoints: Vec<Savepoint>,
+    /// DDL run in the block, committed as one catalog transaction at
+    /// COMMIT; later statements in the block plan against its result.
+    pub ddl: Option<PendingDdl>,
     /// Isolation requested with `BEGIN ISOLATION LEVEL` / `SET TRANSACTION`.
     pub isolation: Option<Isolation>,
     /// Variables as they were at `BEGIN`, restored by `ROLLBACK`.
@@ -58,9 +73,89 @@ pub struct Transaction {
     pub cursors: std::collections::BTreeMap<String, Cursor>,
 }
 
+/// The DDL of a transaction block, not yet committed.
+#[derive(Debug)]
+pub struct PendingDdl {
+    /// The catalog the block's DDL applies to. COMMIT (and any later DDL
+    /// in the block) fails with 40001 if another session changed it.
+    pub base: Arc<freshet_catalog::CatalogState>,
+    /// One step per statement, in order.
+    pub steps: Vec<DdlStep>,
+}
+
+/// One DDL statement of a transaction block.
+#[derive(Debug)]
+pub struct DdlStep {
+    /// Its catalog operations.
+    pub ops: Vec<freshet_catalog::Op>,
+    /// Holds on the inputs of the dataflow it creates, at its `as_of`.
+    pub holds: Vec<ReadHold>,
+    /// The dataflow of the materialized view or index it creates, by the
+    /// id the catalog gives that object.
+    pub dataflow: Option<(GlobalId, freshet_planner::ItemDataflow)>,
+    /// The catalog after this step (and every earlier one).
+    pub state: Arc<freshet_catalog::CatalogState>,
+    /// Objects this step created.
+    pub created: Vec<GlobalId>,
+}
+
+impl PendingDdl {
+    /// The catalog as the block sees it.
+    pub fn state(&self) -> Arc<freshet_catalog::CatalogState> {
+        self.steps
+            .last()
+            .map_or_else(|| Arc::clone(&self.base), |s| Arc::clone(&s.state))
+    }
+
+    /// Every operation, in order.
+    pub fn ops(&self) -> Vec<freshet_catalog::Op> {
+        self.steps
+            .iter()
+            .flat_map(|s| s.ops.iter().cloned())
+            .collect()
+    }
+
+    /// Objects the block created (no storage collection exists for them
+    /// until COMMIT).
+    pub fn created(&self) -> BTreeSet<GlobalId> {
+        self.steps
+            .iter()
+            .flat_map(|s| s.created.iter().copied())
+            .collect()
+    }
+}
+
+/// A `SAVEPOINT`: what `ROLLBACK TO` returns the transaction to.
+#[derive(Debug)]
+pub struct Savepoint {
+    /// Its name (PostgreSQL's rules: a later savepoint of the same name
+    /// hides an earlier one until released).
+    pub name: String,
+    /// How many buffered writes there were.
+    pub writes: usize,
+    /// How many DDL steps there were.
+    pub ddl_steps: usize,
+    /// The variables at the savepoint.
+    pub vars: Vars,
+}
+
+/// A statement prepared with SQL `PREPARE name AS ...`, run by `EXECUTE`.
+#[derive(Debug, Clone)]
+pub struct SqlPrepared {
+    /// The statement.
+    pub stmt: freshet_planner::parser::Statement,
+    /// The type of each parameter (declared, or inferred from the
+    /// statement); `None` where neither says.
+    pub param_types: Vec<Option<DataType>>,
+}
+
 /// An open cursor (`DECLARE ... CURSOR FOR`).
 #[derive(Debug)]
 pub struct Cursor {
+    /// The `DECLARE` statement, as `pg_cursors.statement` shows it.
+    pub statement: String,
+    /// When it was declared (`pg_cursors.creation_time`).
+    pub created: std::time::SystemTime,
     /// Its columns.
     pub desc: freshet_repr::RelationDesc,
     /// Rows computed and not yet fetched.
@@ -88,6 +183,8 @@ pub struct Session {
     pub df: Arc<SessionState>,
     /// A `COPY ... FROM STDIN` waiting for its data.
     pub copy_in: Option<PendingCopy>,
+    /// Statements prepared with SQL `PREPARE`, by name.
+    pub prepared: std::collections::HashMap<String, SqlPrepared>,
 }
 
 /// A COPY FROM STDIN in progress: its plan and the data received so far.
@@ -148,6 +245,7 @@ impl Session {
             txn: Transaction::default(),
             df: Arc::new(base.clone()),
             copy_in: None,
+            prepared: std::collections::HashMap::new(),
         };
         s.refresh_df();
         s
@@ -201,6 +299,47 @@ impl Session {
             self.refresh_df();
         }
         txn
+    }
+
+    /// `SAVEPOINT name`.
+    pub fn savepoint(&mut self, name: String) {
+        let savepoint = Savepoint {
+            name,
+            writes: self.txn.writes.len(),
+            ddl_steps: self.txn.ddl.as_ref().map_or(0, |d| d.steps.len()),
+            vars: self.vars.clone(),
+        };
+        self.txn.savepoints.push(savepoint);
+    }
+
+    /// `ROLLBACK TO [SAVEPOINT] name`: undo the writes and variable
+    /// changes made since, keep the savepoint, and leave a failed state.
+    /// False if there is no such savepoint.
+    pub fn rollback_to(&mut self, name: &str) -> bool {
+        let Some(at) = self.txn.savepoints.iter().rposition(|s| s.name == name) else {
+            return false;
+        };
+        self.txn.savepoints.truncate(at + 1);
+        let sp = &self.txn.savepoints[at];
+        self.txn.writes.truncate(sp.writes);
+        let ddl_steps = sp.ddl_steps;
+        self.vars = sp.vars.clone();
+        if let Some(ddl) = self.txn.ddl.as_mut() {
+            ddl.steps.truncate(ddl_steps);
+        }
+        self.status = TxnStatus::InBlock;
+        self.refresh_df();
+        true
+    }
+
+    /// `RELEASE [SAVEPOINT] name`: forget it and every later savepoint,
+    /// keeping their work. False if there is no such savepoint.
+    pub fn release(&mut self, name: &str) -> bool {
+        let Some(at) = self.txn.savepoints.iter().rposition(|s| s.name == name) else {
+            return false;
+        };
+        self.txn.savepoints.truncate(at);
+        true
     }
 
     /// `SET [LOCAL] name = value` (or `RESET name`). A `SET LOCAL`

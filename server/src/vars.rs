@@ -34,6 +34,15 @@ impl Isolation {
         }
     }
 
+    /// The name `SHOW TRANSACTION ISOLATION LEVEL` prints: PostgreSQL's
+    /// level whose guarantee this one meets. Drivers read that spelling
+    /// and accept only PostgreSQL's four names; both of Freshet's levels
+    /// are serializable (strict serializable is serializable with reads
+    /// that also see every earlier-acknowledged write).
+    pub fn postgres_name(&self) -> &'static str {
+        "serializable"
+    }
+
     /// The name `SHOW transaction_isolation` prints.
     pub fn name(&self) -> &'static str {
         match self {
@@ -42,6 +51,9 @@ impl Isolation {
         }
     }
 }
+
+/// The spelling of `SHOW TRANSACTION ISOLATION LEVEL` as planned.
+pub const SHOW_ISOLATION_LEVEL: &str = "transaction isolation level";
 
 /// A session's variables.
 #[derive(Clone, Debug)]

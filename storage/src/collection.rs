@@ -74,6 +74,11 @@ pub struct Collection {
     txn_upper: Arc<AtomicU64>,
     /// Published upper (for tables, a clone of the log's watch).
     pub(crate) upper_watch: watch::Sender<Timestamp>,
+    /// For tables, the time of the latest commit that changed it (0: none
+    /// since this process started). A transaction cannot outlive the
+    /// process, and every time this process reads at is past every write
+    /// boot replayed, so 0 is a safe start.
+    pub(crate) last_write: AtomicU64,
 }
 
 impl Collection {
@@ -118,6 +123,7 @@ impl Collection {
             }),
             txn_upper,
             upper_watch,
+            last_write: AtomicU64::new(0),
         }
     }
 

@@ -1,6 +1,6 @@
 //! [`Storage`]: the one entry point the rest of Freshet uses.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -81,6 +81,13 @@ pub struct TableWrite {
     pub updates: RecordBatch,
 }
 
+/// One commit of a group: its writes, and the tables (with the times they
+/// were read at) that must not have changed since.
+struct CommitRequest {
+    writes: Vec<TableWrite>,
+    reads: Vec<(GlobalId, Timestamp)>,
+}
+
 /// A collection's frontiers and size, for introspection.
 #[derive(Clone, Debug)]
 pub struct CollectionInfo {
@@ -109,7 +116,7 @@ struct Dependent {
 }
 
 enum Command {
-    Commit(Vec<TableWrite>, oneshot::Sender<Result<Timestamp>>),
+    Commit(CommitRequest, oneshot::Sender<Result<Timestamp>>),
     Flush(oneshot::Sender<Result<()>>),
     Shutdown,
 }
@@ -346,15 +353,34 @@ impl Storage {
     /// Group-commit table writes atomically at one timestamp, returning it
     /// once the group is durable and visible.
     pub async fn commit(&self, writes: Vec<TableWrite>) -> Result<Timestamp> {
+        self.commit_if_unchanged(writes, Vec::new()).await
+    }
+
+    /// [`commit`](Storage::commit), only if no table in `reads` has been
+    /// written after the time paired with it (the time a transaction read
+    /// it at); otherwise nothing is written and the commit fails with
+    /// [`StorageError::ReadConflict`]. The check and the commit are one
+    /// step of the group-commit thread, so no write can come between them:
+    /// this is what makes a transaction that read, then wrote,
+    /// serializable.
+    pub async fn commit_if_unchanged(
+        &self,
+        writes: Vec<TableWrite>,
+        reads: Vec<(GlobalId, Timestamp)>,
+    ) -> Result<Timestamp> {
         let (tx, rx) = oneshot::channel();
-        self.send(Command::Commit(writes, tx))?;
+        self.send(Command::Commit(CommitRequest { writes, reads }, tx))?;
         rx.await.map_err(|_| StorageError::ShutDown)?
     }
 
     /// [`commit`](Storage::commit) for threads outside an async runtime.
     pub fn commit_blocking(&self, writes: Vec<TableWrite>) -> Result<Timestamp> {
         let (tx, rx) = oneshot::channel();
-        self.send(Command::Commit(writes, tx))?;
+        let request = CommitRequest {
+            writes,
+            reads: Vec::new(),
+        };
+        self.send(Command::Commit(request, tx))?;
         rx.blocking_recv().map_err(|_| StorageError::ShutDown)?
     }
 
@@ -584,20 +610,63 @@ impl Inner {
         Ok(c)
     }
 
+    /// Fail if a table in `reads` was written after the time it was read
+    /// at, or is written by a commit accepted earlier in this group.
+    fn check_unchanged(
+        &self,
+        reads: &[(GlobalId, Timestamp)],
+        written_now: &BTreeSet<GlobalId>,
+    ) -> Result<()> {
+        for &(id, read_at) in reads {
+            let c = self.collection(id)?;
+            let last = c.last_write.load(Ordering::SeqCst);
+            if last > read_at {
+                return Err(StorageError::ReadConflict {
+                    id,
+                    read_at,
+                    written_at: last,
+                });
+            }
+            if written_now.contains(&id) {
+                return Err(StorageError::ReadConflict {
+                    id,
+                    read_at,
+                    written_at: self.oracle.read_ts().saturating_add(1),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Commit one group: one timestamp, one log record, one fsync.
     fn commit_group(
         &self,
         log: &mut TxnLog,
-        requests: Vec<(Vec<TableWrite>, oneshot::Sender<Result<Timestamp>>)>,
+        requests: Vec<(CommitRequest, oneshot::Sender<Result<Timestamp>>)>,
     ) {
         let mut accepted = Vec::new();
-        for (writes, reply) in requests {
-            match writes
+        // Tables written by requests accepted earlier in this group: they
+        // commit at the group's time, after any read a later request made.
+        let mut written_now: BTreeSet<GlobalId> = BTreeSet::new();
+        for (CommitRequest { writes, reads }, reply) in requests {
+            let checked = writes
                 .iter()
                 .map(|w| self.validate(w))
                 .collect::<Result<Vec<_>>>()
-            {
-                Ok(targets) => accepted.push((writes, targets, reply)),
+                .and_then(|targets| {
+                    self.check_unchanged(&reads, &written_now)?;
+                    Ok(targets)
+                });
+            match checked {
+                Ok(targets) => {
+                    written_now.extend(
+                        writes
+                            .iter()
+                            .filter(|w| w.updates.num_rows() > 0)
+                            .map(|w| w.id),
+                    );
+                    accepted.push((writes, targets, reply))
+                }
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }
@@ -622,6 +691,7 @@ impl Inner {
                 for (w, c) in writes.iter().zip(targets) {
                     if w.updates.num_rows() > 0 {
                         c.push_pending(retag(stamp(&w.updates, ts)?, &c.updates_schema)?);
+                        c.last_write.store(ts, Ordering::SeqCst);
                     }
                 }
             }
@@ -693,7 +763,7 @@ fn run_committer(inner: Arc<Inner>, mut log: TxnLog, rx: mpsc::Receiver<Command>
             .chain(std::iter::from_fn(|| rx.try_recv().ok()))
         {
             match cmd {
-                Command::Commit(writes, reply) => commits.push((writes, reply)),
+                Command::Commit(request, reply) => commits.push((request, reply)),
                 Command::Flush(reply) => flushes.push(reply),
                 Command::Shutdown => shutdown = true,
             }

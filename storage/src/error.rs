@@ -64,6 +64,17 @@ pub enum StorageError {
     /// Storage is shutting down.
     #[error("storage is shut down")]
     ShutDown,
+    /// A commit conditioned on what a transaction read found that a
+    /// collection it read was written after the time it read at.
+    #[error("{id} was written at {written_at}, after this transaction read it at {read_at}")]
+    ReadConflict {
+        /// The collection read and written since.
+        id: GlobalId,
+        /// The time the transaction read it at.
+        read_at: Timestamp,
+        /// The latest write to it.
+        written_at: Timestamp,
+    },
 }
 
 impl StorageError {

@@ -55,6 +55,8 @@ pub enum Builtin {
     PgAm,
     /// `pg_catalog.pg_index`
     PgIndex,
+    /// `pg_catalog.pg_cursors`: the session's open cursors
+    PgCursors,
     /// `pg_catalog.pg_attrdef`
     PgAttrdef,
     /// `pg_catalog.pg_constraint`
@@ -153,10 +155,17 @@ pub enum SysType {
     Numeric,
     /// `text[]`
     TextArray,
-    /// `smallint[]` (`int2vector` and `int2[]` columns)
+    /// `smallint[]`
     Int2Array,
-    /// `oid[]` (`oidvector` and `oid[]` columns)
+    /// `oid[]`
     OidArray,
+    /// `int2vector` (`pg_index.indkey`): an `int2` array clients read as
+    /// its own type, printed `1 2`
+    Int2Vector,
+    /// `oidvector` (`pg_index.indclass`)
+    OidVector,
+    /// `timestamp with time zone`
+    TimestampTz,
 }
 
 impl SysType {
@@ -176,6 +185,9 @@ impl SysType {
             SysType::TextArray => PgType::Array(Box::new(PgType::Text)),
             SysType::Int2Array => PgType::Array(Box::new(PgType::Int2)),
             SysType::OidArray => PgType::Array(Box::new(PgType::Oid)),
+            SysType::Int2Vector => PgType::Int2Vector,
+            SysType::OidVector => PgType::OidVector,
+            SysType::TimestampTz => PgType::TimestampTz,
         }
     }
 }
@@ -245,6 +257,7 @@ mod tests {
             Builtin::KeyColumnUsage,
             Builtin::PgAm,
             Builtin::PgIndex,
+            Builtin::PgCursors,
             Builtin::PgAttrdef,
             Builtin::PgConstraint,
         ];

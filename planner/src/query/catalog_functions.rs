@@ -18,7 +18,7 @@ use freshet_catalog::{ItemDetails, ItemKind};
 use crate::builtins::keys::{KeyConstraint, index_keys, key_constraints};
 use crate::builtins::{BUILTIN_OWNER_OID, BUILTINS, SYSTEM_SCHEMAS, system_schema_oid};
 use crate::parser::quote_if_needed;
-use crate::query::bound_function::{BoundFunction, ints, oids, rows};
+use crate::query::bound_function::{BoundFunction, ints, oids, rows, texts};
 use crate::query::resolve::NameResolver;
 
 /// The catalog function `name` (unqualified), bound to what `resolver`
@@ -53,6 +53,19 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
         "pg_get_viewdef" => oid_text(name, view_definitions(resolver)),
         "pg_get_constraintdef" => oid_text(name, constraint_definitions(resolver)),
         "regclassout" => oid_text(name, relation_names(resolver)),
+        crate::rewrites::pg_syntax::REGCLASS_IN => {
+            let by_name = relation_oids(resolver);
+            BoundFunction::udf(name, &[1], DataType::UInt32, move |args| {
+                let out = texts(args, 0)?
+                    .into_iter()
+                    .map(|t| match t {
+                        None => Ok(None),
+                        Some(t) => lookup_relation(&by_name, &t).map(Some),
+                    })
+                    .collect::<datafusion::common::Result<Vec<_>>>()?;
+                Ok(Arc::new(arrow::array::UInt32Array::from(out)) as ArrayRef)
+            })
+        }
         "regnamespaceout" => oid_text(name, namespace_names(resolver)),
         "regroleout" => oid_text(
             name,
@@ -229,6 +242,65 @@ fn relation_names(resolver: &NameResolver) -> HashMap<u32, String> {
         }
     }
     out
+}
+
+/// Relation oids by every name that denotes them: `schema.name` and
+/// `database.schema.name` always, `name` alone where the search path finds
+/// it (the first schema on the path that has it).
+pub(crate) fn relation_oids(resolver: &NameResolver) -> HashMap<String, u32> {
+    let visible = visible_relations(resolver);
+    let mut out = HashMap::new();
+    let session_db = resolver.session.database.as_str();
+    let mut add = |oid: u32, database: Option<&str>, schema: &str, name: &str| {
+        // Two parts name a schema of the session's database.
+        if database.is_none_or(|db| db == session_db) {
+            out.insert(format!("{schema}.{name}"), oid);
+        }
+        if let Some(db) = database {
+            out.insert(format!("{db}.{schema}.{name}"), oid);
+        }
+        if visible.contains(&oid) {
+            out.insert(name.to_string(), oid);
+        }
+    };
+    for rel in BUILTINS {
+        add(rel.oid(), None, rel.schema, rel.name);
+    }
+    for item in resolver.catalog.items() {
+        let Some((db, schema, _)) = resolver.catalog.full_name(item.id) else {
+            continue;
+        };
+        add(item.oid, Some(&db), &schema, &item.name);
+        for key in key_constraints(item) {
+            add(key.oid, Some(&db), &schema, &key.name);
+        }
+    }
+    out
+}
+
+/// The oid `text::regclass` gives: a number is the oid itself; a name is
+/// looked up (42P01 if nothing has it).
+fn lookup_relation(by_name: &HashMap<String, u32>, text: &str) -> datafusion::common::Result<u32> {
+    let text = text.trim();
+    if let Ok(oid) = text.parse::<u32>() {
+        return Ok(oid);
+    }
+    let unknown = || {
+        crate::error::sqlstate_error(
+            freshet_repr::sqlstate::UNDEFINED_TABLE,
+            format!("relation \"{text}\" does not exist"),
+        )
+    };
+    let parts = datafusion::sql::sqlparser::parser::Parser::new(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+    )
+    .try_with_sql(text)
+    .and_then(|mut p| p.parse_object_name(false))
+    .map_err(|_| unknown())?;
+    let key = crate::parser::normalize_name(&parts)
+        .map_err(|_| unknown())?
+        .join(".");
+    by_name.get(&key).copied().ok_or_else(unknown)
 }
 
 /// Namespace oids to names.

@@ -153,6 +153,22 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
                 .collect();
             Ok(Arc::new(out) as ArrayRef)
         }),
+        // PostgreSQL's `like_escape(pattern, escape)`: the pattern with
+        // `escape` as its escape character rewritten to use backslash
+        // (the only escape DataFusion's LIKE knows), so `LIKE p ESCAPE
+        // '/'` runs as `LIKE like_escape(p, '/')`.
+        "like_escape" => BoundFunction::udf("like_escape", &[2], DataType::Utf8, |args| {
+            let escapes = texts(args, 1)?;
+            let out = texts(args, 0)?
+                .into_iter()
+                .zip(escapes)
+                .map(|(p, e)| match (p, e) {
+                    (Some(p), Some(e)) => like_escape(&p, &e).map(Some),
+                    _ => Ok(None),
+                })
+                .collect::<datafusion::common::Result<Vec<_>>>()?;
+            Ok(Arc::new(StringArray::from(out)) as ArrayRef)
+        }),
         "array_lower" | "array_upper" => {
             let upper = name == "array_upper";
             BoundFunction::udf(name, &[2], DataType::Int32, move |args| {
@@ -226,5 +242,58 @@ mod tests {
         assert_eq!(size_pretty(10240), "10 kB");
         assert_eq!(size_pretty(8192 * 1024), "8192 kB");
         assert_eq!(size_pretty(10 * 1024 * 1024), "10 MB");
+    }
+}
+
+/// `pattern` with escape character `escape` ('' for none) rewritten to use
+/// backslash: `escape c` becomes `\c`, a literal backslash `\\`.
+fn like_escape(pattern: &str, escape: &str) -> datafusion::common::Result<String> {
+    let mut chars = escape.chars();
+    let escape = match (chars.next(), chars.next()) {
+        (None, _) => None,
+        (Some(c), None) => Some(c),
+        _ => {
+            return Err(crate::error::sqlstate_error(
+                freshet_repr::sqlstate::INVALID_ESCAPE_SEQUENCE,
+                "invalid escape string",
+            ));
+        }
+    };
+    let mut out = String::with_capacity(pattern.len() + 2);
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        if Some(c) == escape {
+            match it.next() {
+                Some(next) => {
+                    out.push('\\');
+                    out.push(next);
+                }
+                None => {
+                    return Err(crate::error::sqlstate_error(
+                        freshet_repr::sqlstate::INVALID_ESCAPE_SEQUENCE,
+                        "LIKE pattern must not end with escape character",
+                    ));
+                }
+            }
+        } else if c == '\\' {
+            out.push_str("\\\\");
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod like_escape_tests {
+    use super::like_escape;
+
+    #[test]
+    fn rewrites_the_escape_character_to_backslash() {
+        assert_eq!(like_escape("pg/_%", "/").unwrap(), "pg\\_%");
+        assert_eq!(like_escape("a\\b", "/").unwrap(), "a\\\\b");
+        assert_eq!(like_escape("//", "/").unwrap(), "\\/");
+        assert!(like_escape("a/", "/").is_err());
+        assert_eq!(like_escape("a_b", "").unwrap(), "a_b");
     }
 }

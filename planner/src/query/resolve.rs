@@ -454,7 +454,14 @@ impl crate::rewrites::pg_syntax::RegNames for NameResolver<'_> {
         Ok(match self.lookup_relation(name)? {
             Some(Resolved::Item(id)) => self.catalog.item(id).map(|i| i.oid),
             Some(Resolved::System(rel)) => Some(rel.oid()),
-            None => None,
+            // A key's index (`t_pkey`) is a relation to Postgres but not a
+            // catalog item here.
+            None => {
+                let key = crate::parser::normalize_name(name)?.join(".");
+                crate::query::catalog_functions::relation_oids(self)
+                    .get(&key)
+                    .copied()
+            }
         })
     }
 

@@ -24,6 +24,10 @@ use datafusion::sql::sqlparser::ast::{
 
 use crate::error::{PlanError, Result};
 
+/// The function a `$n::regclass` becomes: the relation's oid, looked up
+/// when the parameter's value is known.
+pub const REGCLASS_IN: &str = "regclassin";
+
 /// What a `'name'::reg*` literal is resolved against.
 pub trait RegNames {
     /// The oid of the relation a (possibly qualified) name denotes, or
@@ -190,6 +194,40 @@ fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
                 strip_catalog_schema(data_type);
             }
         }
+        // `generate_subscripts(a, d)` in a select list (SQLAlchemy pairs it
+        // with `unnest(a)` to number an array's elements): the subscripts
+        // 1..n as a set, which DataFusion's `unnest` zips with the other.
+        // `LIKE p ESCAPE c`: DataFusion's LIKE escapes with backslash only.
+        Expr::Like {
+            pattern,
+            escape_char,
+            ..
+        }
+        | Expr::ILike {
+            pattern,
+            escape_char,
+            ..
+        } if escape_char
+            .as_ref()
+            .is_some_and(|c| !matches!(&c.value, Value::SingleQuotedString(s) if s == "\\")) =>
+        {
+            if let Some(c) = escape_char.take() {
+                let p = std::mem::replace(pattern.as_mut(), Expr::value(Value::Null));
+                **pattern = call("like_escape", vec![p, Expr::value(c.value)]);
+            }
+        }
+        Expr::Function(f) if is_function(f, "generate_subscripts") => {
+            if let Some(args) = plain_args(f)
+                && let [array, dim] = args.as_slice()
+            {
+                let length = call("array_length", vec![array.clone(), dim.clone()]);
+                let series = call(
+                    "generate_series",
+                    vec![Expr::value(Value::Number("1".into(), false)), length],
+                );
+                *expr = call("unnest", vec![series]);
+            }
+        }
         Expr::Function(f) if is_array_subquery(f) => {
             if let FunctionArguments::Subquery(query) = &f.args {
                 *expr = array_of_subquery(query.as_ref().clone());
@@ -198,6 +236,35 @@ fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+/// Whether `f` calls `name` (bare or `pg_catalog.`-qualified).
+fn is_function(f: &Function, name: &str) -> bool {
+    let parts = &f.name.0;
+    let last = parts.last().and_then(|p| p.as_ident());
+    last.is_some_and(|i| i.value.eq_ignore_ascii_case(name))
+        && (parts.len() == 1
+            || (parts.len() == 2
+                && parts[0]
+                    .as_ident()
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"))))
+}
+
+/// A call's arguments, when they are all plain unnamed expressions.
+fn plain_args(f: &Function) -> Option<Vec<Expr>> {
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return None;
+    }
+    list.args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn is_text_type(data_type: &DataType) -> bool {
@@ -290,14 +357,19 @@ fn oid_literal(oid: u32) -> Expr {
 }
 
 fn reg_cast(reg: RegType, operand: &mut Expr, names: &dyn RegNames) -> Result<Expr> {
-    // A parameter's name is known only at bind time; turning it into the
-    // output function would compare an oid with a name.
+    // A parameter's name is known only at bind time: `regclassin` looks it
+    // up then, in the names the statement was planned against. (Turning it
+    // into the output function would compare an oid with a name.)
     if let Expr::Value(v) = operand
         && matches!(v.value, Value::Placeholder(_))
     {
-        return Err(PlanError::unsupported(
-            "a parameter cast to a reg* type (write the name as a literal, or compare with the oid)",
-        ));
+        if reg != RegType::Class {
+            return Err(PlanError::unsupported(
+                "a parameter cast to a reg* type other than regclass (write the name as a literal, or compare with the oid)",
+            ));
+        }
+        let operand = std::mem::replace(operand, Expr::value(Value::Null));
+        return Ok(call(REGCLASS_IN, vec![operand]));
     }
     let Some(text) = string_literal(operand) else {
         let operand = std::mem::replace(operand, Expr::value(Value::Null));

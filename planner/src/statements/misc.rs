@@ -357,7 +357,10 @@ pub fn show_variable(variable: &[ast::Ident]) -> Plan {
         .to_lowercase();
     let name = match name.as_str() {
         "time zone" => "timezone".to_string(),
-        "transaction isolation level" => "transaction_isolation".to_string(),
+        // The SQL-standard spelling, which drivers (SQLAlchemy, pgJDBC)
+        // read and map to their own constants: answered in PostgreSQL's
+        // vocabulary (see `Isolation::postgres_name`).
+        "transaction isolation level" => name,
         _ => name.replace(' ', "_"),
     };
     Plan::ShowVariable(name)
@@ -570,4 +573,52 @@ pub fn copy(
             "COPY to or from a file or program (use STDIN/STDOUT)",
         )),
     }
+}
+
+/// `PREPARE name [(types)] AS statement`.
+pub fn prepare(
+    name: &ast::Ident,
+    data_types: &[ast::DataType],
+    statement: &ast::Statement,
+) -> Result<Plan> {
+    let declared = data_types
+        .iter()
+        .map(|t| {
+            crate::pg::types::pg_type_of(t)
+                .map(|pg| pg.arrow_type())
+                .map_err(PlanError::Type)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Plan::Prepare {
+        name: normalize_ident(name),
+        stmt: Box::new(crate::parser::Statement::Sql(Box::new(statement.clone()))),
+        declared,
+    })
+}
+
+/// `EXECUTE name [(args)]`: the arguments become one row of a query,
+/// evaluated when the statement runs (they may call functions).
+pub fn execute(cx: &StatementContext, name: &ObjectName, args: &[Expr]) -> Result<Plan> {
+    let name = normalize_name(name)?.join(".");
+    let args = if args.is_empty() {
+        None
+    } else {
+        let sql = format!(
+            "SELECT {}",
+            args.iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let mut parsed = crate::parser::parse(&sql)?;
+        let query = match parsed.pop() {
+            Some(crate::parser::Statement::Sql(stmt)) => match *stmt {
+                ast::Statement::Query(q) => q,
+                _ => return Err(PlanError::Syntax("invalid EXECUTE arguments".into())),
+            },
+            _ => return Err(PlanError::Syntax("invalid EXECUTE arguments".into())),
+        };
+        Some(Box::new(plan_query(cx, &query)?))
+    };
+    Ok(Plan::Execute { name, args })
 }

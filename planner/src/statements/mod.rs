@@ -215,6 +215,37 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
         S::Commit { chain: false, .. } => Ok(Plan::Commit),
         S::Rollback {
             chain: false,
+            savepoint: Some(name),
+        } => Ok(Plan::RollbackToSavepoint(crate::parser::normalize_ident(
+            name,
+        ))),
+        S::Savepoint { name } => Ok(Plan::Savepoint(crate::parser::normalize_ident(name))),
+        S::ReleaseSavepoint { name } => {
+            Ok(Plan::ReleaseSavepoint(crate::parser::normalize_ident(name)))
+        }
+        S::Prepare {
+            name,
+            data_types,
+            statement,
+        } => misc::prepare(name, data_types, statement),
+        S::Execute {
+            name: Some(name),
+            parameters,
+            immediate: false,
+            into,
+            using,
+            output: false,
+            ..
+        } if into.is_empty() && using.is_empty() => misc::execute(cx, name, parameters),
+        S::Deallocate { name, .. } => Ok(Plan::Deallocate(
+            if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all") {
+                None
+            } else {
+                Some(crate::parser::normalize_ident(name))
+            },
+        )),
+        S::Rollback {
+            chain: false,
             savepoint: None,
         } => Ok(Plan::Rollback),
         S::Copy {

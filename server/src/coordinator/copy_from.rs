@@ -66,14 +66,9 @@ impl Coordinator {
             writes.extend(table_writes(table, &[batch], 1)?);
         }
         if session.status == TxnStatus::InBlock {
-            if session.txn.read.is_some() {
-                return Err(AdapterError::InvalidTransactionState(
-                    "a transaction that has read may not write".into(),
-                ));
-            }
             session.txn.writes.extend(writes);
         } else if !writes.is_empty() {
-            self.commit_writes(writes, None).await?;
+            self.commit_writes(writes, None, Vec::new()).await?;
         }
         Ok(count)
     }

@@ -103,6 +103,7 @@ impl Coordinator {
         session: &mut Session,
         name: String,
         plan: Plan,
+        statement: String,
     ) -> Result<ExecuteResponse> {
         if session.status != TxnStatus::InBlock {
             return Err(AdapterError::data(
@@ -115,11 +116,15 @@ impl Coordinator {
         }
         let cursor = match plan {
             Plan::Select(q) => Cursor {
+                statement,
+                created: std::time::SystemTime::now(),
                 rows: self.read(session, &q).await?.into(),
                 desc: q.desc,
                 subscribe: None,
             },
             Plan::Peek(p) => Cursor {
+                statement,
+                created: std::time::SystemTime::now(),
                 rows: vec![self.peek(session, &p).await?].into(),
                 desc: p.desc,
                 subscribe: None,
@@ -127,6 +132,8 @@ impl Coordinator {
             Plan::Subscribe(plan, _) => {
                 let stream = self.subscribe(session, *plan).await?;
                 Cursor {
+                    statement,
+                    created: std::time::SystemTime::now(),
                     desc: stream.desc().clone(),
                     rows: Default::default(),
                     subscribe: Some(stream),

@@ -1,7 +1,8 @@
 //! DDL: committing a catalog transaction (with the written plans of the
 //! dataflows it creates) and answering `IF NOT EXISTS`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use freshet_catalog::{CatalogError, ItemDetails, ItemKind, Op};
 use freshet_compute::ComputeController;
@@ -13,7 +14,7 @@ use freshet_storage::ReadHold;
 
 use super::{Coordinator, ExecCtx, ExecuteResponse};
 use crate::error::{AdapterError, Result};
-use crate::session::{Session, TxnStatus};
+use crate::session::{DdlStep, PendingDdl, Session, TxnStatus};
 
 impl Coordinator {
     /// Commit a catalog transaction and apply its implications, handing
@@ -25,9 +26,37 @@ impl Coordinator {
         holds: Vec<ReadHold>,
         dataflow: Option<ItemDataflow>,
     ) -> Result<Vec<GlobalId>> {
-        let mut catalog = self.catalog.lock().await;
+        let catalog = self.catalog.lock().await;
+        let dataflows = match dataflow {
+            Some(dataflow) => {
+                let (next, created) = catalog.preview(ops.clone())?;
+                created
+                    .into_iter()
+                    .filter(|id| {
+                        next.item(*id).is_some_and(|i| {
+                            matches!(i.kind, ItemKind::MaterializedView | ItemKind::Index)
+                        })
+                    })
+                    .map(|id| (id, dataflow.clone()))
+                    .take(1)
+                    .collect()
+            }
+            None => Prepared::new(),
+        };
+        self.transact_locked(catalog, ops, holds, dataflows)
+    }
+
+    /// [`transact_holding`](Self::transact_holding) with the catalog
+    /// locked and the dataflows of the objects created given by id.
+    fn transact_locked(
+        &self,
+        mut catalog: tokio::sync::MutexGuard<'_, freshet_catalog::Catalog>,
+        ops: Vec<Op>,
+        holds: Vec<ReadHold>,
+        dataflows: Prepared,
+    ) -> Result<Vec<GlobalId>> {
         let before = self.catalog_state();
-        let (ops, prepared) = self.with_written_plans(&catalog, ops, dataflow)?;
+        let (ops, prepared) = self.with_written_plans(&catalog, ops, dataflows)?;
         let (diff, ids) = catalog.transact(ops)?;
         *self.state.write() = catalog.state();
         // Subscribes reading a dropped object end before its collection
@@ -60,13 +89,14 @@ impl Coordinator {
     /// objects; and, by id, the dataflows to install, which are the written
     /// plans decoded (what runs is exactly what the catalog holds).
     ///
-    /// The plan is `planned`, made once by the statement's planning; it
-    /// must render before it is committed.
+    /// The plans are `planned`, made once by the statements' planning, by
+    /// the id of the object each is for; each must render before it is
+    /// committed.
     fn with_written_plans(
         &self,
         catalog: &freshet_catalog::Catalog,
         ops: Vec<Op>,
-        mut planned: Option<ItemDataflow>,
+        mut planned: Prepared,
     ) -> Result<(Vec<Op>, Prepared)> {
         let creates = ops.iter().any(|op| {
             matches!(op, Op::CreateItem(def)
@@ -85,7 +115,7 @@ impl Coordinator {
             }
             // The statement that creates a view or index planned its
             // dataflow; there is no second way to plan one here.
-            let dataflow = planned.take().ok_or_else(|| {
+            let dataflow = planned.remove(&id).ok_or_else(|| {
                 AdapterError::Internal(format!("{id} is created without a dataflow plan"))
             })?;
             let written = written_plan::write(&self.base_df, id, &dataflow)?;
@@ -102,14 +132,18 @@ impl Coordinator {
         Ok((ops, prepared))
     }
 
-    /// Run a DDL statement's catalog transaction (outside a transaction
-    /// block only), answering `IF NOT EXISTS` with a notice.
+    /// Run a DDL statement's catalog transaction, answering `IF NOT
+    /// EXISTS` with a notice. In a transaction block the statement joins
+    /// the block's DDL, committed at COMMIT.
     pub(super) async fn ddl(
         &self,
-        session: &Session,
+        session: &mut Session,
         ddl: Ddl,
         ctx: &mut ExecCtx,
     ) -> Result<ExecuteResponse> {
+        if session.status == TxnStatus::InBlock {
+            return self.ddl_in_block(session, ddl, ctx).await;
+        }
         let Ddl {
             tag,
             ops,
@@ -117,9 +151,6 @@ impl Coordinator {
             dataflow,
             if_not_exists,
         } = ddl;
-        if session.status != TxnStatus::Idle {
-            return Err(AdapterError::InTransactionBlock(tag));
-        }
         match self.transact_holding(ops, holds, dataflow).await {
             Ok(_) => Ok(ExecuteResponse::Command(tag)),
             Err(AdapterError::Catalog(CatalogError::AlreadyExists { .. }))
@@ -132,12 +163,105 @@ impl Coordinator {
         }
     }
 
+    /// A DDL statement inside a transaction block: checked against the
+    /// catalog as the block has changed it so far (so a name clash or a
+    /// missing object fails here, as in PostgreSQL) and kept for COMMIT.
+    async fn ddl_in_block(
+        &self,
+        session: &mut Session,
+        ddl: Ddl,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        let Ddl {
+            tag,
+            ops,
+            holds,
+            dataflow,
+            if_not_exists,
+        } = ddl;
+        let catalog = self.catalog.lock().await;
+        let current = catalog.state();
+        let pending = session.txn.ddl.get_or_insert_with(|| PendingDdl {
+            base: Arc::clone(&current),
+            steps: Vec::new(),
+        });
+        if !Arc::ptr_eq(&pending.base, &current) {
+            return Err(catalog_changed());
+        }
+        let mut all = pending.ops();
+        all.extend(ops.iter().cloned());
+        let before: BTreeSet<GlobalId> = pending.created();
+        let (state, created) = match catalog.preview(all) {
+            Ok(preview) => preview,
+            Err(CatalogError::AlreadyExists { .. })
+                if let Some(IfNotExists { name, kind }) = if_not_exists =>
+            {
+                ctx.notice(format!("{kind} \"{name}\" already exists, skipping"));
+                return Ok(ExecuteResponse::Command(tag));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let created: Vec<GlobalId> = created
+            .into_iter()
+            .filter(|id| !before.contains(id))
+            .collect();
+        let dataflow = match dataflow {
+            Some(dataflow) => {
+                let id = created
+                    .iter()
+                    .copied()
+                    .find(|id| {
+                        state.item(*id).is_some_and(|i| {
+                            matches!(i.kind, ItemKind::MaterializedView | ItemKind::Index)
+                        })
+                    })
+                    .ok_or_else(|| {
+                        AdapterError::Internal("a dataflow without the object it is for".into())
+                    })?;
+                Some((id, dataflow))
+            }
+            None => None,
+        };
+        pending.steps.push(DdlStep {
+            ops,
+            holds,
+            dataflow,
+            state: Arc::new(state),
+            created,
+        });
+        Ok(ExecuteResponse::Command(tag))
+    }
+
+    /// COMMIT of a block's DDL: one catalog transaction, if the catalog is
+    /// still the one the block started from.
+    pub(super) async fn commit_ddl(&self, pending: PendingDdl) -> Result<()> {
+        let catalog = self.catalog.lock().await;
+        if !Arc::ptr_eq(&pending.base, &catalog.state()) {
+            return Err(catalog_changed());
+        }
+        let mut ops = Vec::new();
+        let mut holds = Vec::new();
+        let mut dataflows = Prepared::new();
+        for step in pending.steps {
+            ops.extend(step.ops);
+            holds.extend(step.holds);
+            if let Some((id, dataflow)) = step.dataflow {
+                dataflows.insert(id, dataflow);
+            }
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.transact_locked(catalog, ops, holds, dataflows)?;
+        Ok(())
+    }
+
     /// `CREATE MATERIALIZED VIEW`: choose the time its inputs are read at
     /// (the strict-serializable read time, or an earlier `REFRESH AT`),
     /// hold them there, and commit the view with that `as_of`.
     pub(super) async fn create_materialized_view(
         &self,
-        session: &Session,
+        session: &mut Session,
         tag: String,
         plan: CreateMaterializedViewPlan,
         ctx: &mut ExecCtx,
@@ -150,8 +274,13 @@ impl Coordinator {
             refresh,
             dataflow,
         } = plan;
-        if session.status != TxnStatus::Idle {
-            return Err(AdapterError::InTransactionBlock(tag));
+        if let Some(ddl) = &session.txn.ddl
+            && let Some(input) = ddl.created().intersection(&inputs).next()
+        {
+            return Err(AdapterError::Unsupported(format!(
+                "a materialized view cannot read {}, created in the same transaction block; COMMIT first",
+                ddl.state().describe(*input)
+            )));
         }
         let (mut as_of, mut holds) = self.choose_as_of(&inputs)?;
         if let Some(refresh) = refresh {
@@ -232,6 +361,13 @@ pub(super) struct IfNotExists {
 
 /// Dataflows a transaction creates, ready to install, by id.
 pub(super) type Prepared = BTreeMap<GlobalId, ItemDataflow>;
+
+fn catalog_changed() -> AdapterError {
+    AdapterError::SerializationFailure {
+        detail: "Another session changed the catalog after this transaction's first DDL statement."
+            .into(),
+    }
+}
 
 /// Check that compute can build `dataflow` (and its from-storage twin),
 /// so that a committed view or index installs.

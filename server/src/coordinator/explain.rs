@@ -115,10 +115,20 @@ pub(super) fn show_variable(session: &Session, name: &str) -> Result<ExecuteResp
             tag: "SHOW".into(),
         });
     }
-    let value = session
-        .vars
-        .get(name)
-        .ok_or_else(|| AdapterError::UnknownVariable(name.to_string()))?;
+    let (value, name) = if name == crate::vars::SHOW_ISOLATION_LEVEL {
+        (
+            session.isolation().postgres_name().to_string(),
+            "transaction_isolation",
+        )
+    } else if name == "transaction_isolation" {
+        (session.isolation().name().to_string(), name)
+    } else {
+        let value = session
+            .vars
+            .get(name)
+            .ok_or_else(|| AdapterError::UnknownVariable(name.to_string()))?;
+        (value, name)
+    };
     let display = session
         .vars
         .all()

@@ -136,6 +136,15 @@ impl Coordinator {
         Arc::clone(&self.state.read())
     }
 
+    /// The catalog as `session` sees it: with its transaction block's DDL
+    /// applied, if it has run any.
+    pub fn catalog_for(&self, session: &Session) -> Arc<CatalogState> {
+        match &session.txn.ddl {
+            Some(ddl) => ddl.state(),
+            None => self.catalog_state(),
+        }
+    }
+
     /// The DataFusion state new sessions start from.
     pub fn base_session_state(&self) -> &datafusion::execution::SessionState {
         &self.base_df
@@ -171,7 +180,7 @@ impl Coordinator {
         stmt: &Statement,
         params: Option<&ParamValues>,
     ) -> Result<Plan> {
-        let catalog = self.catalog_state();
+        let catalog = self.catalog_for(session);
         let info = session.info();
         let state = Arc::clone(&session.df);
         let stmt = stmt.clone();
@@ -211,8 +220,36 @@ impl Coordinator {
         Arc::new(QueryReader {
             storage: Arc::clone(&self.storage),
             compute: Arc::clone(&self.compute),
-            catalog: self.catalog_state(),
+            catalog: self.catalog_for(session),
             database: session.database.clone(),
+            cursors: session
+                .txn
+                .cursors
+                .iter()
+                .map(|(name, c)| {
+                    let micros = c
+                        .created
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+                    (name.clone(), c.statement.clone(), micros)
+                })
+                .collect(),
+            created: session
+                .txn
+                .ddl
+                .as_ref()
+                .map(|d| d.created())
+                .unwrap_or_default(),
+            pending: session.txn.writes.iter().fold(
+                std::collections::BTreeMap::new(),
+                |mut by_table, w| {
+                    by_table
+                        .entry(w.id)
+                        .or_insert_with(Vec::new)
+                        .push(w.updates.clone());
+                    by_table
+                },
+            ),
         })
     }
 

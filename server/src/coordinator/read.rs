@@ -50,7 +50,15 @@ impl Coordinator {
         q: &QueryPlan,
         ts: Timestamp,
     ) -> Result<Vec<RecordBatch>> {
-        self.await_views(&q.inputs, ts).await?;
+        match &session.txn.ddl {
+            // Tables created in the block have no upper to wait for.
+            Some(ddl) => {
+                let created = ddl.created();
+                let inputs = q.inputs.difference(&created).copied().collect();
+                self.await_views(&inputs, ts).await?;
+            }
+            None => self.await_views(&q.inputs, ts).await?,
+        }
         q.binding
             .bind(ReadContext {
                 as_of: ts,
@@ -66,7 +74,7 @@ impl Coordinator {
         session: &mut Session,
         q: &QueryPlan,
     ) -> Result<Vec<RecordBatch>> {
-        let (ts, holds) = self.read_time(session, &q.inputs)?;
+        let (ts, holds) = self.read_time(session, &q.inputs, true)?;
         let result = self.run_at(session, q, ts).await;
         drop(holds);
         result
@@ -75,7 +83,7 @@ impl Coordinator {
     /// Answer a query from an index: at the time (and under the holds) any
     /// read of its object would use, once the index is complete there.
     pub(super) async fn peek(&self, session: &mut Session, peek: &PeekPlan) -> Result<RecordBatch> {
-        let (ts, holds) = self.read_time(session, &peek.inputs)?;
+        let (ts, holds) = self.read_time(session, &peek.inputs, false)?;
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
         let pending = match self.compute.peek(peek.index, ts, peek.key.clone()) {
             // A serializable read may pick a time the index has compacted

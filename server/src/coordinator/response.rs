@@ -36,6 +36,16 @@ pub enum ExecuteResponse {
         /// COPY format options.
         options: freshet_planner::CopyOptions,
     },
+    /// `DEALLOCATE name` (`None`: `ALL`), done for statements prepared
+    /// with SQL; the front end forgets protocol-level statements of the
+    /// name (one namespace, as in PostgreSQL) and fails if neither knew
+    /// it.
+    Deallocate {
+        /// The statement; `None` for all.
+        name: Option<String>,
+        /// Whether a SQL-prepared statement of that name existed.
+        known: bool,
+    },
     /// COPY TO STDOUT data.
     CopyOut {
         /// Columns.

@@ -37,6 +37,10 @@ impl Coordinator {
                 name,
                 if_not_exists,
             } => {
+                if session.status != TxnStatus::Idle {
+                    // As in PostgreSQL.
+                    return Err(AdapterError::InTransactionBlock(tag));
+                }
                 let op = Op::CreateDatabase { name: name.clone() };
                 let ddl = Ddl::new(&tag, vec![op]).if_not_exists(if_not_exists, &name, "database");
                 self.ddl(session, ddl, ctx).await
@@ -197,13 +201,126 @@ impl Coordinator {
                 }
                 Ok(ExecuteResponse::Command(tag))
             }
+            Plan::Savepoint(name) => {
+                if session.status == TxnStatus::Idle {
+                    return Err(AdapterError::data(
+                        sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+                        "SAVEPOINT can only be used in transaction blocks",
+                    ));
+                }
+                session.savepoint(name);
+                Ok(ExecuteResponse::Command(tag))
+            }
+            Plan::ReleaseSavepoint(name) => {
+                if session.status == TxnStatus::Idle {
+                    return Err(AdapterError::data(
+                        sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+                        "RELEASE SAVEPOINT can only be used in transaction blocks",
+                    ));
+                }
+                if !session.release(&name) {
+                    return Err(no_savepoint(&name));
+                }
+                Ok(ExecuteResponse::Command(tag))
+            }
+            Plan::RollbackToSavepoint(name) => {
+                if session.status == TxnStatus::Idle {
+                    return Err(AdapterError::data(
+                        sqlstate::NO_ACTIVE_SQL_TRANSACTION,
+                        "ROLLBACK TO SAVEPOINT can only be used in transaction blocks",
+                    ));
+                }
+                if !session.rollback_to(&name) {
+                    return Err(no_savepoint(&name));
+                }
+                // A transaction start for the front end: the failed state
+                // (if it was) is over, the transaction goes on.
+                Ok(ExecuteResponse::TransactionStart("ROLLBACK".into()))
+            }
+            Plan::Prepare {
+                name,
+                stmt,
+                declared,
+            } => {
+                if session.prepared.contains_key(&name) {
+                    return Err(AdapterError::data(
+                        sqlstate::DUPLICATE_PREPARED_STATEMENT,
+                        format!("prepared statement \"{name}\" already exists"),
+                    ));
+                }
+                // Planned now, as PostgreSQL analyzes at PREPARE: a missing
+                // table fails here, and the parameters get their types.
+                let inferred = self.parameter_types(session, &stmt).await?;
+                let n = inferred.len().max(declared.len());
+                let param_types = (0..n)
+                    .map(|i| {
+                        declared
+                            .get(i)
+                            .cloned()
+                            .or_else(|| inferred.get(i).cloned().flatten())
+                    })
+                    .collect();
+                session.prepared.insert(
+                    name,
+                    crate::session::SqlPrepared {
+                        stmt: *stmt,
+                        param_types,
+                    },
+                );
+                Ok(ExecuteResponse::Command(tag))
+            }
+            Plan::Execute { name, args } => {
+                let prepared = session.prepared.get(&name).cloned().ok_or_else(|| {
+                    AdapterError::data(
+                        sqlstate::INVALID_SQL_STATEMENT_NAME,
+                        format!("prepared statement \"{name}\" does not exist"),
+                    )
+                })?;
+                let values = match args {
+                    Some(q) => self.argument_row(session, &q).await?,
+                    None => Vec::new(),
+                };
+                if values.len() != prepared.param_types.len() {
+                    return Err(AdapterError::data(
+                        sqlstate::SYNTAX_ERROR,
+                        format!("wrong number of parameters for prepared statement \"{name}\"",),
+                    )
+                    .with_detail(format!(
+                        "Expected {} parameters but got {}.",
+                        prepared.param_types.len(),
+                        values.len()
+                    )));
+                }
+                let values = values
+                    .into_iter()
+                    .zip(&prepared.param_types)
+                    .map(|(v, ty)| match ty {
+                        Some(ty) if v.data_type() != *ty => v.cast_to(ty),
+                        _ => Ok(v),
+                    })
+                    .collect::<datafusion::common::Result<Vec<_>>>()?;
+                let params = ParamValues::List(values.into_iter().map(Into::into).collect());
+                Box::pin(self.execute_inner(session, &prepared.stmt, Some(&params), ctx)).await
+            }
+            Plan::Deallocate(name) => {
+                let known = match &name {
+                    Some(n) => session.prepared.remove(n).is_some(),
+                    None => {
+                        session.prepared.clear();
+                        true
+                    }
+                };
+                Ok(ExecuteResponse::Deallocate { name, known })
+            }
             Plan::Commit => self.end_transaction(session, true, ctx).await,
             Plan::Rollback => self.end_transaction(session, false, ctx).await,
             Plan::Subscribe(plan, options) => Ok(ExecuteResponse::Subscribe {
                 stream: Box::new(self.subscribe(session, *plan).await?),
                 options,
             }),
-            Plan::Declare { name, plan } => self.declare(session, name, *plan).await,
+            Plan::Declare { name, plan } => {
+                self.declare(session, name, *plan, stmt.to_string()).await
+            }
             Plan::Fetch {
                 name,
                 count,
@@ -240,10 +357,23 @@ impl Coordinator {
             }
             TxnStatus::Failed => Ok(ExecuteResponse::TransactionEnd("ROLLBACK".into())),
             TxnStatus::InBlock => {
-                if commit && !txn.writes.is_empty() {
-                    self.commit_writes(txn.writes, None).await?;
+                // The block's DDL first: its writes may be to tables it
+                // created. (Two steps: a crash between them, or writes
+                // that fail their checks, leave the DDL committed.)
+                if commit && let Some(ddl) = txn.ddl {
+                    self.commit_ddl(ddl).await?;
                 }
-                drop(txn.read);
+                if commit && !txn.writes.is_empty() {
+                    // Writes apply only if nothing the transaction read
+                    // has changed since it read it (40001 otherwise).
+                    let reads = match &txn.read {
+                        Some(read) => txn.validate.iter().map(|id| (*id, read.ts)).collect(),
+                        None => Vec::new(),
+                    };
+                    let result = self.commit_writes(txn.writes, None, reads).await;
+                    drop(txn.read);
+                    result?;
+                }
                 Ok(ExecuteResponse::TransactionEnd(
                     if commit { "COMMIT" } else { "ROLLBACK" }.into(),
                 ))
@@ -252,9 +382,57 @@ impl Coordinator {
     }
 }
 
+/// Statements a failed transaction still accepts: COMMIT, ROLLBACK and
+/// ROLLBACK TO SAVEPOINT (which returns it to a working state).
 fn is_txn_end(stmt: &Statement) -> bool {
     use datafusion::sql::sqlparser::ast::Statement as S;
     matches!(stmt, Statement::Sql(s) if matches!(s.as_ref(), S::Commit { .. } | S::Rollback { .. }))
+}
+
+fn no_savepoint(name: &str) -> AdapterError {
+    AdapterError::data(
+        sqlstate::INVALID_SAVEPOINT_SPECIFICATION,
+        format!("savepoint \"{name}\" does not exist"),
+    )
+}
+
+impl Coordinator {
+    /// The types of a statement's parameters, as planning infers them.
+    pub async fn parameter_types(
+        &self,
+        session: &Session,
+        stmt: &Statement,
+    ) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
+        use freshet_planner::statements::context::placeholder_types;
+        Ok(match self.plan(session, stmt, None).await? {
+            Plan::Select(q) => placeholder_types(&q.logical)?,
+            Plan::SelectAt { query, .. } => placeholder_types(&query.logical)?,
+            Plan::Write(w) => placeholder_types(&w.source.logical)?,
+            _ => Vec::new(),
+        })
+    }
+
+    /// `EXECUTE`'s arguments: the one row of their query.
+    async fn argument_row(
+        &self,
+        session: &mut Session,
+        q: &freshet_planner::QueryPlan,
+    ) -> Result<Vec<datafusion::common::ScalarValue>> {
+        let batches = self.read(session, q).await?;
+        let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) else {
+            return Err(AdapterError::Internal(
+                "EXECUTE arguments produced no row".into(),
+            ));
+        };
+        (0..batch.num_columns())
+            .map(|i| {
+                Ok(datafusion::common::ScalarValue::try_from_array(
+                    batch.column(i),
+                    0,
+                )?)
+            })
+            .collect()
+    }
 }
 
 fn parse_isolation(level: &str) -> Isolation {

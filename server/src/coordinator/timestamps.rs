@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use freshet_catalog::ItemKind;
 use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::ReadHold;
@@ -243,26 +244,91 @@ impl Coordinator {
     /// The time a read of `inputs` runs at, with holds protecting them
     /// there: the transaction's time (its holds live with it), or a new
     /// time whose holds the caller releases when done.
+    ///
+    /// In a transaction block the read also joins the set of tables
+    /// COMMIT validates. `overlaid` says whether the read sees the
+    /// transaction's buffered writes (a DataFusion plan over snapshots
+    /// does); a read that cannot (an index peek, a materialized view's
+    /// shard) of something the transaction wrote fails instead of
+    /// answering without the transaction's own writes.
     pub(super) fn read_time(
         &self,
         session: &mut Session,
         inputs: &BTreeSet<GlobalId>,
+        overlaid: bool,
     ) -> Result<(Timestamp, Vec<ReadHold>)> {
         if session.status != TxnStatus::InBlock {
             return self.choose_and_hold(inputs, session.isolation());
         }
-        if !session.txn.writes.is_empty() {
-            return Err(AdapterError::InvalidTransactionState(
-                "a transaction that has written may not read; commit the writes first".into(),
-            ));
+        // Tables the block created have no collection to hold or validate
+        // yet: they read as the block's own writes.
+        let created = session
+            .txn
+            .ddl
+            .as_ref()
+            .map(|d| d.created())
+            .unwrap_or_default();
+        let inputs: &BTreeSet<GlobalId> = &inputs.difference(&created).copied().collect();
+        if inputs.is_empty() && session.txn.read.is_none() {
+            // Only the catalog's relations (or constants): nothing to pin
+            // the transaction's time to yet. ORMs reflect, then read.
+            return Ok((self.storage.read_ts(), Vec::new()));
         }
-        let ts = match &session.txn.read {
-            Some(read) => {
-                if let Some(outside) = inputs.iter().find(|i| !read.read_set.contains(i)) {
-                    return Err(AdapterError::InvalidTransactionState(format!(
-                        "transactions can only read objects in the schemas of their first query; {} is outside them",
-                        self.describe(*outside)
+        let catalog = self.catalog_for(session);
+        let tables_behind = |id: &GlobalId| -> Vec<GlobalId> {
+            match catalog.item(*id) {
+                Some(item) if item.kind == ItemKind::Table => vec![*id],
+                _ => catalog
+                    .collections_behind(*id)
+                    .into_iter()
+                    .filter(|c| catalog.item(*c).is_some_and(|i| i.kind == ItemKind::Table))
+                    .collect(),
+            }
+        };
+        if !session.txn.writes.is_empty() {
+            let written: BTreeSet<GlobalId> = session.txn.writes.iter().map(|w| w.id).collect();
+            for input in inputs {
+                let is_table = catalog
+                    .item(*input)
+                    .is_some_and(|i| i.kind == ItemKind::Table);
+                if overlaid && is_table {
+                    continue;
+                }
+                if let Some(t) = tables_behind(input)
+                    .into_iter()
+                    .find(|t| written.contains(t))
+                {
+                    return Err(AdapterError::Unsupported(format!(
+                        "{} cannot be read in this transaction after it wrote to {}: {} reflects only committed writes; COMMIT first",
+                        catalog.describe(*input),
+                        catalog.describe(t),
+                        if overlaid {
+                            "a materialized view"
+                        } else {
+                            "an index"
+                        },
                     )));
+                }
+            }
+        }
+        let ts = match &mut session.txn.read {
+            Some(read) => {
+                let outside: BTreeSet<GlobalId> = inputs
+                    .iter()
+                    .filter(|i| !read.read_set.contains(i))
+                    .copied()
+                    .collect();
+                if let Some(first) = outside.first().copied() {
+                    // Readable at the transaction's time still: hold them
+                    // there for the rest of the transaction.
+                    let holds = self.hold_at(&outside, read.ts).map_err(|_| {
+                        AdapterError::InvalidTransactionState(format!(
+                            "transactions can only read objects in the schemas of their first query, or objects still readable at its time; {} is neither",
+                            self.describe(first)
+                        ))
+                    })?;
+                    read.read_set.extend(outside);
+                    read.holds.extend(holds);
                 }
                 read.ts
             }
@@ -277,6 +343,9 @@ impl Coordinator {
                 ts
             }
         };
+        for input in inputs {
+            session.txn.validate.extend(tables_behind(input));
+        }
         Ok((ts, Vec::new()))
     }
 }

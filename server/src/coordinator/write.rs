@@ -9,7 +9,7 @@ use arrow::array::RecordBatch;
 use freshet_catalog::ItemDetails;
 use freshet_planner::{WriteKind, WritePlan};
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
-use freshet_storage::{TableWrite, write_batch};
+use freshet_storage::{StorageError, TableWrite, write_batch};
 
 use super::{Coordinator, ExecuteResponse};
 use crate::error::{AdapterError, Result};
@@ -19,25 +19,38 @@ use crate::vars::Isolation;
 
 impl Coordinator {
     /// Commit table writes, checking the keys of the tables they write,
-    /// then release `lock` (a table's write lock, if the statement holds
-    /// it) — in a task of its own, so a cancelled or timed-out statement
-    /// can neither release the lock nor stop the key bookkeeping while the
+    /// if no table in `reads` changed after the time paired with it; then
+    /// release `lock` (a table's write lock, if the statement holds it) —
+    /// in a task of its own, so a cancelled or timed-out statement can
+    /// neither release the lock nor stop the key bookkeeping while the
     /// commit is still in flight.
     pub(super) async fn commit_writes(
         &self,
         writes: Vec<TableWrite>,
         lock: Option<tokio::sync::OwnedMutexGuard<()>>,
+        reads: Vec<(GlobalId, Timestamp)>,
     ) -> Result<Timestamp> {
         let storage = Arc::clone(&self.storage);
         let keys = Arc::clone(&self.keys);
         let specs = self.key_specs(&writes);
-        tokio::spawn(async move {
-            let result = keys.commit(&storage, specs, writes).await;
+        let result = tokio::spawn(async move {
+            let result = keys.commit(&storage, specs, writes, reads).await;
             drop(lock);
             result
         })
         .await
-        .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))?
+        .map_err(|e| AdapterError::Internal(format!("commit task failed: {e}")))?;
+        match result {
+            Err(AdapterError::Storage(StorageError::ReadConflict { id, .. })) => {
+                Err(AdapterError::SerializationFailure {
+                    detail: format!(
+                        "The {} was written by another transaction after this transaction read it.",
+                        self.catalog_state().describe(id)
+                    ),
+                })
+            }
+            other => other,
+        }
     }
 
     /// The keys (primary and `UNIQUE`) of the tables `writes` write.
@@ -118,22 +131,7 @@ impl Coordinator {
         w: WritePlan,
     ) -> Result<ExecuteResponse> {
         if session.status == TxnStatus::InBlock {
-            if w.kind != WriteKind::Insert || w.read_then_write {
-                return Err(AdapterError::InvalidTransactionState(
-                    "only INSERT ... VALUES may run inside a transaction block; UPDATE, DELETE and INSERT ... SELECT run on their own".into(),
-                ));
-            }
-            if session.txn.read.is_some() {
-                return Err(AdapterError::InvalidTransactionState(
-                    "a transaction that has read may not write".into(),
-                ));
-            }
-            let ts = self.storage.read_ts();
-            let rows = self.run_at(session, &w.source, ts).await?;
-            let rows = self.table_rows(w.table, &w.table_desc, rows)?;
-            let count: usize = rows.iter().map(|b| b.num_rows()).sum();
-            session.txn.writes.extend(table_writes(w.table, &rows, 1)?);
-            return self.finish_write(session, &w, rows, ts, count).await;
+            return self.write_in_block(session, w).await;
         }
         let lock = if w.read_then_write {
             Some(self.table_lock(w.table).lock_owned().await)
@@ -143,8 +141,43 @@ impl Coordinator {
         let (ts, holds) = self.choose_and_hold(&w.source.inputs, Isolation::StrictSerializable)?;
         let rows = self.run_at(session, &w.source, ts).await?;
         drop(holds);
+        let (writes, written, count) = self.changes(&w, rows)?;
+        let commit_ts = if writes.is_empty() {
+            ts
+        } else {
+            self.commit_writes(writes, lock, Vec::new()).await?
+        };
+        self.finish_write(session, &w, written, commit_ts, count)
+            .await
+    }
+
+    /// A write inside a transaction block: its source query runs at the
+    /// transaction's read time over what the transaction has written so
+    /// far (an UPDATE sees the rows an earlier INSERT added), and its
+    /// changes join the transaction's writes, applied at COMMIT.
+    async fn write_in_block(&self, session: &mut Session, w: WritePlan) -> Result<ExecuteResponse> {
+        // A write that reads nothing (INSERT ... VALUES) needs no read
+        // time, and leaves the transaction free to pick one later.
+        let ts = if w.source.inputs.is_empty() {
+            self.storage.read_ts()
+        } else {
+            self.read_time(session, &w.source.inputs, true)?.0
+        };
+        let rows = self.run_at(session, &w.source, ts).await?;
+        let (writes, written, count) = self.changes(&w, rows)?;
+        session.txn.writes.extend(writes);
+        self.finish_write(session, &w, written, ts, count).await
+    }
+
+    /// What a write's source rows change: the table writes, the rows
+    /// written (new rows, for RETURNING) and the count the tag reports.
+    fn changes(
+        &self,
+        w: &WritePlan,
+        rows: Vec<RecordBatch>,
+    ) -> Result<(Vec<TableWrite>, Vec<RecordBatch>, usize)> {
         let n = w.table_desc.arity();
-        let (writes, written, count) = match w.kind {
+        Ok(match w.kind {
             WriteKind::Insert | WriteKind::Delete => {
                 let rows = self.table_rows(w.table, &w.table_desc, rows)?;
                 let diff = if w.kind == WriteKind::Insert { 1 } else { -1 };
@@ -172,14 +205,7 @@ impl Coordinator {
                 let count = new.iter().map(|b| b.num_rows()).sum();
                 (writes, new, count)
             }
-        };
-        let commit_ts = if writes.is_empty() {
-            ts
-        } else {
-            self.commit_writes(writes, lock).await?
-        };
-        self.finish_write(session, &w, written, commit_ts, count)
-            .await
+        })
     }
 
     pub(super) async fn finish_write(

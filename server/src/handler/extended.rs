@@ -11,7 +11,7 @@ use freshet_planner::statements::context::placeholder_types;
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
 use futures::sink::{Sink, SinkExt};
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::ExtendedQueryHandler;
+use pgwire::api::query::{ExtendedQueryHandler, send_describe_response};
 use pgwire::api::results::{
     DescribePortalResponse, DescribeStatementResponse, FieldInfo, Response, Tag,
 };
@@ -20,7 +20,9 @@ use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{ClientInfo, ClientPortalStore, DEFAULT_NAME, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
-use pgwire::messages::extendedquery::{Bind, BindComplete, Execute};
+use pgwire::messages::extendedquery::{
+    Bind, BindComplete, Describe, Execute, TARGET_TYPE_BYTE_PORTAL,
+};
 use pgwire::types::format::FormatOptions;
 
 use super::{
@@ -76,7 +78,16 @@ async fn describe(
                 },
             ])),
         ),
+        Plan::ShowVariable(name) if name == crate::vars::SHOW_ISOLATION_LEVEL => {
+            (vec![], Some(text("transaction_isolation")))
+        }
         Plan::ShowVariable(name) => (vec![], Some(text(&name))),
+        Plan::Execute { name, .. } => match session.prepared.get(&name) {
+            // EXECUTE's own parameters are in its arguments; the result is
+            // the prepared statement's.
+            Some(p) => (vec![], Box::pin(describe(coord, session, &p.stmt)).await?.1),
+            None => (vec![], None),
+        },
         Plan::Fetch { name, .. } => (
             vec![],
             Some(
@@ -212,6 +223,38 @@ impl ExtendedQueryHandler for FreshetHandler {
         )?))
     }
 
+    /// Describe as the pgwire crate does, except that a portal name no
+    /// Bind created may be a cursor opened with `DECLARE` (PostgreSQL
+    /// keeps both in one namespace; psycopg's server-side cursors describe
+    /// theirs this way).
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL
+            && let Some(name) = message.name.as_deref()
+            && client.portal_store().get_portal(name).is_none()
+        {
+            let slot = session_slot(client)?;
+            let desc = {
+                let session = slot.0.lock().await;
+                session.txn.cursors.get(name).map(|c| c.desc.clone())
+            };
+            if let Some(desc) = desc {
+                let fields = field_infos(
+                    &desc,
+                    &Format::UnifiedText,
+                    &Arc::new(FormatOptions::default()),
+                );
+                return send_describe_response(client, &DescribePortalResponse::new(fields)).await;
+            }
+        }
+        self._on_describe(client, message).await
+    }
+
     /// Bind as the pgwire crate does, but queue `BindComplete` instead of
     /// flushing it: like PostgreSQL, the response reaches the socket at
     /// `Sync` (or `Flush`) in one write with the execution's.
@@ -287,6 +330,7 @@ impl ExtendedQueryHandler for FreshetHandler {
         let resp = self
             .run(client, &mut session, stmt, params.as_ref())
             .await?;
+        let resp = super::deallocate(client.portal_store(), resp)?;
         if let ExecuteResponse::Rows { desc, batches, tag } = &resp
             && (max_rows == 0 || batches.iter().map(|b| b.num_rows()).sum::<usize>() <= max_rows)
         {

@@ -24,6 +24,7 @@ use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::Format;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{CopyResponse, DataRowEncoder, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, PgWireServerHandlers, RandomPidSecretKeyGenerator};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
@@ -179,6 +180,37 @@ fn encode_rows(
     Ok(rows)
 }
 
+/// Finish a `DEALLOCATE`: SQL-prepared and protocol-level statements
+/// share one namespace (as in PostgreSQL), so the name goes from the
+/// connection's statement store too; unknown to both, it is 26000.
+fn deallocate<S: PortalStore>(
+    store: &S,
+    resp: ExecuteResponse,
+) -> Result<ExecuteResponse, AdapterError> {
+    match resp {
+        ExecuteResponse::Deallocate { name: None, .. } => {
+            store.clear_statements();
+            Ok(ExecuteResponse::Command("DEALLOCATE ALL".into()))
+        }
+        ExecuteResponse::Deallocate {
+            name: Some(name),
+            known,
+        } => {
+            let protocol = store.get_statement(&name).is_some();
+            store.rm_statement(&name);
+            if known || protocol {
+                Ok(ExecuteResponse::Command("DEALLOCATE".into()))
+            } else {
+                Err(AdapterError::data(
+                    freshet_repr::sqlstate::INVALID_SQL_STATEMENT_NAME,
+                    format!("prepared statement \"{name}\" does not exist"),
+                ))
+            }
+        }
+        other => Ok(other),
+    }
+}
+
 /// Turn an execution result into a pgwire response.
 fn to_response(resp: ExecuteResponse, vars: &Vars, format: &Format) -> PgWireResult<Response> {
     Ok(match resp {
@@ -191,6 +223,13 @@ fn to_response(resp: ExecuteResponse, vars: &Vars, format: &Format) -> PgWireRes
             Response::Query(qr)
         }
         ExecuteResponse::Command(tag) => Response::Execution(Tag::new(&tag)),
+        ExecuteResponse::Deallocate { name, .. } => {
+            Response::Execution(Tag::new(if name.is_some() {
+                "DEALLOCATE"
+            } else {
+                "DEALLOCATE ALL"
+            }))
+        }
         ExecuteResponse::TransactionStart(tag) => Response::TransactionStart(Tag::new(&tag)),
         ExecuteResponse::TransactionEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
         ExecuteResponse::CopyIn { columns } => {

@@ -45,7 +45,11 @@ impl SimpleQueryHandler for FreshetHandler {
         }
         let mut responses = Vec::with_capacity(stmts.len());
         for stmt in &stmts {
-            match self.run(client, &mut session, stmt, None).await {
+            let result = self
+                .run(client, &mut session, stmt, None)
+                .await
+                .and_then(|resp| super::deallocate(client.portal_store(), resp));
+            match result {
                 Ok(resp) => {
                     let copy_in = matches!(resp, ExecuteResponse::CopyIn { .. });
                     let response = self

@@ -29,6 +29,15 @@ pub struct QueryReader {
     pub catalog: Arc<CatalogState>,
     /// The session's database.
     pub database: String,
+    /// The writes the reading transaction has buffered, by table (data
+    /// columns plus `diff`): its reads of those tables see them.
+    pub pending: std::collections::BTreeMap<GlobalId, Vec<RecordBatch>>,
+    /// Tables the reading transaction created: no collection holds them
+    /// until COMMIT, so they read as empty (plus `pending`).
+    pub created: std::collections::BTreeSet<GlobalId>,
+    /// The reading session's open cursors: name, statement, creation time
+    /// (microseconds since the epoch).
+    pub cursors: Vec<(String, String, i64)>,
 }
 
 fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
@@ -188,6 +197,25 @@ impl QueryReader {
                 ],
             ],
             Builtin::PgIndex => self.pg_index(),
+            Builtin::PgCursors => self
+                .cursors
+                .iter()
+                .map(|(name, statement, created)| {
+                    vec![
+                        s(name),
+                        s(statement),
+                        s("f"),
+                        s("f"),
+                        s("f"),
+                        Some(
+                            chrono::DateTime::from_timestamp_micros(*created)
+                                .unwrap_or_default()
+                                .format("%Y-%m-%d %H:%M:%S%.6f+00")
+                                .to_string(),
+                        ),
+                    ]
+                })
+                .collect(),
             Builtin::PgAttrdef => self.pg_attrdef(),
             Builtin::PgConstraint => self.pg_constraint(),
             Builtin::KeyColumnUsage => self.key_column_usage(),
@@ -197,6 +225,21 @@ impl QueryReader {
 
 impl CollectionReader for QueryReader {
     fn index_rows(&self, index: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
+        if let Some(t) = self
+            .catalog
+            .collections_behind(index)
+            .into_iter()
+            .find(|t| self.pending.contains_key(t))
+        {
+            return Err(freshet_planner::error::sqlstate_error(
+                freshet_repr::sqlstate::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "{} cannot be read in this transaction after it wrote to {}: an index reflects only committed writes; COMMIT first",
+                    self.catalog.describe(index),
+                    self.catalog.describe(t)
+                ),
+            ));
+        }
         let pending = self
             .compute
             .peek(index, as_of, None)
@@ -214,12 +257,31 @@ impl CollectionReader for QueryReader {
     }
 
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
+        if self.created.contains(&id) {
+            let schema = self
+                .catalog
+                .item(id)
+                .and_then(|i| i.desc.as_ref())
+                .map(|d| d.arrow_schema())
+                .ok_or_else(|| DataFusionError::Internal(format!("{id} has no columns")))?;
+            let pending = self.pending.get(&id).map_or(&[][..], |p| p.as_slice());
+            return crate::overlay::apply(&schema, Vec::new(), pending)
+                .map_err(|e| DataFusionError::ArrowError(Box::new(e), None));
+        }
         let batches = self.storage.snapshot(id, as_of).map_err(external)?;
         // A view's errors at `as_of` fail the read with their SQLSTATE.
-        checked_snapshot(batches).map_err(|e| match e {
+        let batches = checked_snapshot(batches).map_err(|e| match e {
             CheckedSnapshotError::Query(e) => e.into(),
             CheckedSnapshotError::Arrow(e) => DataFusionError::ArrowError(Box::new(e), None),
-        })
+        })?;
+        match self.pending.get(&id) {
+            Some(writes) => {
+                let schema = self.storage.schema(id).map_err(external)?;
+                crate::overlay::apply(&schema, batches, writes)
+                    .map_err(|e| DataFusionError::ArrowError(Box::new(e), None))
+            }
+            None => Ok(batches),
+        }
     }
 
     fn builtin_rows(&self, builtin: Builtin) -> DfResult<Vec<RecordBatch>> {
@@ -233,6 +295,8 @@ impl CollectionReader for QueryReader {
                 let values: Vec<Option<&str>> = rows.iter().map(|r| r[i].as_deref()).collect();
                 match &c.ty {
                     PgType::Array(elem) => simple_array_column(&values, elem),
+                    PgType::Int2Vector => simple_array_column(&values, &PgType::Int2),
+                    PgType::OidVector => simple_array_column(&values, &PgType::Oid),
                     ty => parse_text_array(&values, ty),
                 }
                 .map_err(|e| DataFusionError::Internal(format!("{}: {e}", c.name)))

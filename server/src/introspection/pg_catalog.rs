@@ -279,14 +279,36 @@ impl QueryReader {
                 f.collatable,
             ));
         }
+        // The catalog's vector types (`pg_index.indkey`, `indclass`).
+        for (t, elem) in [
+            (PgType::Int2Vector, PgType::Int2),
+            (PgType::OidVector, PgType::Oid),
+        ] {
+            let f = type_facts(&t);
+            rows.push(type_row(
+                t.oid(),
+                t.typname(),
+                t.typlen(),
+                f.category,
+                f.preferred,
+                elem.oid(),
+                0,
+                f.io,
+                f.align,
+                f.collatable,
+            ));
+        }
         rows
     }
 
     pub(super) fn pg_index(&self) -> Vec<Row> {
+        // Each key's operator class: the default btree class of its type,
+        // which `pg_opclass` lists under the type's oid.
         #[allow(clippy::too_many_arguments)]
         let row = |index: u32,
                    on: u32,
                    attnums: &[usize],
+                   classes: Vec<u32>,
                    unique: bool,
                    nnd: bool,
                    primary: bool,
@@ -309,7 +331,7 @@ impl QueryReader {
                 b(false),
                 array(attnums.iter()),
                 array(attnums.iter().map(|_| 0)),
-                array(attnums.iter().map(|_| 0)),
+                array(classes.iter()),
                 array(attnums.iter().map(|_| 0)),
                 exprs,
                 None,
@@ -323,6 +345,10 @@ impl QueryReader {
                 };
                 let keys_info = index_keys(on, keys);
                 let attnums: Vec<usize> = keys_info.iter().map(|(a, _, _)| *a).collect();
+                let classes = keys_info
+                    .iter()
+                    .map(|(a, _, ty)| if *a == 0 { 0 } else { ty.oid() })
+                    .collect();
                 let exprs: Vec<&String> = keys_info
                     .iter()
                     .zip(keys)
@@ -336,14 +362,23 @@ impl QueryReader {
                         .collect::<Vec<_>>()
                         .join(", ")
                 });
-                rows.push(row(i.oid, on.oid, &attnums, false, false, false, exprs));
+                rows.push(row(
+                    i.oid, on.oid, &attnums, classes, false, false, false, exprs,
+                ));
             }
             for key in key_constraints(i) {
                 let attnums: Vec<usize> = key.columns.iter().map(|c| c + 1).collect();
+                let columns = i.desc.as_ref().map(|d| d.columns.as_slice()).unwrap_or(&[]);
+                let classes = key
+                    .columns
+                    .iter()
+                    .map(|c| columns.get(*c).map_or(0, |col| col.ty.oid()))
+                    .collect();
                 rows.push(row(
                     key.oid,
                     i.oid,
                     &attnums,
+                    classes,
                     true,
                     key.nulls_not_distinct,
                     key.primary,
@@ -476,6 +511,8 @@ fn type_facts(t: &PgType) -> TypeFacts {
         PgType::Jsonb => f("U", false, "jsonb_", "i", false),
         PgType::Oid => f("N", true, "oid", "i", false),
         PgType::Array(_) => f("A", false, "array_", "i", false),
+        PgType::Int2Vector => f("A", false, "int2vector", "i", false),
+        PgType::OidVector => f("A", false, "oidvector", "i", false),
     }
 }
 

@@ -345,3 +345,32 @@ async fn explain_and_explain_timestamp() {
     );
     assert!(text.iter().any(|l| l.contains("since")), "{text:?}");
 }
+
+/// Describe of a statement that returns no rows answers NoData (after its
+/// ParameterDescription), as PostgreSQL does; pgJDBC counts a batch's
+/// updates from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn describe_of_a_rowless_statement_is_nodata() {
+    use std::io::Write;
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute("CREATE TABLE nd (a int, b text)")
+        .await
+        .unwrap();
+    let mut sock = crate::bad_input::raw_connect(&s);
+    let frame = |kind: u8, body: &[u8]| {
+        let mut m = vec![kind];
+        m.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    };
+    let mut parse = b"s1\0INSERT INTO nd VALUES ($1, $2)\0".to_vec();
+    parse.extend_from_slice(&0i16.to_be_bytes());
+    let mut out = frame(b'P', &parse);
+    out.extend(frame(b'D', b"Ss1\0"));
+    out.extend(frame(b'S', b""));
+    sock.write_all(&out).unwrap();
+    let kinds = crate::bad_input::read_until_ready(&mut sock);
+    // ParseComplete, ParameterDescription, NoData, ReadyForQuery.
+    assert_eq!(kinds, vec![b'1', b't', b'n', b'Z']);
+}

@@ -747,9 +747,11 @@ impl DescribeResponse for DescribeStatementResponse {
         }
     }
 
-    /// Return true if the `DescribeStatementResponse` is empty/nodata
+    /// Return true if the statement returns no rows: PostgreSQL answers
+    /// its Describe with ParameterDescription and NoData (whatever its
+    /// parameters), never an empty RowDescription.
     fn is_no_data(&self) -> bool {
-        self.parameters.is_empty() && self.fields.is_empty()
+        self.fields.is_empty()
     }
 }
 

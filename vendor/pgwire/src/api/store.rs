@@ -59,6 +59,9 @@ pub trait PortalStore: Any + Send + Sync + 'static {
     /// Remove a prepared statement by name.
     fn rm_statement(&self, name: &str);
 
+    /// Remove all prepared statements (`DEALLOCATE ALL`).
+    fn clear_statements(&self);
+
     /// Retrieve a prepared statement by name.
     fn get_statement(&self, name: &str) -> Option<Entry<StoredStatement<Self::Statement>>>;
 
@@ -108,6 +111,11 @@ impl<S: Clone + Send + Sync + 'static> PortalStore for MemPortalStore<S> {
     fn rm_statement(&self, name: &str) {
         let mut guard = self.statements.write().unwrap();
         guard.remove(name);
+    }
+
+    fn clear_statements(&self) {
+        let mut guard = self.statements.write().unwrap();
+        guard.clear();
     }
 
     fn get_statement(&self, name: &str) -> Option<Entry<StoredStatement<Self::Statement>>> {

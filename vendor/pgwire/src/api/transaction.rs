@@ -19,7 +19,10 @@ impl TransactionStatus {
         match self {
             TransactionStatus::Idle => TransactionStatus::Transaction,
             TransactionStatus::Transaction => TransactionStatus::Transaction,
-            TransactionStatus::Error => TransactionStatus::Error,
+            // A handler answers `TransactionStart` in a failed transaction
+            // only for a statement that recovered it (`ROLLBACK TO
+            // SAVEPOINT`); anything else there is an error response.
+            TransactionStatus::Error => TransactionStatus::Transaction,
         }
     }
 }
