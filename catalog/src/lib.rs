@@ -21,8 +21,8 @@ pub use durable::{CATALOG_KEY, Catalog, DEFAULT_DATABASE};
 pub use error::CatalogError;
 pub use implications::{Implication, implications};
 pub use objects::{
-    CatalogObject, Database, DefaultExpr, Item, ItemDetails, ItemKind, ItemOptions, Schema,
-    TableKeys, UniqueKey, WrittenPlan,
+    CatalogObject, Database, DefaultExpr, Identity, Item, ItemDetails, ItemKind, ItemOptions,
+    Schema, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
 pub use state::{CatalogState, FIRST_USER_OID};
 pub use transact::{ItemDef, Op};

@@ -40,6 +40,7 @@ fn table(schema_id: GlobalId, name: &str) -> Op {
         details: ItemDetails::Table {
             defaults: vec![None],
             keys: Default::default(),
+            serials: vec![],
         },
         options: Default::default(),
     })

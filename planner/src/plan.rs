@@ -319,6 +319,19 @@ pub enum Plan {
     },
     /// `DEALLOCATE [PREPARE] name`; `None`: `DEALLOCATE ALL`.
     Deallocate(Option<String>),
+    /// `TRUNCATE t1, t2, ...`: a `DELETE` of every row of each, committed
+    /// together.
+    Truncate(Vec<WritePlan>),
+    /// `CREATE TABLE name AS query`: the table (its columns the query's),
+    /// then the query's rows written into it.
+    CreateTableAs {
+        /// The table.
+        def: Box<freshet_catalog::ItemDef>,
+        /// Its rows.
+        query: Box<QueryPlan>,
+        /// `IF NOT EXISTS`.
+        if_not_exists: bool,
+    },
     /// `SUBSCRIBE` or `COPY (SUBSCRIBE ...) TO STDOUT`: streamed as COPY
     /// data in these options.
     Subscribe(Box<SubscribePlan>, CopyOptions),

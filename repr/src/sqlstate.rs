@@ -105,6 +105,10 @@ pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
 pub const INVALID_DATETIME_FORMAT: &str = "22007";
 /// `22001` string data right truncation.
 pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
+/// `2200H` sequence generator limit exceeded.
+pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";
+/// `428C9` generated always (an explicit value for an identity column).
+pub const GENERATED_ALWAYS: &str = "428C9";
 /// `22025` invalid escape sequence.
 pub const INVALID_ESCAPE_SEQUENCE: &str = "22025";
 /// `40001` serialization failure: the transaction may succeed if retried.

@@ -75,6 +75,53 @@ def test_orm_and_reflection(conninfo, driver):
     engine.dispose()
 
 
+@pytest.mark.parametrize("driver", ["psycopg2", "psycopg"])
+def test_autoincrement_keys(conninfo, driver):
+    """The ORM's default integer primary key is SERIAL; batches of new
+    objects are inserted with SQLAlchemy's sentinel form (INSERT ...
+    SELECT ... FROM (VALUES ...) ORDER BY ... RETURNING) and get their ids."""
+    engine = sa.create_engine(url(conninfo, driver))
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Note(Base):
+        __tablename__ = f"note_{driver}"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        body: Mapped[str]
+
+    class Event(Base):
+        __tablename__ = f"event_{driver}"
+        id: Mapped[int] = mapped_column(sa.BigInteger, sa.Identity(always=True), primary_key=True)
+        kind: Mapped[str]
+
+    Base.metadata.create_all(engine)
+    with Session(engine) as s:
+        notes = [Note(body=f"n{i}") for i in range(5)]
+        s.add_all(notes)
+        s.add(Event(kind="created"))
+        s.commit()
+        assert sorted(n.id for n in notes) == [1, 2, 3, 4, 5]
+        one = Note(body="single")
+        s.add(one)
+        s.commit()
+        assert one.id == 6
+        assert s.scalars(sa.select(Event.id)).all() == [1]
+    column = {c["name"]: c for c in sa.inspect(engine).get_columns(f"note_{driver}")}["id"]
+    assert column["default"] == f"nextval('note_{driver}_id_seq'::regclass)"
+    assert column["autoincrement"] is True
+    engine.dispose()
+
+
+def test_copy_numbers_each_row(conn):
+    conn.execute("CREATE TABLE copied (id serial, v text)")
+    with conn.cursor().copy("COPY copied (v) FROM STDIN") as copy:
+        for v in ["a", "b", "c"]:
+            copy.write_row((v,))
+    rows = conn.execute("SELECT id, v FROM copied ORDER BY id").fetchall()
+    assert rows == [(1, "a"), (2, "b"), (3, "c")]
+
+
 def test_pandas_round_trip(conninfo):
     engine = sa.create_engine(url(conninfo, "psycopg2"))
     df = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", None], "c": [1.5, None, 3.0]})

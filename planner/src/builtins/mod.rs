@@ -111,6 +111,13 @@ pub fn key_constraint_oid(table_oid: u32, k: usize) -> u32 {
     0x8000_0000 | (table_oid.wrapping_sub(16_384) << 6) | (k as u32 & 0x3f)
 }
 
+/// The oid of the sequence numbering column `column` of a table (its
+/// `serial` or identity), derived like [`key_constraint_oid`]'s, in the
+/// quarter of the oid space above those.
+pub fn serial_sequence_oid(table_oid: u32, column: usize) -> u32 {
+    0xC000_0000 | (table_oid.wrapping_sub(16_384) << 8) | (column as u32 & 0xff)
+}
+
 impl Builtin {
     /// Its description.
     pub fn relation(self) -> &'static BuiltinRelation {

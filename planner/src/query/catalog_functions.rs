@@ -194,6 +194,16 @@ fn visible_relations(resolver: &NameResolver) -> HashSet<u32> {
                     visible.insert(key.oid);
                 }
             }
+            if let ItemDetails::Table { serials, .. } = &item.details {
+                for serial in serials {
+                    if seen.insert(serial.sequence.clone()) {
+                        visible.insert(crate::builtins::serial_sequence_oid(
+                            item.oid,
+                            serial.column,
+                        ));
+                    }
+                }
+            }
         }
     }
     visible
@@ -240,6 +250,12 @@ fn relation_names(resolver: &NameResolver) -> HashMap<u32, String> {
         for key in key_constraints(item) {
             out.insert(key.oid, display(key.oid, &schema, &key.name));
         }
+        if let ItemDetails::Table { serials, .. } = &item.details {
+            for serial in serials {
+                let oid = crate::builtins::serial_sequence_oid(item.oid, serial.column);
+                out.insert(oid, display(oid, &schema, &serial.sequence));
+            }
+        }
     }
     out
 }
@@ -273,6 +289,12 @@ pub(crate) fn relation_oids(resolver: &NameResolver) -> HashMap<String, u32> {
         add(item.oid, Some(&db), &schema, &item.name);
         for key in key_constraints(item) {
             add(key.oid, Some(&db), &schema, &key.name);
+        }
+        if let ItemDetails::Table { serials, .. } = &item.details {
+            for serial in serials {
+                let oid = crate::builtins::serial_sequence_oid(item.oid, serial.column);
+                add(oid, Some(&db), &schema, &serial.sequence);
+            }
         }
     }
     out

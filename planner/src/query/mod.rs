@@ -10,4 +10,5 @@ pub mod functions;
 pub mod pg_functions;
 pub mod provider;
 pub mod resolve;
+pub mod sequences;
 pub mod single_value;

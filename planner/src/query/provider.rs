@@ -262,10 +262,13 @@ impl<'a> PlanningContext<'a> {
 
     /// Plan a SQL expression text against an empty schema (column defaults).
     pub fn plan_scalar_sql(&self, sql: &str) -> DfResult<Expr> {
-        let expr = Parser::new(&PostgreSqlDialect {})
+        let mut expr = Parser::new(&PostgreSqlDialect {})
             .try_with_sql(sql)
             .and_then(|mut p| p.parse_expr())
             .map_err(|e| plan_datafusion_err!("invalid expression {sql:?}: {e}"))?;
+        // `nextval('t_id_seq'::regclass)` and other Postgres spellings.
+        crate::rewrites::pg_syntax::rewrite(&mut expr, &self.resolver)
+            .map_err(|e| plan_datafusion_err!("{e}"))?;
         self.sql_to_rel()
             .sql_to_expr(expr, &DFSchema::empty(), &mut PlannerContext::new())
     }

@@ -216,6 +216,18 @@ fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
                 **pattern = call("like_escape", vec![p, Expr::value(c.value)]);
             }
         }
+        // `nextval('name')`: the text names the sequence (an implicit
+        // cast to regclass in Postgres).
+        Expr::Function(f) if is_function(f, "nextval") => {
+            if let Some(args) = plain_args(f)
+                && let [arg] = args.as_slice()
+                && string_literal(arg).is_some()
+            {
+                let mut arg = arg.clone();
+                let oid = reg_cast(RegType::Class, &mut arg, names)?;
+                *expr = call("nextval", vec![oid]);
+            }
+        }
         Expr::Function(f) if is_function(f, "generate_subscripts") => {
             if let Some(args) = plain_args(f)
                 && let [array, dim] = args.as_slice()

@@ -7,8 +7,8 @@ use datafusion::sql::sqlparser::ast::{
     self, ColumnOption, CreateTable, CreateView, ObjectName, ObjectType, SchemaName,
     TableConstraint,
 };
-use freshet_catalog::{ItemDef, ItemDetails, ItemKind, TableKeys, UniqueKey};
-use freshet_repr::{ColumnDesc, GlobalId, RelationDesc};
+use freshet_catalog::{Identity, ItemDef, ItemDetails, ItemKind, Serial, TableKeys, UniqueKey};
+use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc};
 
 use crate::error::{PlanError, Result};
 use crate::parser::quote_if_needed;
@@ -69,8 +69,8 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
     if ct.temporary {
         return Err(PlanError::unsupported("CREATE TEMPORARY TABLE"));
     }
-    if ct.query.is_some() {
-        return Err(PlanError::unsupported("CREATE TABLE ... AS"));
+    if let Some(query) = &ct.query {
+        return create_table_as(cx, ct, query);
     }
     if ct.like.is_some() || ct.clone.is_some() {
         return Err(PlanError::unsupported("CREATE TABLE ... LIKE"));
@@ -103,6 +103,7 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
     let (schema, name) = resolver.create_target(&ct.name)?;
     let mut columns = Vec::new();
     let mut defaults = Vec::new();
+    let mut serials = Vec::new();
     let mut seen = BTreeSet::new();
     let pc = cx.planning();
     for def in &ct.columns {
@@ -110,11 +111,32 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
         if !seen.insert(col_name.clone()) {
             return Err(PlanError::DuplicateColumn(col_name));
         }
-        let ty = pg_type_of(&def.data_type)?;
-        let mut nullable = true;
+        let serial_type = serial_type(&def.data_type);
+        let ty = match &serial_type {
+            Some(ty) => ty.clone(),
+            None => pg_type_of(&def.data_type)?,
+        };
+        let mut nullable = serial_type.is_none();
         let mut default = None;
+        let mut identity = None;
         for opt in &def.options {
             match &opt.option {
+                ColumnOption::Generated {
+                    generated_as,
+                    generation_expr: None,
+                    ..
+                } => {
+                    if !matches!(ty, PgType::Int2 | PgType::Int4 | PgType::Int8) {
+                        return Err(PlanError::DatatypeMismatch(format!(
+                            "identity column type must be smallint, integer, or bigint (column \"{col_name}\")"
+                        )));
+                    }
+                    identity = Some(match generated_as {
+                        ast::GeneratedAs::Always => Identity::Always,
+                        _ => Identity::ByDefault,
+                    });
+                    nullable = false;
+                }
                 ColumnOption::Null => nullable = true,
                 ColumnOption::NotNull => nullable = false,
                 ColumnOption::Default(expr) => {
@@ -146,6 +168,27 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
                 }
             }
         }
+        if serial_type.is_some() || identity.is_some() {
+            if default.is_some() {
+                return Err(PlanError::Syntax(format!(
+                    "multiple default values specified for column \"{col_name}\" of table \"{name}\""
+                )));
+            }
+            let sequence = format!("{name}_{col_name}_seq");
+            let quoted = quote_if_needed(&sequence).to_string().replace('\'', "''");
+            default = Some(format!("nextval('{quoted}'::regclass)"));
+            serials.push(Serial {
+                column: columns.len(),
+                sequence,
+                identity,
+                next: 1,
+                max: match ty {
+                    PgType::Int2 => i16::MAX.into(),
+                    PgType::Int4 => i32::MAX.into(),
+                    _ => i64::MAX,
+                },
+            });
+        }
         columns.push(ColumnDesc {
             name: col_name,
             ty,
@@ -169,7 +212,7 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
         });
     }
     let desc = RelationDesc::new(columns);
-    let create_sql = table_sql(&name, &desc, &defaults, &primary_key, &unique);
+    let create_sql = table_sql(&name, &desc, &defaults, &primary_key, &unique, &serials);
     Ok(Plan::CreateItem {
         def: ItemDef {
             schema_id: schema.id,
@@ -184,12 +227,76 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
                     primary_key,
                     unique,
                 }),
+                serials,
             },
             options: Default::default(),
         },
         if_not_exists: ct.if_not_exists,
         replace: None,
     })
+}
+
+/// `CREATE TABLE name AS query`: a table whose columns are the query's
+/// (names and types; nullable, as in PostgreSQL), filled with its rows.
+fn create_table_as(cx: &StatementContext, ct: &CreateTable, query: &ast::Query) -> Result<Plan> {
+    if !ct.columns.is_empty() || !ct.constraints.is_empty() {
+        return Err(PlanError::unsupported(
+            "column definitions or constraints in CREATE TABLE ... AS",
+        ));
+    }
+    let planned = crate::statements::context::plan_query(cx, query)?;
+    let mut seen = BTreeSet::new();
+    let mut columns = Vec::new();
+    for c in &planned.desc.columns {
+        if !seen.insert(c.name.clone()) {
+            return Err(PlanError::DuplicateColumn(c.name.clone()));
+        }
+        columns.push(ColumnDesc {
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+            nullable: true,
+        });
+    }
+    let resolver = cx.resolver();
+    let (schema, name) = resolver.create_target(&ct.name)?;
+    let desc = RelationDesc::new(columns);
+    let defaults = vec![None; desc.arity()];
+    let create_sql = table_sql(&name, &desc, &defaults, &[], &[], &[]);
+    Ok(Plan::CreateTableAs {
+        def: Box::new(ItemDef {
+            schema_id: schema.id,
+            name,
+            kind: ItemKind::Table,
+            create_sql,
+            desc: Some(desc),
+            references: vec![],
+            details: ItemDetails::Table {
+                defaults,
+                keys: Box::new(TableKeys::default()),
+                serials: vec![],
+            },
+            options: Default::default(),
+        }),
+        query: Box::new(planned),
+        if_not_exists: ct.if_not_exists,
+    })
+}
+
+/// The integer type of `serial`, `bigserial` and `smallserial` (and their
+/// `serial4/8/2` spellings).
+fn serial_type(data_type: &ast::DataType) -> Option<PgType> {
+    let ast::DataType::Custom(name, mods) = data_type else {
+        return None;
+    };
+    if !mods.is_empty() || name.0.len() != 1 {
+        return None;
+    }
+    match name.0[0].as_ident()?.value.to_lowercase().as_str() {
+        "serial" | "serial4" => Some(PgType::Int4),
+        "bigserial" | "serial8" => Some(PgType::Int8),
+        "smallserial" | "serial2" => Some(PgType::Int2),
+        _ => None,
+    }
 }
 
 /// The column names a key constraint lists (plain columns only).
@@ -231,15 +338,24 @@ pub fn table_sql(
     defaults: &[Option<String>],
     primary_key: &[usize],
     unique: &[UniqueKey],
+    serials: &[Serial],
 ) -> String {
     let cols: Vec<String> = desc
         .columns
         .iter()
         .zip(defaults.iter().chain(std::iter::repeat(&None)))
-        .map(|(c, d)| {
+        .enumerate()
+        .map(|(i, (c, d))| {
             let mut s = format!("{} {}", quote_if_needed(&c.name), c.ty.sql_name());
-            if let Some(d) = d {
-                s.push_str(&format!(" DEFAULT {d}"));
+            let identity = serials
+                .iter()
+                .find(|s| s.column == i)
+                .and_then(|s| s.identity);
+            match (identity, d) {
+                (Some(Identity::Always), _) => s.push_str(" GENERATED ALWAYS AS IDENTITY"),
+                (Some(Identity::ByDefault), _) => s.push_str(" GENERATED BY DEFAULT AS IDENTITY"),
+                (None, Some(d)) => s.push_str(&format!(" DEFAULT {d}")),
+                (None, None) => {}
             }
             if !c.nullable {
                 s.push_str(" NOT NULL");
@@ -573,9 +689,13 @@ fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
     match item.kind {
         ItemKind::Table => {
             let desc = item.desc.clone().unwrap_or_default();
-            let (defaults, keys) = match &item.details {
-                ItemDetails::Table { defaults, keys } => (defaults.clone(), keys.as_ref().clone()),
-                _ => (vec![], TableKeys::default()),
+            let (defaults, keys, serials) = match &item.details {
+                ItemDetails::Table {
+                    defaults,
+                    keys,
+                    serials,
+                } => (defaults.clone(), keys.as_ref().clone(), serials.clone()),
+                _ => (vec![], TableKeys::default(), vec![]),
             };
             let sql = table_sql(
                 &item.name,
@@ -583,6 +703,7 @@ fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
                 &defaults,
                 &keys.primary_key,
                 &keys.unique,
+                &serials,
             );
             Ok(sql.replacen(
                 &format!("CREATE TABLE {}", quote_if_needed(&item.name)),

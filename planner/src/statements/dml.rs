@@ -115,6 +115,33 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
     } else {
         targets
     };
+    // A `GENERATED ALWAYS` identity column takes no explicit value.
+    if let ItemDetails::Table { serials, .. } = &item.details {
+        for serial in serials
+            .iter()
+            .filter(|s| s.identity == Some(freshet_catalog::Identity::Always))
+        {
+            let Some(pos) = targets.iter().position(|t| *t == serial.column) else {
+                continue;
+            };
+            let all_default = match source.body.as_ref() {
+                SetExpr::Values(values) => values.rows.iter().all(|r| {
+                    matches!(r.content.get(pos), Some(Expr::Identifier(i))
+                        if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default"))
+                }),
+                _ => false,
+            };
+            if !all_default {
+                let column = &desc.columns[serial.column].name;
+                return Err(PlanError::DataFusion(crate::error::sqlstate_error(
+                    freshet_repr::sqlstate::GENERATED_ALWAYS,
+                    format!(
+                        "cannot insert a non-DEFAULT value into column \"{column}\" (it is an identity column defined as GENERATED ALWAYS)"
+                    ),
+                )));
+            }
+        }
+    }
     // `DEFAULT` in VALUES means the column's default (or NULL).
     if let SetExpr::Values(values) = source.body.as_mut() {
         if values.rows.iter().any(|r| r.content.len() > targets.len()) {
@@ -138,15 +165,31 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
         }
     }
     let refs = cx.resolver().rewrite(&mut source)?;
-    ins.source = Some(Box::new(source));
-    ins.table = TableObject::TableName(id_name(item.id));
-    ins.returning = None;
     let pc = cx.planning();
-    let plan = pc.plan_sql_statement(ast::Statement::Insert(ins.clone()))?;
-    let LogicalPlan::Dml(dml) = plan else {
-        return Err(PlanError::Internal("INSERT did not plan to DML".into()));
+    let rows = if matches!(source.body.as_ref(), SetExpr::Values(_)) {
+        ins.source = Some(Box::new(source));
+        ins.table = TableObject::TableName(id_name(item.id));
+        ins.returning = None;
+        let plan = pc.plan_sql_statement(ast::Statement::Insert(ins.clone()))?;
+        let LogicalPlan::Dml(dml) = plan else {
+            return Err(PlanError::Internal("INSERT did not plan to DML".into()));
+        };
+        std::sync::Arc::unwrap_or_clone(dml.input)
+    } else {
+        // DataFusion's INSERT types every VALUES inside its source by the
+        // target columns (`INSERT ... SELECT p0 FROM (VALUES (..., 0)) AS
+        // s(p0, n)`, as SQLAlchemy writes batches, fails), so a query
+        // source is planned as a query and fitted to the table here.
+        let query = pc.plan_sql_statement(ast::Statement::Query(Box::new(source)))?;
+        // Without a column list the query fills the first columns.
+        let width = query.schema().fields().len();
+        let targets = if ins.columns.is_empty() && width < targets.len() {
+            &targets[..width]
+        } else {
+            &targets[..]
+        };
+        fit_to_table(&pc, query, &desc, targets, &defaults)?
     };
-    let rows = std::sync::Arc::unwrap_or_clone(dml.input);
     let source = finish_query(cx, &pc, rows, None, &refs)?;
     let read_then_write = !source.inputs.is_empty();
     Ok(Plan::Write(Box::new(WritePlan {
@@ -157,6 +200,43 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
         read_then_write,
         returning: returning(cx, item, None, returning_list.as_ref())?,
     })))
+}
+
+/// `query`'s columns as the table's row: each target column cast to its
+/// type, the others their default (or NULL), as DataFusion's INSERT does.
+fn fit_to_table(
+    pc: &crate::query::provider::PlanningContext,
+    query: LogicalPlan,
+    desc: &freshet_repr::RelationDesc,
+    targets: &[usize],
+    defaults: &[Option<String>],
+) -> Result<LogicalPlan> {
+    use datafusion::logical_expr::{Expr as DfExpr, lit};
+    let width = query.schema().fields().len();
+    if width != targets.len() {
+        return Err(PlanError::Syntax(format!(
+            "INSERT has {} expressions than target columns",
+            if width > targets.len() {
+                "more"
+            } else {
+                "fewer"
+            }
+        )));
+    }
+    let schema = std::sync::Arc::clone(query.schema());
+    let mut exprs = Vec::with_capacity(desc.arity());
+    for (i, column) in desc.columns.iter().enumerate() {
+        let ty = column.ty.arrow_type();
+        let value = match targets.iter().position(|t| *t == i) {
+            Some(v) => DfExpr::Column(datafusion::common::Column::from(schema.qualified_field(v))),
+            None => match defaults.get(i).cloned().flatten() {
+                Some(sql) => pc.plan_scalar_sql(&sql)?,
+                None => lit(datafusion::common::ScalarValue::Null),
+            },
+        };
+        exprs.push(value.cast_to(&ty, &schema)?.alias(&column.name));
+    }
+    Ok(LogicalPlanBuilder::from(query).project(exprs)?.build()?)
 }
 
 /// Plan `RETURNING items` over the rows a write produces, visible under the
@@ -234,6 +314,38 @@ pub fn delete(cx: &StatementContext, del: &ast::Delete) -> Result<Plan> {
         read_then_write: true,
         returning: returning(cx, item, Some(&alias), del.returning.as_ref())?,
     })))
+}
+
+/// `TRUNCATE [TABLE] t1, t2, ...`: each table's every row retracted.
+/// `RESTART IDENTITY` has nothing to restart (no sequences yet) and
+/// `CASCADE` nothing to cascade to (no foreign keys).
+pub fn truncate(cx: &StatementContext, t: &ast::Truncate) -> Result<Plan> {
+    if t.partitions.is_some() || t.on_cluster.is_some() {
+        return Err(PlanError::unsupported(
+            "TRUNCATE ... PARTITION / ON CLUSTER",
+        ));
+    }
+    let mut writes = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for target in &t.table_names {
+        let item = target_table(cx, &target.name, "truncate")?;
+        if !seen.insert(item.id) {
+            continue;
+        }
+        let source = plan_query(
+            cx,
+            &parse_query(&format!("SELECT * FROM {}", id_name(item.id)))?,
+        )?;
+        writes.push(WritePlan {
+            table: item.id,
+            table_desc: item.desc.clone().unwrap_or_default(),
+            kind: WriteKind::Delete,
+            source,
+            read_then_write: true,
+            returning: None,
+        });
+    }
+    Ok(Plan::Truncate(writes))
 }
 
 /// `UPDATE t SET col = expr, ... [WHERE ...] [RETURNING ...]`.

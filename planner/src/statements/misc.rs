@@ -7,12 +7,12 @@ use datafusion::sql::sqlparser::ast::{
     self, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Expr, ObjectName,
     ShowStatementOptions, TransactionIsolationLevel, TransactionMode, Value,
 };
-use freshet_catalog::ItemKind;
+use freshet_catalog::{ItemDetails, ItemKind};
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
 
 use crate::error::{PlanError, Result};
-use crate::parser::{ObjectKind, normalize_ident, normalize_name};
-use crate::plan::{CopyFormat, CopyFromPlan, CopyOptions, Plan, SetValue, WriteKind};
+use crate::parser::{ObjectKind, normalize_ident, normalize_name, quote_if_needed};
+use crate::plan::{CopyFormat, CopyFromPlan, CopyOptions, Plan, SetValue};
 use crate::query::resolve::Resolved;
 use crate::statements::context::{StatementContext, plan_query};
 use crate::statements::ddl::show_create_sql;
@@ -515,27 +515,48 @@ pub fn copy(
                     })
                     .collect::<Result<Vec<_>>>()?
             };
-            // One row of every column's default, for columns the data omits.
-            let name = cx.resolver().display_name(item.id);
-            let defaults_sql = format!("INSERT INTO {name} DEFAULT VALUES");
-            let stmt = datafusion::sql::sqlparser::parser::Parser::parse_sql(
+            // One row of every column's default, for columns the data
+            // omits. A sequence-numbered column is NULL here: the sequencer
+            // numbers each row (a default evaluated once would number them
+            // all alike).
+            let (defaults, serials) = match &item.details {
+                ItemDetails::Table {
+                    defaults, serials, ..
+                } => (defaults.clone(), serials.clone()),
+                _ => (vec![], vec![]),
+            };
+            let items: Vec<String> = desc
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let numbered = serials.iter().any(|s| s.column == i);
+                    let value = match defaults.get(i).cloned().flatten() {
+                        Some(sql) if !numbered => sql,
+                        _ => "NULL".into(),
+                    };
+                    format!(
+                        "CAST(({value}) AS {}) AS {}",
+                        c.ty.sql_name(),
+                        quote_if_needed(&c.name)
+                    )
+                })
+                .collect();
+            let defaults_query = datafusion::sql::sqlparser::parser::Parser::parse_sql(
                 &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
-                &defaults_sql,
+                &format!("SELECT {}", items.join(", ")),
             )
             .map_err(|e| PlanError::Internal(e.to_string()))?
             .pop();
-            let Some(ast::Statement::Insert(ins)) = stmt else {
+            let Some(ast::Statement::Query(defaults_query)) = defaults_query else {
                 return Err(PlanError::Internal("defaults query".into()));
             };
-            let Plan::Write(w) = crate::statements::dml::insert(cx, &ins)? else {
-                return Err(PlanError::Internal("defaults query".into()));
-            };
-            debug_assert_eq!(w.kind, WriteKind::Insert);
+            let defaults = plan_query(cx, &defaults_query)?;
             Ok(Plan::CopyFrom(Box::new(CopyFromPlan {
                 table: item.id,
                 table_desc: desc,
                 columns: cols,
-                defaults: w.source,
+                defaults,
                 options: opts,
             })))
         }

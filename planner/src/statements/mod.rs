@@ -133,6 +133,7 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
         S::Insert(ins) => dml::insert(cx, ins),
         S::Update(upd) => dml::update(cx, upd),
         S::Delete(del) => dml::delete(cx, del),
+        S::Truncate(t) => dml::truncate(cx, t),
         S::CreateTable(ct) => ddl::create_table(cx, ct),
         S::CreateView(cv) if cv.materialized => materialized::create_materialized_view(cx, cv),
         S::CreateView(cv) => ddl::create_view(cx, cv),

@@ -57,10 +57,31 @@ impl Coordinator {
             Some(b) => check_rows_unchecked(&table_desc, b)?,
             None => RecordBatch::new_empty(crate::values::unchecked_schema(&table_desc)),
         };
+        // Sequence-numbered columns the data leaves out take a value per
+        // row (the defaults row holds one).
+        let numbered: Vec<(usize, u32)> = match self.catalog_for(session).item(table) {
+            Some(item) => match &item.details {
+                freshet_catalog::ItemDetails::Table { serials, .. } => serials
+                    .iter()
+                    .filter(|s| !columns.contains(&s.column))
+                    .map(|s| {
+                        (
+                            s.column,
+                            freshet_planner::builtins::serial_sequence_oid(item.oid, s.column),
+                        )
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        };
         let mut writes = Vec::new();
         let mut count = 0;
         for chunk in rows.chunks(64 * 1024) {
-            let batch = crate::copy::rows_to_batch(chunk, &table_desc, &columns, &default_row)?;
+            let mut batch = crate::copy::rows_to_batch(chunk, &table_desc, &columns, &default_row)?;
+            for &(column, oid) in &numbered {
+                batch = self.number_column(batch, column, oid)?;
+            }
             let batch = check_rows(&self.table_name(table), &table_desc, batch)?;
             count += batch.num_rows();
             writes.extend(table_writes(table, &[batch], 1)?);
@@ -68,9 +89,29 @@ impl Coordinator {
         if session.status == TxnStatus::InBlock {
             session.txn.writes.extend(writes);
         } else if !writes.is_empty() {
-            self.commit_writes(writes, None, Vec::new()).await?;
+            self.commit_writes(writes, Vec::new(), Vec::new()).await?;
         }
         Ok(count)
+    }
+}
+
+impl Coordinator {
+    /// `batch` with column `column` replaced by fresh values of sequence
+    /// `oid`, one per row.
+    fn number_column(&self, batch: RecordBatch, column: usize, oid: u32) -> Result<RecordBatch> {
+        use freshet_planner::query::sequences::SequenceSource;
+        let values = self
+            .sequences
+            .next_values(oid, batch.num_rows())
+            .map_err(AdapterError::DataFusion)?;
+        let array: arrow::array::ArrayRef =
+            std::sync::Arc::new(arrow::array::Int64Array::from(values));
+        let mut columns = batch.columns().to_vec();
+        let Some(slot) = columns.get_mut(column) else {
+            return Ok(batch);
+        };
+        *slot = arrow::compute::cast(&array, slot.data_type())?;
+        Ok(RecordBatch::try_new(batch.schema(), columns)?)
     }
 }
 

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use freshet_catalog::{CatalogError, ItemDetails, ItemKind, Op};
+
 use freshet_compute::ComputeController;
 use freshet_compute_types::DataflowDesc;
 use freshet_planner::statements::written_plan;
@@ -48,7 +49,7 @@ impl Coordinator {
 
     /// [`transact_holding`](Self::transact_holding) with the catalog
     /// locked and the dataflows of the objects created given by id.
-    fn transact_locked(
+    pub(super) fn transact_locked(
         &self,
         mut catalog: tokio::sync::MutexGuard<'_, freshet_catalog::Catalog>,
         ops: Vec<Op>,
@@ -230,6 +231,80 @@ impl Coordinator {
             created,
         });
         Ok(ExecuteResponse::Command(tag))
+    }
+
+    /// `CREATE TABLE name AS query`: the query runs first (at the time any
+    /// read would use, in a block the block's), then the table is created
+    /// and the rows written. Outside a block these are two commits; if the
+    /// rows fail to commit, the table is dropped again.
+    pub(super) async fn create_table_as(
+        &self,
+        session: &mut Session,
+        def: freshet_catalog::ItemDef,
+        query: freshet_planner::QueryPlan,
+        if_not_exists: bool,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        let name = def.name.clone();
+        let desc = def.desc.clone().unwrap_or_default();
+        let rows = self.read(session, &query).await?;
+        let ddl = Ddl::new("CREATE TABLE", vec![Op::CreateItem(def)]).if_not_exists(
+            if_not_exists,
+            &name,
+            "relation",
+        );
+        let count = |rows: &[arrow::array::RecordBatch]| -> usize {
+            rows.iter().map(|b| b.num_rows()).sum()
+        };
+        if session.status == TxnStatus::InBlock {
+            let steps = session.txn.ddl.as_ref().map_or(0, |d| d.steps.len());
+            let response = self.ddl_in_block(session, ddl, ctx).await?;
+            let created = session
+                .txn
+                .ddl
+                .as_ref()
+                .filter(|d| d.steps.len() > steps)
+                .and_then(|d| d.steps.last())
+                .and_then(|s| s.created.first().copied());
+            let Some(id) = created else {
+                return Ok(response); // IF NOT EXISTS, and it existed
+            };
+            let rows = self.table_rows(id, &desc, rows)?;
+            let n = count(&rows);
+            session
+                .txn
+                .writes
+                .extend(super::write::table_writes(id, &rows, 1)?);
+            return Ok(ExecuteResponse::Command(format!("SELECT {n}")));
+        }
+        let ids = match self.transact_holding(ddl.ops, Vec::new(), None).await {
+            Ok(ids) => ids,
+            Err(AdapterError::Catalog(CatalogError::AlreadyExists { .. })) if if_not_exists => {
+                ctx.notice(format!("relation \"{name}\" already exists, skipping"));
+                return Ok(ExecuteResponse::Command("CREATE TABLE AS".into()));
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(id) = ids.first().copied() else {
+            return Err(AdapterError::Internal(
+                "CREATE TABLE AS created nothing".into(),
+            ));
+        };
+        let rows = self.table_rows(id, &desc, rows)?;
+        let n = count(&rows);
+        let writes = super::write::table_writes(id, &rows, 1)?;
+        if !writes.is_empty()
+            && let Err(e) = self.commit_writes(writes, Vec::new(), Vec::new()).await
+        {
+            if let Err(drop_error) = self
+                .transact_holding(vec![Op::Drop(vec![id])], Vec::new(), None)
+                .await
+            {
+                tracing::error!(error = %drop_error, "dropping the table of a failed CREATE TABLE AS");
+            }
+            return Err(e);
+        }
+        Ok(ExecuteResponse::Command(format!("SELECT {n}")))
     }
 
     /// COMMIT of a block's DDL: one catalog transaction, if the catalog is

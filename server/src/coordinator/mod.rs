@@ -44,6 +44,7 @@ mod implications;
 mod read;
 mod response;
 mod sequence;
+mod sequences;
 mod timestamps;
 mod write;
 
@@ -72,6 +73,8 @@ pub struct Coordinator {
     keys: Arc<crate::keys::KeySets>,
     /// Where queries' physical plans run, and their memory budget.
     pub queries: QueryExecutor,
+    /// Values of `serial` and identity columns' sequences.
+    sequences: Arc<sequences::Sequences>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -95,7 +98,14 @@ impl Coordinator {
         let config = storage_config.unwrap_or_else(|| StorageConfig::new(data_dir));
         let storage = Arc::new(Storage::open(blob, fence.clone(), config)?);
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let base_df = freshet_planner::query::engine::new_session_state(parallelism);
+        let mut base_df = freshet_planner::query::engine::new_session_state(parallelism);
+        let sequences = Arc::new(sequences::Sequences::default());
+        {
+            use datafusion::logical_expr::registry::FunctionRegistry;
+            base_df.register_udf(Arc::new(freshet_planner::query::sequences::nextval(
+                Arc::clone(&sequences) as _,
+            )))?;
+        }
         let compute = Arc::new(ComputeController::start(workers, Arc::clone(&storage))?);
         let catalog = Catalog::open(fence)?;
         let state = catalog.state();
@@ -112,6 +122,7 @@ impl Coordinator {
             replanned: Mutex::new(Vec::new()),
             keys: Arc::default(),
             queries,
+            sequences: Arc::clone(&sequences),
         };
         // Boot is the same function as DDL: the whole catalog as one diff.
         coord.apply(
@@ -128,7 +139,9 @@ impl Coordinator {
             epoch = coord.storage.epoch(),
             "catalog applied; ready"
         );
-        Ok(Arc::new(coord))
+        let coord = Arc::new(coord);
+        let _ = sequences.coord.set(Arc::downgrade(&coord));
+        Ok(coord)
     }
 
     /// The current catalog version.

@@ -142,6 +142,15 @@ impl Coordinator {
                 "  (answered from the index's arrangement, without a DataFusion plan)".into(),
             ]),
             Plan::Write(w) => self.write(session, *w).await,
+            Plan::Truncate(writes) => self.truncate(session, writes).await,
+            Plan::CreateTableAs {
+                def,
+                query,
+                if_not_exists,
+            } => {
+                self.create_table_as(session, *def, *query, if_not_exists, ctx)
+                    .await
+            }
             Plan::CopyFrom(plan) => {
                 let columns = plan.columns.len();
                 session.copy_in = Some(PendingCopy::new(*plan));
@@ -370,7 +379,7 @@ impl Coordinator {
                         Some(read) => txn.validate.iter().map(|id| (*id, read.ts)).collect(),
                         None => Vec::new(),
                     };
-                    let result = self.commit_writes(txn.writes, None, reads).await;
+                    let result = self.commit_writes(txn.writes, Vec::new(), reads).await;
                     drop(txn.read);
                     result?;
                 }

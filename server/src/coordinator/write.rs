@@ -20,14 +20,14 @@ use crate::vars::Isolation;
 impl Coordinator {
     /// Commit table writes, checking the keys of the tables they write,
     /// if no table in `reads` changed after the time paired with it; then
-    /// release `lock` (a table's write lock, if the statement holds it) —
-    /// in a task of its own, so a cancelled or timed-out statement can
-    /// neither release the lock nor stop the key bookkeeping while the
+    /// release `locks` (the write locks of the tables the statement holds)
+    /// — in a task of its own, so a cancelled or timed-out statement can
+    /// neither release the locks nor stop the key bookkeeping while the
     /// commit is still in flight.
     pub(super) async fn commit_writes(
         &self,
         writes: Vec<TableWrite>,
-        lock: Option<tokio::sync::OwnedMutexGuard<()>>,
+        locks: Vec<tokio::sync::OwnedMutexGuard<()>>,
         reads: Vec<(GlobalId, Timestamp)>,
     ) -> Result<Timestamp> {
         let storage = Arc::clone(&self.storage);
@@ -35,7 +35,7 @@ impl Coordinator {
         let specs = self.key_specs(&writes);
         let result = tokio::spawn(async move {
             let result = keys.commit(&storage, specs, writes, reads).await;
-            drop(lock);
+            drop(locks);
             result
         })
         .await
@@ -145,17 +145,54 @@ impl Coordinator {
         let commit_ts = if writes.is_empty() {
             ts
         } else {
-            self.commit_writes(writes, lock, Vec::new()).await?
+            self.commit_writes(writes, lock.into_iter().collect(), Vec::new())
+                .await?
         };
         self.finish_write(session, &w, written, commit_ts, count)
             .await
+    }
+
+    /// `TRUNCATE`: every row of each table retracted, in one commit (in a
+    /// block, with the block's writes), the tables' write locks held from
+    /// the read to the commit as for a DELETE.
+    pub(super) async fn truncate(
+        &self,
+        session: &mut Session,
+        writes: Vec<WritePlan>,
+    ) -> Result<ExecuteResponse> {
+        if session.status == TxnStatus::InBlock {
+            for w in writes {
+                self.write_in_block(session, w).await?;
+            }
+            return Ok(ExecuteResponse::Command("TRUNCATE TABLE".into()));
+        }
+        let tables: BTreeSet<GlobalId> = writes.iter().map(|w| w.table).collect();
+        let mut locks = Vec::with_capacity(tables.len());
+        for id in &tables {
+            locks.push(self.table_lock(*id).lock_owned().await);
+        }
+        let (ts, holds) = self.choose_and_hold(&tables, Isolation::StrictSerializable)?;
+        let mut changes = Vec::new();
+        for w in &writes {
+            let rows = self.run_at(session, &w.source, ts).await?;
+            changes.extend(self.changes(w, rows)?.0);
+        }
+        drop(holds);
+        if !changes.is_empty() {
+            self.commit_writes(changes, locks, Vec::new()).await?;
+        }
+        Ok(ExecuteResponse::Command("TRUNCATE TABLE".into()))
     }
 
     /// A write inside a transaction block: its source query runs at the
     /// transaction's read time over what the transaction has written so
     /// far (an UPDATE sees the rows an earlier INSERT added), and its
     /// changes join the transaction's writes, applied at COMMIT.
-    async fn write_in_block(&self, session: &mut Session, w: WritePlan) -> Result<ExecuteResponse> {
+    pub(super) async fn write_in_block(
+        &self,
+        session: &mut Session,
+        w: WritePlan,
+    ) -> Result<ExecuteResponse> {
         // A write that reads nothing (INSERT ... VALUES) needs no read
         // time, and leaves the transaction free to pick one later.
         let ts = if w.source.inputs.is_empty() {

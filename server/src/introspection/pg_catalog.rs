@@ -176,7 +176,13 @@ impl QueryReader {
 
     pub(super) fn pg_attribute(&self) -> Vec<Row> {
         #[allow(clippy::too_many_arguments)]
-        let row = |rel: u32, name: &str, ty: &PgType, num: usize, notnull: bool, hasdef: bool| {
+        let row = |rel: u32,
+                   name: &str,
+                   ty: &PgType,
+                   num: usize,
+                   notnull: bool,
+                   hasdef: bool,
+                   identity: &str| {
             let len = ty.typlen();
             let collatable = matches!(
                 ty,
@@ -199,7 +205,7 @@ impl QueryReader {
                 b(notnull),
                 b(hasdef),
                 b(false),
-                s(""),
+                s(identity),
                 s(""),
                 b(false),
                 b(true),
@@ -218,23 +224,48 @@ impl QueryReader {
                         continue;
                     };
                     for (k, (_, name, ty)) in index_keys(on, keys).iter().enumerate() {
-                        rows.push(row(i.oid, name, ty, k + 1, false, false));
+                        rows.push(row(i.oid, name, ty, k + 1, false, false, ""));
                     }
                 }
                 details => {
-                    let defaults = match details {
-                        ItemDetails::Table { defaults, .. } => defaults.clone(),
-                        _ => vec![],
+                    let defaults = shown_defaults(details);
+                    let serials = match details {
+                        ItemDetails::Table { serials, .. } => serials.as_slice(),
+                        _ => &[],
                     };
                     for (k, c) in i.desc.iter().flat_map(|d| d.columns.iter()).enumerate() {
                         let hasdef = defaults.get(k).is_some_and(|d| d.is_some());
-                        rows.push(row(i.oid, &c.name, &c.ty, k + 1, !c.nullable, hasdef));
+                        let identity = match serials.iter().find(|s| s.column == k) {
+                            Some(s) => match s.identity {
+                                Some(freshet_catalog::Identity::Always) => "a",
+                                Some(freshet_catalog::Identity::ByDefault) => "d",
+                                None => "",
+                            },
+                            None => "",
+                        };
+                        rows.push(row(
+                            i.oid,
+                            &c.name,
+                            &c.ty,
+                            k + 1,
+                            !c.nullable,
+                            hasdef,
+                            identity,
+                        ));
                     }
                     let columns = i.desc.as_ref().map(|d| d.columns.as_slice()).unwrap_or(&[]);
                     for key in key_constraints(i) {
                         for (k, c) in key.columns.iter().enumerate() {
                             if let Some(col) = columns.get(*c) {
-                                rows.push(row(key.oid, &col.name, &col.ty, k + 1, false, false));
+                                rows.push(row(
+                                    key.oid,
+                                    &col.name,
+                                    &col.ty,
+                                    k + 1,
+                                    false,
+                                    false,
+                                    "",
+                                ));
                             }
                         }
                     }
@@ -243,7 +274,7 @@ impl QueryReader {
         }
         for rel in BUILTINS {
             for (k, (name, ty)) in rel.columns.iter().enumerate() {
-                rows.push(row(rel.oid(), name, &ty.pg(), k + 1, false, false));
+                rows.push(row(rel.oid(), name, &ty.pg(), k + 1, false, false, ""));
             }
         }
         rows
@@ -392,8 +423,8 @@ impl QueryReader {
     pub(super) fn pg_attrdef(&self) -> Vec<Row> {
         let mut rows = Vec::new();
         for (i, _) in self.items_in_db() {
-            if let ItemDetails::Table { defaults, .. } = &i.details {
-                for (k, d) in defaults.iter().enumerate() {
+            if let ItemDetails::Table { .. } = &i.details {
+                for (k, d) in shown_defaults(&i.details).iter().enumerate() {
                     if let Some(sql) = d {
                         // The default's oid: derived from the table's and
                         // the column's, like the key constraints'.
@@ -470,6 +501,25 @@ impl QueryReader {
         }
         rows
     }
+}
+
+/// A table's column defaults as PostgreSQL shows them: an identity
+/// column has none (its `nextval` is how Freshet fills it; Postgres shows
+/// `attidentity` instead).
+fn shown_defaults(details: &ItemDetails) -> Vec<Option<String>> {
+    let ItemDetails::Table {
+        defaults, serials, ..
+    } = details
+    else {
+        return Vec::new();
+    };
+    let mut shown = defaults.clone();
+    for serial in serials.iter().filter(|s| s.identity.is_some()) {
+        if let Some(d) = shown.get_mut(serial.column) {
+            *d = None;
+        }
+    }
+    shown
 }
 
 /// What `pg_type` says about a type beyond what [`PgType`] knows.

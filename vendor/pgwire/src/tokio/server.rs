@@ -327,6 +327,14 @@ where
         .send(PgWireBackendMessage::ErrorResponse(error_info.into()))
         .await?;
 
+    // After a FATAL error PostgreSQL sends nothing more and closes the
+    // connection: a ReadyForQuery here makes clients (asyncpg) believe
+    // the session is usable.
+    if is_fatal {
+        socket.flush().await?;
+        return socket.close().await;
+    }
+
     let transaction_status = socket.transaction_status().to_error_state();
     socket.set_transaction_status(transaction_status);
 
@@ -341,10 +349,6 @@ where
             .await?;
     }
     socket.flush().await?;
-
-    if is_fatal {
-        return socket.close().await;
-    }
 
     Ok(())
 }
