@@ -65,22 +65,48 @@ async fn every_builtin_relation_is_readable() {
     );
 }
 
-/// A parameter's `regclass` name is only known at bind time, so the cast
-/// is refused clearly rather than compared as text with an oid.
+/// A parameter's `regclass` name is only known at bind time: it is
+/// resolved then (in the names the statement was planned against), not
+/// compared as text with an oid; other `reg*` parameters are refused.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_parameter_cast_to_regclass_is_refused_not_misread() {
+async fn a_parameter_cast_to_regclass_resolves_at_bind_time() {
     let s = Server::start();
     let c = s.connect().await;
-    c.batch_execute("CREATE TABLE t (a int)")
+    c.batch_execute("CREATE TABLE t (a int PRIMARY KEY)")
         .await
         .expect("create a table");
-    let err = c
+    for name in ["t", "public.t", "freshet.public.t"] {
+        let rows = c
+            .query(
+                "SELECT relname FROM pg_class WHERE oid = $1::regclass",
+                &[&name],
+            )
+            .await
+            .expect("a parameter cast to regclass");
+        assert_eq!(rows.len(), 1, "{name}");
+        assert_eq!(rows[0].get::<_, String>(0), "t");
+    }
+    let rows = c
         .query(
             "SELECT relname FROM pg_class WHERE oid = $1::regclass",
-            &[&"t"],
+            &[&"t_pkey"],
         )
         .await
-        .expect_err("a parameter cast to regclass");
+        .expect("a key's index by name");
+    assert_eq!(rows[0].get::<_, String>(0), "t_pkey");
+    let err = c
+        .query("SELECT $1::regclass", &[&"nope"])
+        .await
+        .expect_err("an unknown relation");
+    assert_eq!(
+        err.code(),
+        Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE),
+        "{err:?}"
+    );
+    let err = c
+        .query("SELECT $1::regtype", &[&"int4"])
+        .await
+        .expect_err("a parameter cast to regtype");
     assert_eq!(
         err.code(),
         Some(&tokio_postgres::error::SqlState::FEATURE_NOT_SUPPORTED),
