@@ -175,7 +175,14 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
                 )));
             }
             let sequence = format!("{name}_{col_name}_seq");
-            let quoted = quote_if_needed(&sequence).to_string().replace('\'', "''");
+            // Qualified, so the default resolves whatever the search path
+            // of the statement that fills it (or of a dataflow's planning).
+            let quoted = format!(
+                "{}.{}",
+                quote_if_needed(&schema.name),
+                quote_if_needed(&sequence)
+            )
+            .replace('\'', "''");
             default = Some(format!("nextval('{quoted}'::regclass)"));
             serials.push(Serial {
                 column: columns.len(),

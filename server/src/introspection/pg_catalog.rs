@@ -505,7 +505,8 @@ impl QueryReader {
 
 /// A table's column defaults as PostgreSQL shows them: an identity
 /// column has none (its `nextval` is how Freshet fills it; Postgres shows
-/// `attidentity` instead).
+/// `attidentity` instead), and a serial's names its sequence unqualified
+/// (Freshet stores it qualified, to resolve under any search path).
 fn shown_defaults(details: &ItemDetails) -> Vec<Option<String>> {
     let ItemDetails::Table {
         defaults, serials, ..
@@ -514,9 +515,18 @@ fn shown_defaults(details: &ItemDetails) -> Vec<Option<String>> {
         return Vec::new();
     };
     let mut shown = defaults.clone();
-    for serial in serials.iter().filter(|s| s.identity.is_some()) {
+    for serial in serials {
         if let Some(d) = shown.get_mut(serial.column) {
-            *d = None;
+            *d = match serial.identity {
+                Some(_) => None,
+                // As Postgres prints it for a sequence on the search path.
+                None => Some(format!(
+                    "nextval('{}'::regclass)",
+                    freshet_planner::parser::quote_if_needed(&serial.sequence)
+                        .to_string()
+                        .replace('\'', "''")
+                )),
+            };
         }
     }
     shown
