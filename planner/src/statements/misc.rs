@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
 use datafusion::sql::sqlparser::ast::{
-    self, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Expr, ObjectName,
-    ShowStatementOptions, TransactionIsolationLevel, TransactionMode, Value,
+    self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Expr,
+    ObjectName, ShowStatementOptions, TransactionIsolationLevel, TransactionMode, Value,
 };
 use freshet_catalog::{ItemDetails, ItemKind};
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
@@ -454,7 +454,20 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
         match opt {
             CopyLegacyOption::Delimiter(c) => delimiter = Some(byte(c, "delimiter")?),
             CopyLegacyOption::Null(s) => null = Some(s.clone()),
-            CopyLegacyOption::Csv(_) => o.format = CopyFormat::Csv,
+            // The pre-9.0 spelling psql's `\copy ... CSV HEADER` sends.
+            CopyLegacyOption::Csv(csv) => {
+                o.format = CopyFormat::Csv;
+                for c in csv {
+                    match c {
+                        CopyLegacyCsvOption::Header => o.header = true,
+                        CopyLegacyCsvOption::Quote(q) => o.quote = byte(q, "quote")?,
+                        CopyLegacyCsvOption::Escape(e) => escape = Some(byte(e, "escape")?),
+                        other => {
+                            return Err(PlanError::unsupported(format!("COPY option {other}")));
+                        }
+                    }
+                }
+            }
             other => return Err(PlanError::unsupported(format!("COPY option {other}"))),
         }
     }

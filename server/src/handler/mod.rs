@@ -244,13 +244,21 @@ fn to_response(resp: ExecuteResponse, vars: &Vars, format: &Format) -> PgWireRes
             batches,
             options,
         } => {
-            let data = crate::copy::render(
+            let mut data = crate::copy::render(
                 &desc,
                 &batches,
                 &options,
                 &arrow_time_zone(vars),
                 &format_options(vars),
             )?;
+            // pgwire's tag counts messages; the header line is no row, so
+            // it travels with the first one.
+            if options.header && data.len() > 1 {
+                let header = data.remove(0);
+                let mut joined = bytes::BytesMut::from(&header.data[..]);
+                joined.extend_from_slice(&data[0].data);
+                data[0] = pgwire::messages::copy::CopyData::new(joined.freeze());
+            }
             Response::CopyOut(CopyResponse::new(
                 0,
                 desc.arity(),

@@ -358,6 +358,32 @@ fn psql_on_error_stop_exits_with_code_3() {
     assert!(continued.stderr.contains("ERROR:  division by zero"));
 }
 
+/// `\copy ... CSV HEADER`, the pre-9.0 spelling psql still accepts,
+/// skips the header line on the way in and writes it on the way out; the
+/// tag counts rows, not the header.
+#[test]
+fn psql_copies_csv_with_header_in_the_old_spelling() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().expect("create a temp dir for psql files");
+    let input = write_file(dir.path(), "in.csv", "a,b\n1,x\n2,\"y, z\"\n");
+    let output = dir.path().join("out.csv");
+    let script = write_file(
+        dir.path(),
+        "copy.sql",
+        &format!(
+            "CREATE TABLE h (a int, b text);\n\\copy h FROM '{}' CSV HEADER\n\\copy h TO '{}' CSV HEADER\nSELECT a, b FROM h ORDER BY a;\n",
+            input.display(),
+            output.display()
+        ),
+    );
+    let run = run_psql(&server, dir.path(), &script, true);
+    assert_eq!(run.status.code(), Some(0), "stderr: {}", run.stderr);
+    run.assert_stdout_contains("COPY 2\nCOPY 2\n");
+    run.assert_stdout_contains(" 2 | y, z\n");
+    let written = std::fs::read_to_string(&output).expect("read the written csv");
+    assert_eq!(written, "a,b\n1,x\n2,\"y, z\"\n");
+}
+
 /// psql's listing meta-commands read `pg_catalog` (`pg_class`,
 /// `pg_namespace`, `pg_am`, `pg_index`, `pg_database`) and call
 /// `pg_table_is_visible`, `pg_get_userbyid` and `pg_encoding_to_char`;
