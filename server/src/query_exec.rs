@@ -383,6 +383,18 @@ impl MemoryPool for QueryPool {
 }
 
 /// `1.5 GiB`-style sizes for messages.
+/// Wait for `f` from synchronous code running on a runtime thread (a scan
+/// or a function executing inside a query), without starving the
+/// runtime's other tasks where the runtime allows it.
+pub fn wait_here<F: std::future::Future>(f: F) -> F::Output {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+            tokio::task::block_in_place(|| futures::executor::block_on(f))
+        }
+        _ => futures::executor::block_on(f),
+    }
+}
+
 pub fn human_bytes(n: usize) -> String {
     const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
     let mut value = n as f64;

@@ -73,6 +73,17 @@ pub struct Transaction {
     pub cursors: std::collections::BTreeMap<String, Cursor>,
 }
 
+impl Transaction {
+    /// Objects the block's DDL created (none without DDL): they have no
+    /// storage collection until COMMIT.
+    pub fn created(&self) -> BTreeSet<GlobalId> {
+        self.ddl
+            .as_ref()
+            .map(PendingDdl::created)
+            .unwrap_or_default()
+    }
+}
+
 /// The DDL of a transaction block, not yet committed.
 #[derive(Debug)]
 pub struct PendingDdl {

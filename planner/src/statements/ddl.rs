@@ -219,28 +219,48 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
         });
     }
     let desc = RelationDesc::new(columns);
-    let create_sql = table_sql(&name, &desc, &defaults, &primary_key, &unique, &serials);
+    let keys = TableKeys {
+        primary_key,
+        unique,
+    };
     Ok(Plan::CreateItem {
-        def: ItemDef {
-            schema_id: schema.id,
-            name,
-            kind: ItemKind::Table,
-            create_sql,
-            desc: Some(desc),
-            references: vec![],
-            details: ItemDetails::Table {
-                defaults,
-                keys: Box::new(TableKeys {
-                    primary_key,
-                    unique,
-                }),
-                serials,
-            },
-            options: Default::default(),
-        },
+        def: table_def(schema.id, name, desc, defaults, keys, serials),
         if_not_exists: ct.if_not_exists,
         replace: None,
     })
+}
+
+/// A table's definition, its `create_sql` written from its parts.
+fn table_def(
+    schema_id: GlobalId,
+    name: String,
+    desc: RelationDesc,
+    defaults: Vec<Option<String>>,
+    keys: TableKeys,
+    serials: Vec<Serial>,
+) -> ItemDef {
+    let create_sql = table_sql(
+        &name,
+        &desc,
+        &defaults,
+        &keys.primary_key,
+        &keys.unique,
+        &serials,
+    );
+    ItemDef {
+        schema_id,
+        name,
+        kind: ItemKind::Table,
+        create_sql,
+        desc: Some(desc),
+        references: vec![],
+        details: ItemDetails::Table {
+            defaults,
+            keys: Box::new(keys),
+            serials,
+        },
+        options: Default::default(),
+    }
 }
 
 /// `CREATE TABLE name AS query`: a table whose columns are the query's
@@ -268,22 +288,15 @@ fn create_table_as(cx: &StatementContext, ct: &CreateTable, query: &ast::Query) 
     let (schema, name) = resolver.create_target(&ct.name)?;
     let desc = RelationDesc::new(columns);
     let defaults = vec![None; desc.arity()];
-    let create_sql = table_sql(&name, &desc, &defaults, &[], &[], &[]);
     Ok(Plan::CreateTableAs {
-        def: Box::new(ItemDef {
-            schema_id: schema.id,
+        def: Box::new(table_def(
+            schema.id,
             name,
-            kind: ItemKind::Table,
-            create_sql,
-            desc: Some(desc),
-            references: vec![],
-            details: ItemDetails::Table {
-                defaults,
-                keys: Box::new(TableKeys::default()),
-                serials: vec![],
-            },
-            options: Default::default(),
-        }),
+            desc,
+            defaults,
+            TableKeys::default(),
+            vec![],
+        )),
         query: Box::new(planned),
         if_not_exists: ct.if_not_exists,
     })

@@ -28,22 +28,13 @@ impl Coordinator {
         dataflow: Option<ItemDataflow>,
     ) -> Result<Vec<GlobalId>> {
         let catalog = self.catalog.lock().await;
-        let dataflows = match dataflow {
-            Some(dataflow) => {
-                let (next, created) = catalog.preview(ops.clone())?;
-                created
-                    .into_iter()
-                    .filter(|id| {
-                        next.item(*id).is_some_and(|i| {
-                            matches!(i.kind, ItemKind::MaterializedView | ItemKind::Index)
-                        })
-                    })
-                    .map(|id| (id, dataflow.clone()))
-                    .take(1)
-                    .collect()
+        let mut dataflows = Prepared::new();
+        if let Some(dataflow) = dataflow {
+            let (next, created) = catalog.preview(ops.clone())?;
+            if let Some(id) = dataflow_object(&next, &created) {
+                dataflows.insert(id, dataflow);
             }
-            None => Prepared::new(),
-        };
+        }
         self.transact_locked(catalog, ops, holds, dataflows)
     }
 
@@ -208,17 +199,9 @@ impl Coordinator {
             .collect();
         let dataflow = match dataflow {
             Some(dataflow) => {
-                let id = created
-                    .iter()
-                    .copied()
-                    .find(|id| {
-                        state.item(*id).is_some_and(|i| {
-                            matches!(i.kind, ItemKind::MaterializedView | ItemKind::Index)
-                        })
-                    })
-                    .ok_or_else(|| {
-                        AdapterError::Internal("a dataflow without the object it is for".into())
-                    })?;
+                let id = dataflow_object(&state, &created).ok_or_else(|| {
+                    AdapterError::Internal("a dataflow without the object it is for".into())
+                })?;
                 Some((id, dataflow))
             }
             None => None,
@@ -436,6 +419,19 @@ pub(super) struct IfNotExists {
 
 /// Dataflows a transaction creates, ready to install, by id.
 pub(super) type Prepared = BTreeMap<GlobalId, ItemDataflow>;
+
+/// The first of `created` that a dataflow maintains (a materialized view
+/// or an index): the object a statement's planned dataflow is for.
+fn dataflow_object(
+    state: &freshet_catalog::CatalogState,
+    created: &[GlobalId],
+) -> Option<GlobalId> {
+    created.iter().copied().find(|id| {
+        state
+            .item(*id)
+            .is_some_and(|i| matches!(i.kind, ItemKind::MaterializedView | ItemKind::Index))
+    })
+}
 
 fn catalog_changed() -> AdapterError {
     AdapterError::SerializationFailure {

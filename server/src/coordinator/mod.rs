@@ -247,12 +247,7 @@ impl Coordinator {
                     (name.clone(), c.statement.clone(), micros)
                 })
                 .collect(),
-            created: session
-                .txn
-                .ddl
-                .as_ref()
-                .map(|d| d.created())
-                .unwrap_or_default(),
+            created: session.txn.created(),
             pending: session.txn.writes.iter().fold(
                 std::collections::BTreeMap::new(),
                 |mut by_table, w| {

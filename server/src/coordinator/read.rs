@@ -50,15 +50,10 @@ impl Coordinator {
         q: &QueryPlan,
         ts: Timestamp,
     ) -> Result<Vec<RecordBatch>> {
-        match &session.txn.ddl {
-            // Tables created in the block have no upper to wait for.
-            Some(ddl) => {
-                let created = ddl.created();
-                let inputs = q.inputs.difference(&created).copied().collect();
-                self.await_views(&inputs, ts).await?;
-            }
-            None => self.await_views(&q.inputs, ts).await?,
-        }
+        // Tables created in the block have no upper to wait for.
+        let created = session.txn.created();
+        let inputs = q.inputs.difference(&created).copied().collect();
+        self.await_views(&inputs, ts).await?;
         q.binding
             .bind(ReadContext {
                 as_of: ts,

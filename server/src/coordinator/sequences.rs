@@ -48,22 +48,11 @@ impl SequenceSource for Sequences {
                     DataFusionError::Execution("the server is shutting down".into())
                 })?;
             let want = (n - out.len()).max(BLOCK);
-            let reserved = wait(coord.reserve_sequence(oid, want))
+            let reserved = crate::query_exec::wait_here(coord.reserve_sequence(oid, want))
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;
             ranges.insert(oid, reserved);
         }
         Ok(out)
-    }
-}
-
-/// Wait for `f` from synchronous code running on a runtime thread (a query
-/// executing), without starving the runtime where it allows it.
-fn wait<F: std::future::Future>(f: F) -> F::Output {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
-            tokio::task::block_in_place(|| futures::executor::block_on(f))
-        }
-        _ => futures::executor::block_on(f),
     }
 }
 

@@ -262,12 +262,7 @@ impl Coordinator {
         }
         // Tables the block created have no collection to hold or validate
         // yet: they read as the block's own writes.
-        let created = session
-            .txn
-            .ddl
-            .as_ref()
-            .map(|d| d.created())
-            .unwrap_or_default();
+        let created = session.txn.created();
         let inputs: &BTreeSet<GlobalId> = &inputs.difference(&created).copied().collect();
         if inputs.is_empty() && session.txn.read.is_none() {
             // Only the catalog's relations (or constants): nothing to pin

@@ -244,15 +244,9 @@ impl CollectionReader for QueryReader {
             .compute
             .peek(index, as_of, None)
             .map_err(|e| DataFusionError::Execution(e.to_string()))?;
-        // Scans are synchronous: wait for the workers without starving
-        // the runtime's other tasks where the runtime allows it.
-        let answer = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
-                tokio::task::block_in_place(|| futures::executor::block_on(pending.wait()))
-            }
-            _ => futures::executor::block_on(pending.wait()),
-        }
-        .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        // Scans are synchronous: wait for the workers.
+        let answer = crate::query_exec::wait_here(pending.wait())
+            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
         Ok(vec![answer?])
     }
 

@@ -114,7 +114,10 @@ impl<S: Clone + Send + Sync + 'static> PortalStore for MemPortalStore<S> {
     }
 
     fn clear_statements(&self) {
-        let mut guard = self.statements.write().unwrap();
+        let mut guard = self
+            .statements
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.clear();
     }
 
