@@ -2,8 +2,9 @@
 # Runs every Freshet test: unit and integration tests (including the
 # PostgreSQL differential harness, the psql smoke test, the storage crash
 # harness and the protocol fuzzer against a running server), the
-# sqllogictest suites, the driver tests (psycopg 3, psycopg2, SQLAlchemy and
-# pandas, in a virtualenv this script creates next to the build cache), and
+# sqllogictest suites, the driver tests (psycopg 3, psycopg2, asyncpg,
+# SQLAlchemy and pandas, in a virtualenv this script creates next to the
+# build cache; node-postgres, installed by npm next to it too), and
 # the cargo-fuzz targets for a bounded time.
 #
 # It sets up what the tests need itself: PostgreSQL refuses to run as root,
@@ -20,6 +21,9 @@ if [ "$(id -u)" = "0" ]; then
 fi
 for bin in initdb pg_ctl postgres psql; do
   command -v "$bin" >/dev/null || { echo "missing $bin (PostgreSQL 15 binaries are required)" >&2; exit 1; }
+done
+for bin in node npm; do
+  command -v "$bin" >/dev/null || { echo "missing $bin (Node.js runs the node-postgres tests)" >&2; exit 1; }
 done
 
 echo "== cargo fmt --check =="
@@ -41,14 +45,22 @@ cargo run -p freshet-sqllogictest -- \
   --server-binary "${CARGO_TARGET_DIR:-target}/debug/freshet" \
   sqllogictest/tests/
 
-echo "== driver tests (psycopg 3, psycopg2, SQLAlchemy 2, pandas) =="
+echo "== driver tests (psycopg 3, psycopg2, asyncpg, SQLAlchemy 2, pandas) =="
 venv="${CARGO_TARGET_DIR:-target}/drivers-venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check "psycopg[binary]>=3.1,<4" \
-  "psycopg2-binary>=2.9,<3" "SQLAlchemy>=2.0,<2.1" "pandas>=2,<3" "pytest>=7,<10"
+  "psycopg2-binary>=2.9,<3" "asyncpg>=0.29,<0.33" "SQLAlchemy>=2.0,<2.1" "pandas>=2,<3" "pytest>=7,<10"
 FRESHET_BIN="${CARGO_TARGET_DIR:-target}/debug/freshet" "$venv/bin/python" -m pytest -q tests/drivers
+
+echo "== driver tests (node-postgres) =="
+# npm installs into a folder next to the build cache, not the clone.
+node_dir="$(mkdir -p "${CARGO_TARGET_DIR:-target}/node-drivers" && cd "${CARGO_TARGET_DIR:-target}/node-drivers" && pwd)"
+[ -f "$node_dir/package.json" ] || (cd "$node_dir" && npm init -y >/dev/null)
+(cd "$node_dir" && npm install --silent --no-audit --no-fund "pg@8" "pg-copy-streams@6")
+FRESHET_BIN="${CARGO_TARGET_DIR:-target}/debug/freshet" NODE_PATH="$node_dir/node_modules" \
+  node --test tests/drivers/node/pg.test.js
 
 echo "== fuzzing (pgwire decoder, SQL planning) =="
 # Bounded in time: ${FRESHET_FUZZ_SECONDS:-30} s per target; the build is

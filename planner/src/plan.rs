@@ -136,12 +136,15 @@ pub enum CopyFormat {
     Text,
     /// Comma-separated values.
     Csv,
+    /// PostgreSQL's binary COPY format: a signature, then each row as a
+    /// field count and each field in its type's binary send format.
+    Binary,
 }
 
 /// Options of a COPY.
 #[derive(Debug, Clone)]
 pub struct CopyOptions {
-    /// Text or CSV.
+    /// Text, CSV or binary.
     pub format: CopyFormat,
     /// Field separator.
     pub delimiter: u8,

@@ -5,6 +5,7 @@
 //! [`PgType`] and [`RelationDesc`], so none of them has to depend on another
 //! merely to name a collection or a column type.
 
+pub mod array_text;
 mod error;
 mod frontier;
 mod id;

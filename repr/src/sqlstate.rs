@@ -125,3 +125,5 @@ pub const CARDINALITY_VIOLATION: &str = "21000";
 pub const CONNECTION_FAILURE: &str = "08006";
 /// `00000` successful completion.
 pub const SUCCESSFUL_COMPLETION: &str = "00000";
+/// `22004` null value not allowed (`set_config(NULL, ...)`).
+pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";

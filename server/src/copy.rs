@@ -1,5 +1,5 @@
-//! COPY data: parsing `COPY ... FROM STDIN` (text and CSV) and rendering
-//! `COPY ... TO STDOUT`.
+//! COPY data: parsing `COPY ... FROM STDIN` (text, CSV and binary) and
+//! rendering `COPY ... TO STDOUT`.
 
 use std::sync::Arc;
 
@@ -14,7 +14,115 @@ use crate::encode::{encode_batches, wire_type};
 use crate::error::{AdapterError, Result};
 use crate::values::parse_text_array;
 
-/// Split COPY data into rows of fields (`None` = NULL).
+/// The rows of COPY data, each field as its format gives it (`None` =
+/// NULL): text to parse, or bytes in the type's binary format.
+#[derive(Debug, PartialEq)]
+pub enum CopyRows<'a> {
+    /// Text or CSV fields.
+    Text(Vec<Vec<Option<String>>>),
+    /// Binary fields, borrowed from the data.
+    Binary(Vec<Vec<Option<&'a [u8]>>>),
+}
+
+impl CopyRows<'_> {
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        match self {
+            CopyRows::Text(r) => r.len(),
+            CopyRows::Binary(r) => r.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Split COPY data in any format into rows of `expected` fields.
+pub fn parse<'a>(data: &'a [u8], options: &CopyOptions, expected: usize) -> Result<CopyRows<'a>> {
+    Ok(match options.format {
+        CopyFormat::Binary => CopyRows::Binary(parse_binary(data, expected)?),
+        _ => CopyRows::Text(parse_rows(data, options, expected)?),
+    })
+}
+
+/// The signature, flags and (empty) header extension that start binary
+/// COPY data.
+pub const BINARY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
+
+/// Split binary COPY data into rows: after the header, each row is a
+/// 16-bit field count (-1 ends the data) and each field a 32-bit length
+/// (-1: NULL) and its bytes.
+fn parse_binary(data: &[u8], expected: usize) -> Result<Vec<Vec<Option<&[u8]>>>> {
+    let bad = |m: &str| AdapterError::BadCopyData(m.to_string());
+    let signature = &BINARY_HEADER[..11];
+    let rest = data
+        .strip_prefix(signature)
+        .ok_or_else(|| bad("COPY file signature not recognized"))?;
+    let (flags, rest) = rest
+        .split_first_chunk::<4>()
+        .ok_or_else(|| bad("invalid COPY file header (missing flags)"))?;
+    let flags = u32::from_be_bytes(*flags);
+    if flags & (1 << 16) != 0 {
+        return Err(bad("COPY data with OIDs is not supported"));
+    }
+    if flags & 0xffff_0000 & !(1 << 16) != 0 {
+        return Err(bad(
+            "invalid COPY file header (unrecognized critical flags)",
+        ));
+    }
+    let (ext, rest) = rest
+        .split_first_chunk::<4>()
+        .ok_or_else(|| bad("invalid COPY file header (missing length)"))?;
+    let ext = u32::from_be_bytes(*ext) as usize;
+    let mut rest = rest
+        .get(ext..)
+        .ok_or_else(|| bad("invalid COPY file header (wrong length)"))?;
+    let mut rows = Vec::new();
+    loop {
+        let Some((count, tail)) = rest.split_first_chunk::<2>() else {
+            // PostgreSQL accepts data that ends without the trailer.
+            if rest.is_empty() {
+                break;
+            }
+            return Err(bad("unexpected EOF in COPY data"));
+        };
+        rest = tail;
+        let count = i16::from_be_bytes(*count);
+        if count == -1 {
+            break;
+        }
+        if count as usize != expected || count < 0 {
+            return Err(bad(&format!(
+                "row field count is {count}, expected {expected}"
+            )));
+        }
+        let mut row = Vec::with_capacity(expected);
+        for _ in 0..expected {
+            let (len, tail) = rest
+                .split_first_chunk::<4>()
+                .ok_or_else(|| bad("unexpected EOF in COPY data"))?;
+            rest = tail;
+            let len = i32::from_be_bytes(*len);
+            if len == -1 {
+                row.push(None);
+                continue;
+            }
+            let len = usize::try_from(len).map_err(|_| bad("invalid field size"))?;
+            if len > rest.len() {
+                return Err(bad("unexpected EOF in COPY data"));
+            }
+            let (field, tail) = rest.split_at(len);
+            rest = tail;
+            row.push(Some(field));
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// Split text or CSV COPY data into rows of fields (`None` = NULL).
 pub fn parse_rows(
     data: &[u8],
     options: &CopyOptions,
@@ -23,8 +131,8 @@ pub fn parse_rows(
     let text = std::str::from_utf8(data)
         .map_err(|_| AdapterError::BadCopyData("COPY data is not valid UTF-8".into()))?;
     let rows = match options.format {
-        CopyFormat::Text => parse_text(text, options)?,
         CopyFormat::Csv => parse_csv(text, options)?,
+        CopyFormat::Text | CopyFormat::Binary => parse_text(text, options)?,
     };
     let rows: Vec<_> = if options.header {
         rows.into_iter().skip(1).collect()
@@ -222,22 +330,32 @@ fn parse_csv(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>
     Ok(rows)
 }
 
-/// Convert parsed rows into columns of the table's types: `columns[i]` is
-/// the table column data field `i` fills; other columns take `defaults`.
+/// Convert rows `range` of parsed rows into columns of the table's types:
+/// `columns[i]` is the table column data field `i` fills; other columns
+/// take `defaults`.
 pub fn rows_to_batch(
-    rows: &[Vec<Option<String>>],
+    rows: &CopyRows,
+    range: std::ops::Range<usize>,
     desc: &RelationDesc,
     columns: &[usize],
     defaults: &RecordBatch,
 ) -> Result<RecordBatch> {
-    let n = rows.len();
+    let n = range.len();
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(desc.arity());
     for (table_col, col) in desc.columns.iter().enumerate() {
         let array = match columns.iter().position(|c| *c == table_col) {
-            Some(field) => {
-                let values: Vec<Option<&str>> = rows.iter().map(|r| r[field].as_deref()).collect();
-                parse_text_array(&values, &col.ty)?
-            }
+            Some(field) => match rows {
+                CopyRows::Text(rows) => {
+                    let values: Vec<Option<&str>> = rows[range.clone()]
+                        .iter()
+                        .map(|r| r[field].as_deref())
+                        .collect();
+                    parse_text_array(&values, &col.ty)?
+                }
+                CopyRows::Binary(rows) => {
+                    binary_column(rows[range.clone()].iter().map(|r| r[field]), &col.ty)?
+                }
+            },
             None => {
                 let default = defaults.column(table_col);
                 let idx = arrow::array::UInt32Array::from(vec![0u32; n]);
@@ -259,6 +377,37 @@ pub fn rows_to_batch(
     .map_err(|e| AdapterError::Internal(e.to_string()))
 }
 
+/// One column of binary fields, decoded as the client's binary send
+/// format of `ty` (what `COPY ... TO ... (FORMAT binary)` writes).
+fn binary_column<'a>(
+    values: impl Iterator<Item = Option<&'a [u8]>>,
+    ty: &freshet_repr::PgType,
+) -> Result<ArrayRef> {
+    let wire = wire_type(ty);
+    let arrow_type = ty.arrow_type();
+    let null = datafusion::common::ScalarValue::try_from(&arrow_type)?;
+    let mut scalars = Vec::new();
+    for v in values {
+        scalars.push(match v {
+            None => null.clone(),
+            Some(bytes) => crate::params::decode_binary(&wire, bytes)
+                .map_err(|e| match e {
+                    AdapterError::Data { code, message, .. } => AdapterError::Data {
+                        code,
+                        message: message.replace("bind parameter", "COPY field"),
+                        detail: None,
+                    },
+                    other => other,
+                })?
+                .cast_to(&arrow_type)?,
+        });
+    }
+    if scalars.is_empty() {
+        return Ok(arrow::array::new_empty_array(&arrow_type));
+    }
+    Ok(datafusion::common::ScalarValue::iter_to_array(scalars)?)
+}
+
 /// Render query results as COPY data rows.
 pub fn render(
     desc: &RelationDesc,
@@ -267,18 +416,17 @@ pub fn render(
     time_zone: &str,
     format_options: &Arc<FormatOptions>,
 ) -> Result<Vec<CopyData>> {
+    let format = if options.format == CopyFormat::Binary {
+        FieldFormat::Binary
+    } else {
+        FieldFormat::Text
+    };
     let fields: Arc<Vec<FieldInfo>> = Arc::new(
         desc.columns
             .iter()
             .map(|c| {
-                FieldInfo::new(
-                    c.name.clone(),
-                    None,
-                    None,
-                    wire_type(&c.ty),
-                    FieldFormat::Text,
-                )
-                .with_format_options(Arc::clone(format_options))
+                FieldInfo::new(c.name.clone(), None, None, wire_type(&c.ty), format)
+                    .with_format_options(Arc::clone(format_options))
             })
             .collect(),
     );
@@ -301,6 +449,7 @@ pub fn render(
                 force_quote: vec![],
             },
         ),
+        CopyFormat::Binary => CopyEncoder::new_binary(Arc::clone(&fields)),
     };
     let mut out = Vec::new();
     if options.header && options.format == CopyFormat::Csv {
@@ -315,6 +464,14 @@ pub fn render(
     encode_batches(&mut encoder, desc, &fields, batches, time_zone, |e| {
         out.push(e.take_copy())
     })?;
+    if options.format == CopyFormat::Binary {
+        // The encoder writes the header with the first row; data without
+        // rows still starts with one.
+        if out.is_empty() {
+            out.push(CopyData::new(bytes::Bytes::from_static(BINARY_HEADER)));
+        }
+        out.push(CopyEncoder::finish_copy_binary());
+    }
     Ok(out)
 }
 
@@ -370,6 +527,38 @@ mod tests {
                 ],
             ]
         );
+    }
+
+    #[test]
+    fn binary_rows_split_into_fields_and_malformed_data_is_an_error() {
+        let mut data = BINARY_HEADER.to_vec();
+        data.extend_from_slice(&2i16.to_be_bytes());
+        data.extend_from_slice(&4i32.to_be_bytes());
+        data.extend_from_slice(&7i32.to_be_bytes());
+        data.extend_from_slice(&(-1i32).to_be_bytes());
+        let trailer = (-1i16).to_be_bytes();
+        let mut full = data.clone();
+        full.extend_from_slice(&trailer);
+        let seven = 7i32.to_be_bytes();
+        let expected = CopyRows::Binary(vec![vec![Some(&seven[..]), None]]);
+        assert_eq!(
+            parse(&full, &opts(CopyFormat::Binary), 2).unwrap(),
+            expected
+        );
+        // Without the trailer too, as PostgreSQL.
+        assert_eq!(
+            parse(&data, &opts(CopyFormat::Binary), 2).unwrap(),
+            expected
+        );
+        // Wrong field count, truncated field, bad signature, a length
+        // past the end.
+        assert!(parse(&full, &opts(CopyFormat::Binary), 3).is_err());
+        assert!(parse(&data[..data.len() - 5], &opts(CopyFormat::Binary), 2).is_err());
+        assert!(parse(b"PGCOPY\n", &opts(CopyFormat::Binary), 2).is_err());
+        let mut long = BINARY_HEADER.to_vec();
+        long.extend_from_slice(&1i16.to_be_bytes());
+        long.extend_from_slice(&i32::MAX.to_be_bytes());
+        assert!(parse(&long, &opts(CopyFormat::Binary), 1).is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Decoding `Bind` parameters into DataFusion values.
 
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, FieldRef};
 use bytes::Bytes;
 use datafusion::common::{ParamValues, ScalarValue};
 use freshet_repr::PgType;
@@ -22,7 +22,9 @@ fn bad(ty: &Type, e: impl std::fmt::Display) -> AdapterError {
     )
 }
 
-fn decode_binary(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
+/// One value in `ty`'s binary send format (a parameter, a binary COPY
+/// field).
+pub(crate) fn decode_binary(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
     macro_rules! get {
         ($t:ty) => {
             <$t as FromSql>::from_sql(ty, raw).map_err(|e| bad(ty, e))?
@@ -74,6 +76,19 @@ fn decode_binary(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
             ScalarValue::Utf8(Some(String::from_utf8_lossy(text).into_owned()))
         }
         Type::JSON => ScalarValue::Utf8(Some(String::from_utf8_lossy(raw).into_owned())),
+        Type::INTERVAL => {
+            // Microseconds, days, months.
+            let bytes: [u8; 16] = raw.try_into().map_err(|_| bad(ty, "expected 16 bytes"))?;
+            let micros = i64::from_be_bytes(bytes[..8].try_into().unwrap_or_default());
+            let days = i32::from_be_bytes(bytes[8..12].try_into().unwrap_or_default());
+            let months = i32::from_be_bytes(bytes[12..].try_into().unwrap_or_default());
+            ScalarValue::IntervalMonthDayNano(Some(arrow::datatypes::IntervalMonthDayNano::new(
+                months,
+                days,
+                micros.saturating_mul(1000),
+            )))
+        }
+        _ if matches!(ty.kind(), postgres_types::Kind::Array(_)) => decode_binary_array(ty, raw)?,
         _ => {
             return Err(AdapterError::Unsupported(format!(
                 "binary parameters of type {} are not supported",
@@ -81,6 +96,82 @@ fn decode_binary(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
             )));
         }
     })
+}
+
+/// A one-dimensional array in PostgreSQL's binary array format: the
+/// number of dimensions, a has-NULLs flag, the element type's oid, each
+/// dimension's length and lower bound, then each element as a length
+/// (-1: NULL) and its bytes.
+fn decode_binary_array(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
+    let postgres_types::Kind::Array(elem) = ty.kind() else {
+        return Err(bad(ty, "not an array type"));
+    };
+    let mut rest = raw;
+    let int = |rest: &mut &[u8]| -> Result<i32> {
+        let (head, tail) = rest
+            .split_first_chunk::<4>()
+            .ok_or_else(|| bad(ty, "truncated array"))?;
+        *rest = tail;
+        Ok(i32::from_be_bytes(*head))
+    };
+    let ndim = int(&mut rest)?;
+    let _has_nulls = int(&mut rest)?;
+    let elem_oid = int(&mut rest)? as u32;
+    if elem_oid != elem.oid() {
+        return Err(bad(
+            ty,
+            format!("array of element type {elem_oid}, expected {}", elem.oid()),
+        ));
+    }
+    let elem_arrow = arrow_of(elem)
+        .or_else(|| PgType::from_oid(elem.oid(), -1).map(|t| t.arrow_type()))
+        .ok_or_else(|| {
+            AdapterError::Unsupported(format!(
+                "binary parameters of type {} are not supported",
+                ty.name()
+            ))
+        })?;
+    let len = match ndim {
+        0 => 0,
+        1 => {
+            let len = int(&mut rest)?;
+            let _lower_bound = int(&mut rest)?;
+            usize::try_from(len).map_err(|_| bad(ty, "negative array length"))?
+        }
+        _ => {
+            return Err(AdapterError::Unsupported(
+                "multidimensional array parameters are not supported".into(),
+            ));
+        }
+    };
+    // Each element takes at least its 4-byte length: a length beyond what
+    // the message holds is malformed, not an allocation to attempt.
+    if len > rest.len() / 4 {
+        return Err(bad(ty, "array longer than its data"));
+    }
+    let mut values = Vec::with_capacity(len);
+    for _ in 0..len {
+        let n = int(&mut rest)?;
+        if n < 0 {
+            values.push(ScalarValue::try_from(&elem_arrow).map_err(AdapterError::DataFusion)?);
+            continue;
+        }
+        let n = n as usize;
+        if n > rest.len() {
+            return Err(bad(ty, "truncated array element"));
+        }
+        let (bytes, tail) = rest.split_at(n);
+        rest = tail;
+        values.push(
+            decode_binary(elem, bytes)?
+                .cast_to(&elem_arrow)
+                .map_err(AdapterError::DataFusion)?,
+        );
+    }
+    Ok(ScalarValue::List(ScalarValue::new_list_nullable(
+        &values,
+        &elem_arrow,
+    )))
 }
 
 /// The Arrow type of a client-declared parameter type.
@@ -97,7 +188,7 @@ pub fn decode(
     raw: &[Option<Bytes>],
     formats: &Format,
     declared: &[Option<Type>],
-    inferred: &[Option<DataType>],
+    inferred: &[Option<FieldRef>],
 ) -> Result<Option<ParamValues>> {
     if raw.is_empty() {
         return Ok(None);
@@ -109,10 +200,12 @@ pub fn decode(
             .cloned()
             .flatten()
             .filter(|t| *t != Type::UNKNOWN);
+        let inferred = inferred.get(i).cloned().flatten();
+        // The Postgres type the client was told (for a value in its
+        // binary format) and its text is parsed as.
+        let inferred_pg = inferred.as_deref().map(PgType::of_field);
         let target = inferred
-            .get(i)
-            .cloned()
-            .flatten()
+            .map(|f| f.data_type().clone())
             .or_else(|| declared.as_ref().and_then(arrow_of))
             .unwrap_or(DataType::Utf8);
         let scalar = match value {
@@ -121,7 +214,9 @@ pub fn decode(
                 // Without a declared type the client encodes with the type
                 // our ParameterDescription reported.
                 let ty = declared.clone().unwrap_or_else(|| {
-                    PgType::from_arrow(&target)
+                    inferred_pg
+                        .clone()
+                        .or_else(|| PgType::from_arrow(&target))
                         .map(|t| crate::encode::wire_type(&t))
                         .unwrap_or(Type::TEXT)
                 });
@@ -136,8 +231,14 @@ pub fn decode(
                         "invalid byte sequence for encoding \"UTF8\"",
                     )
                 })?;
-                let pg = PgType::from_arrow(&target).unwrap_or(PgType::Text);
-                let pg = if pg.arrow_type() == target {
+                let pg = inferred_pg
+                    .clone()
+                    .or_else(|| PgType::from_arrow(&target))
+                    .unwrap_or(PgType::Text);
+                // Field names and nullability inside a list type do not
+                // matter (the final cast fixes them up); a differing type
+                // does.
+                let pg = if pg.arrow_type().equals_datatype(&target) {
                     pg
                 } else {
                     PgType::Text

@@ -128,11 +128,14 @@ impl QueryExecutor {
             let logical = interrupt::sync_scope(Arc::clone(&flag), || {
                 freshet_planner::rewrites::literal_sets::literal_sets(logical)
             })?;
-            let planning = state.create_physical_plan(&logical);
-            let physical = interrupt::scope(Arc::clone(&flag), planning).await?;
-            let plan = stoppable(physical, &flag)?;
+            let runner = PlanRunner {
+                state,
+                task,
+                stop: flag,
+            };
+            let plan = runner.physical(logical).await?;
             let result = MemoryConsumer::new("query result").register(&pool);
-            let mut stream = datafusion::physical_plan::execute_stream(plan, task)?;
+            let mut stream = datafusion::physical_plan::execute_stream(plan, runner.task)?;
             let mut batches = Vec::new();
             while let Some(batch) = stream.next().await {
                 let batch = batch?;
@@ -150,6 +153,41 @@ impl QueryExecutor {
             ))),
             Err(e) => Err(DataFusionError::Internal(format!("query task failed: {e}"))),
         }
+    }
+}
+
+/// What a query's plan, and every subquery evaluated for it, runs with.
+struct PlanRunner {
+    state: Arc<SessionState>,
+    task: Arc<TaskContext>,
+    stop: Arc<AtomicBool>,
+}
+
+impl PlanRunner {
+    /// Optimize `logical`, evaluate the correlated subqueries the
+    /// optimizer could not decorrelate ([`crate::correlated`]), and plan
+    /// the result physically, every operator watching the stop flag.
+    async fn physical(&self, logical: LogicalPlan) -> Result<Arc<dyn ExecutionPlan>> {
+        use crate::correlated::{Which, evaluate};
+        let logical = evaluate(self, logical, Which::Recursive).await?;
+        let optimized =
+            interrupt::sync_scope(Arc::clone(&self.stop), || self.state.optimize(&logical))?;
+        let optimized = evaluate(self, optimized, Which::All).await?;
+        let planning = self
+            .state
+            .query_planner()
+            .create_physical_plan(&optimized, self.state.as_ref());
+        let physical = interrupt::scope(Arc::clone(&self.stop), planning).await?;
+        stoppable(physical, &self.stop)
+    }
+}
+
+impl crate::correlated::RunPlan for PlanRunner {
+    fn run(&self, plan: LogicalPlan) -> futures::future::BoxFuture<'_, Result<Vec<RecordBatch>>> {
+        Box::pin(async move {
+            let physical = self.physical(plan).await?;
+            datafusion::physical_plan::collect(physical, Arc::clone(&self.task)).await
+        })
     }
 }
 

@@ -5,14 +5,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::common::ScalarValue;
 use datafusion::execution::SessionState;
-use datafusion::logical_expr::registry::FunctionRegistry;
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-};
 use freshet_planner::SessionInfo;
-use freshet_repr::sqlstate;
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::{ReadHold, TableWrite};
 
@@ -196,6 +191,9 @@ pub struct Session {
     pub copy_in: Option<PendingCopy>,
     /// Statements prepared with SQL `PREPARE`, by name.
     pub prepared: std::collections::HashMap<String, SqlPrepared>,
+    /// `set_config` calls of the running statement, applied when it
+    /// succeeds.
+    pub pending_settings: crate::session_functions::PendingSettings,
 }
 
 /// A COPY FROM STDIN in progress: its plan and the data received so far.
@@ -257,6 +255,7 @@ impl Session {
             df: Arc::new(base.clone()),
             copy_in: None,
             prepared: std::collections::HashMap::new(),
+            pending_settings: Default::default(),
         };
         s.refresh_df();
         s
@@ -377,6 +376,19 @@ impl Session {
         Ok(())
     }
 
+    /// Apply (when the statement succeeded) or forget the `set_config`
+    /// calls the statement that just ended evaluated.
+    pub fn settle_settings(&mut self, succeeded: bool) -> crate::error::Result<()> {
+        let calls = crate::session_functions::take_pending(&self.pending_settings);
+        if !succeeded {
+            return Ok(());
+        }
+        for call in calls {
+            self.set_var(&call.name, &call.value, call.local)?;
+        }
+        Ok(())
+    }
+
     /// `RESET ALL` / `DISCARD ALL`.
     pub fn reset_all(&mut self) {
         self.vars = self.reset_vars.clone();
@@ -428,100 +440,6 @@ impl Session {
             ("session_user", ScalarValue::Utf8(Some(self.user.clone()))),
             ("user", ScalarValue::Utf8(Some(self.user.clone()))),
         ];
-        let _ = df.register_udf(Arc::new(ScalarUDF::new_from_impl(CurrentSetting::new(
-            self.vars.all(),
-        ))));
-        for (name, value) in functions {
-            let _ = df.register_udf(Arc::new(ScalarUDF::new_from_impl(SessionConstant::new(
-                name, value,
-            ))));
-        }
-    }
-}
-
-/// A function whose value is fixed for the session (`current_user`, ...).
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct SessionConstant {
-    name: String,
-    value: ScalarValue,
-    signature: Signature,
-}
-
-impl SessionConstant {
-    fn new(name: &str, value: ScalarValue) -> Self {
-        SessionConstant {
-            name: name.into(),
-            value,
-            signature: Signature::nullary(Volatility::Stable),
-        }
-    }
-}
-
-impl ScalarUDFImpl for SessionConstant {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
-        Ok(self.value.data_type())
-    }
-
-    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        Ok(ColumnarValue::Scalar(self.value.clone()))
-    }
-}
-
-/// `current_setting(name)`: the session's value of a variable.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct CurrentSetting {
-    values: Vec<(String, String)>,
-    signature: Signature,
-}
-
-impl CurrentSetting {
-    fn new(values: Vec<(&'static str, String)>) -> Self {
-        CurrentSetting {
-            values: values
-                .into_iter()
-                .map(|(k, v)| (k.to_lowercase(), v))
-                .collect(),
-            signature: Signature::exact(vec![DataType::Utf8], Volatility::Stable),
-        }
-    }
-}
-
-impl ScalarUDFImpl for CurrentSetting {
-    fn name(&self) -> &str {
-        "current_setting"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _arg_types: &[DataType]) -> DfResult<DataType> {
-        Ok(DataType::Utf8)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
-        use freshet_planner::udf;
-        let out = udf::map_text(&args, "current_setting", |n| {
-            self.values
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                .map(|(_, v)| v.clone())
-                .ok_or_else(|| {
-                    freshet_planner::error::sqlstate_error(
-                        sqlstate::UNDEFINED_OBJECT,
-                        format!("unrecognized configuration parameter \"{n}\""),
-                    )
-                })
-        })?;
-        let out = datafusion::arrow::array::StringArray::from(out);
-        udf::to_columnar(udf::array(out), udf::all_scalar(&args))
+        crate::session_functions::register(df, &self.vars, functions, &self.pending_settings);
     }
 }

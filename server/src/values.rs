@@ -46,11 +46,53 @@ pub fn parse_text_array(values: &[Option<&str>], ty: &PgType) -> Result<ArrayRef
                 .collect::<Result<_>>()?;
             Arc::new(BinaryArray::from_iter(parsed.iter().map(|v| v.as_deref())))
         }
-        PgType::Text
-        | PgType::Varchar { .. }
-        | PgType::Char { .. }
-        | PgType::Uuid
-        | PgType::Jsonb => Arc::new(StringArray::from(values.to_vec())),
+        // Canonical (lower-case, hyphenated) as stored, so a parameter in
+        // any spelling compares equal to the column's value.
+        PgType::Uuid => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    None => Ok(None),
+                    Some(s) => uuid::Uuid::parse_str(s.trim())
+                        .map(|u| Some(u.hyphenated().to_string()))
+                        .map_err(|_| invalid_input(ty, s)),
+                })
+                .collect::<Result<StringArray>>()?,
+        ),
+        PgType::Text | PgType::Varchar { .. } | PgType::Char { .. } | PgType::Jsonb => {
+            Arc::new(StringArray::from(values.to_vec()))
+        }
+        PgType::Array(elem) => {
+            // Each value's elements, parsed together as the element type.
+            let mut elements: Vec<Option<String>> = Vec::new();
+            let mut offsets = vec![0i32];
+            let mut valid = Vec::with_capacity(values.len());
+            for v in values {
+                if let Some(text) = v {
+                    let parsed =
+                        freshet_repr::array_text::parse_array_literal(text).map_err(|m| {
+                            AdapterError::data(sqlstate::INVALID_TEXT_REPRESENTATION, m)
+                        })?;
+                    elements.extend(parsed);
+                }
+                valid.push(v.is_some());
+                offsets.push(
+                    i32::try_from(elements.len())
+                        .map_err(|_| AdapterError::Unsupported("an array this large".into()))?,
+                );
+            }
+            let refs: Vec<Option<&str>> = elements.iter().map(|e| e.as_deref()).collect();
+            let items = parse_text_array(&refs, elem)?;
+            Arc::new(arrow::array::ListArray::try_new(
+                Arc::new(arrow::datatypes::Field::new_list_field(
+                    elem.arrow_type(),
+                    true,
+                )),
+                arrow::buffer::OffsetBuffer::new(offsets.into()),
+                items,
+                Some(arrow::buffer::NullBuffer::from(valid)),
+            )?)
+        }
         other => {
             let strings: ArrayRef = Arc::new(StringArray::from(
                 values.iter().map(|v| v.map(str::trim)).collect::<Vec<_>>(),

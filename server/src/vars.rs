@@ -160,7 +160,14 @@ impl Vars {
             }
             "client_encoding" | "names" => {
                 let v = one(name, value)?.unwrap_or(defaults.client_encoding);
-                let norm = v.to_uppercase().replace(['-', '_'], "");
+                // PostgreSQL compares encoding names with everything but
+                // letters and digits removed (`clean_encoding_name`), which
+                // is why asyncpg's quoted `'utf-8'` start-up value works.
+                let norm: String = v
+                    .chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .map(|c| c.to_ascii_uppercase())
+                    .collect();
                 if norm != "UTF8" && norm != "UNICODE" {
                     return Err(AdapterError::InvalidParameterValue(format!(
                         "invalid value for parameter \"client_encoding\": \"{v}\" (only UTF8 is supported)"

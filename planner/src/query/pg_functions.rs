@@ -146,6 +146,14 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
                 Ok(Arc::new(out) as ArrayRef)
             })
         }
+        // Freshet grants no advisory locks, so a session holds none to
+        // release (pools call this when they take a connection back). It
+        // returns `void`, which clients read as an empty string.
+        "pg_advisory_unlock_all" => {
+            BoundFunction::udf("pg_advisory_unlock_all", &[0], DataType::Utf8, |args| {
+                Ok(Arc::new(StringArray::from(vec![""; rows(args).max(1)])) as ArrayRef)
+            })
+        }
         "quote_ident" => BoundFunction::udf("quote_ident", &[1], DataType::Utf8, |args| {
             let out: StringArray = texts(args, 0)?
                 .into_iter()

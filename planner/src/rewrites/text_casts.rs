@@ -32,6 +32,7 @@ pub struct PostgresTextCasts {
     round_to_int: Arc<ScalarUDF>,
     timestamp_in: Arc<ScalarUDF>,
     timestamptz_in: Arc<ScalarUDF>,
+    array_in: Arc<ScalarUDF>,
 }
 
 impl Default for PostgresTextCasts {
@@ -59,6 +60,10 @@ impl Default for PostgresTextCasts {
                 zoned: true,
                 signature: Signature::exact(vec![DataType::Utf8], Volatility::Stable),
             })),
+            // Element casts are Arrow's, which read no session setting.
+            array_in: Arc::new(ScalarUDF::new_from_impl(ArrayIn {
+                signature: Signature::any(2, Volatility::Immutable),
+            })),
         }
     }
 }
@@ -73,6 +78,7 @@ impl PostgresTextCasts {
             Arc::clone(&self.round_to_int),
             Arc::clone(&self.timestamp_in),
             Arc::clone(&self.timestamptz_in),
+            Arc::clone(&self.array_in),
         ]
     }
 
@@ -142,6 +148,20 @@ impl PostgresTextCasts {
             };
             let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
             return Ok(Transformed::yes(with_input(&e, call(udf, arg))));
+        }
+        // text -> array reads PostgreSQL's `{a,"b",NULL}` form; the
+        // second argument (a NULL of the target type) carries the type.
+        if text_source
+            && !matches!(inner, Expr::ScalarFunction(f) if f.func.name() == "array_in")
+            && let DataType::List(element) = target
+            && !matches!(element.data_type(), DataType::List(_))
+        {
+            let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
+            let typed_null = Expr::Literal(ScalarValue::try_from(target)?, None);
+            return Ok(Transformed::yes(with_input(
+                &e,
+                call_with(Arc::clone(&self.array_in), vec![arg, typed_null]),
+            )));
         }
         // text -> varchar(n) truncates; text -> char(n) truncates and drops
         // trailing blanks (Freshet's form of bpchar values).
@@ -276,6 +296,83 @@ impl ScalarUDFImpl for TextIn {
             })
         })?;
         udf::to_columnar(udf::array(StringArray::from(out)), udf::all_scalar(&args))
+    }
+}
+
+/// `array_in(text, NULL::elem[])`: an array from its text form
+/// ([`freshet_repr::array_text`]), each element cast from text to the
+/// element type (an element that does not parse is 22P02 naming it).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ArrayIn {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ArrayIn {
+    fn name(&self) -> &str {
+        "array_in"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.get(1) {
+            Some(t @ DataType::List(_)) => Ok(t.clone()),
+            _ => datafusion::common::plan_err!("array_in takes text and a NULL of the array type"),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use arrow::array::{Array, ListArray, StringArray};
+        let DataType::List(element) = args.return_field.data_type() else {
+            return datafusion::common::exec_err!("array_in returns an array");
+        };
+        let texts = udf::string_arg(&args, 0, "array_in")?;
+        let mut items: Vec<Option<String>> = Vec::new();
+        let mut offsets = vec![0i32];
+        let mut valid = Vec::with_capacity(texts.len());
+        for text in texts.iter() {
+            if let Some(text) = text {
+                let parsed = freshet_repr::array_text::parse_array_literal(text).map_err(|m| {
+                    crate::error::sqlstate_error(sqlstate::INVALID_TEXT_REPRESENTATION, m)
+                })?;
+                items.extend(parsed);
+            }
+            valid.push(text.is_some());
+            offsets.push(i32::try_from(items.len()).map_err(|_| {
+                crate::error::sqlstate_error(sqlstate::OUT_OF_MEMORY, "array too large")
+            })?);
+        }
+        let strings = StringArray::from(items);
+        let options = arrow::compute::CastOptions {
+            safe: false,
+            format_options: Default::default(),
+        };
+        let values = arrow::compute::cast_with_options(&strings, element.data_type(), &options)
+            .map_err(|_| {
+                let bad = (0..strings.len())
+                    .filter(|i| !strings.is_null(*i))
+                    .map(|i| strings.value(i))
+                    .find(|v| {
+                        let one = StringArray::from(vec![*v]);
+                        arrow::compute::cast_with_options(&one, element.data_type(), &options)
+                            .is_err()
+                    })
+                    .unwrap_or_default();
+                let ty = freshet_repr::PgType::of_field(element);
+                crate::error::sqlstate_error(
+                    sqlstate::INVALID_TEXT_REPRESENTATION,
+                    format!("invalid input syntax for type {}: \"{bad}\"", ty.sql_name()),
+                )
+            })?;
+        let list = ListArray::try_new(
+            Arc::clone(element),
+            arrow::buffer::OffsetBuffer::new(offsets.into()),
+            values,
+            Some(arrow::buffer::NullBuffer::from(valid)),
+        )?;
+        udf::to_columnar(udf::array(list), udf::all_scalar(&args))
     }
 }
 

@@ -82,7 +82,7 @@ fn plan_query_in(
 pub fn parameter_types(
     cx: &StatementContext,
     query: &ast::Query,
-) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
+) -> Result<Vec<Option<arrow::datatypes::FieldRef>>> {
     let mut query = query.clone();
     cx.resolver().rewrite(&mut query)?;
     let pc = cx.planning();
@@ -90,15 +90,19 @@ pub fn parameter_types(
     placeholder_types(&logical)
 }
 
-/// Positional placeholder types of a logical plan.
-pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
-    let types = plan.get_parameter_types()?;
+/// Positional placeholder types of a logical plan, as fields: the Arrow
+/// type a value is bound as, and (in the field's metadata, see
+/// [`freshet_repr::PgType::of_field`]) the Postgres type a client is told
+/// to send, so a parameter compared with or inserted into a `uuid` or
+/// `jsonb` column is described as one.
+pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatypes::FieldRef>>> {
+    let fields = plan.get_parameter_fields()?;
     let casts = placeholder_casts(plan)?;
     let mut out = Vec::new();
-    for (name, ty) in types {
+    for (name, field) in fields {
         // As in PostgreSQL, `$n::type` gives a parameter its type when
         // nothing else does.
-        let ty = ty.or_else(|| casts.get(&name).cloned());
+        let field = field.or_else(|| casts.get(&name).cloned());
         let idx: usize = name
             .trim_start_matches('$')
             .parse()
@@ -109,7 +113,7 @@ pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatyp
         if out.len() < idx {
             out.resize(idx, None);
         }
-        out[idx - 1] = ty;
+        out[idx - 1] = field;
     }
     Ok(out)
 }
@@ -117,7 +121,7 @@ pub fn placeholder_types(plan: &LogicalPlan) -> Result<Vec<Option<arrow::datatyp
 /// The type each placeholder is first cast to (`$1::bigint`).
 fn placeholder_casts(
     plan: &LogicalPlan,
-) -> Result<std::collections::HashMap<String, arrow::datatypes::DataType>> {
+) -> Result<std::collections::HashMap<String, arrow::datatypes::FieldRef>> {
     use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
     use datafusion::logical_expr::Expr;
     let mut casts = std::collections::HashMap::new();
@@ -132,7 +136,7 @@ fn placeholder_casts(
                 if let Some((Expr::Placeholder(p), field)) = cast {
                     casts
                         .entry(p.id.clone())
-                        .or_insert_with(|| field.data_type().clone());
+                        .or_insert_with(|| std::sync::Arc::clone(field));
                 }
                 Ok(TreeNodeRecursion::Continue)
             })
@@ -150,6 +154,7 @@ pub(crate) fn finish_query(
     names_from: Option<&ast::Query>,
     refs: &References,
 ) -> Result<QueryPlan> {
+    let logical = infer_array_placeholders(logical)?;
     let logical = match cx.params {
         Some(params) => logical.with_param_values(params.clone())?,
         None => logical,
@@ -190,6 +195,58 @@ pub(crate) fn finish_query(
         desc,
         volatile,
     })
+}
+
+/// Give `x = ANY($n)`'s untyped placeholder the type of an array of
+/// `x`'s type, as PostgreSQL infers it (DataFusion plans the comparison
+/// as `array_has($n, x)` and leaves `$n` untyped, so a driver would be
+/// told to send text and the bound value would not be an array).
+fn infer_array_placeholders(plan: LogicalPlan) -> Result<LogicalPlan> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::expr::{Placeholder, ScalarFunction};
+    use datafusion::logical_expr::{Expr, ExprSchemable};
+    let rewritten = plan.transform_up_with_subqueries(|node| {
+        let inputs = node.inputs();
+        let [input] = inputs.as_slice() else {
+            return Ok(Transformed::no(node));
+        };
+        let schema = std::sync::Arc::clone(input.schema());
+        node.map_expressions(|e| {
+            e.transform_up(|e| match e {
+                Expr::ScalarFunction(ScalarFunction { func, args })
+                    if func.name() == "array_has"
+                        && matches!(
+                            args.first(),
+                            Some(Expr::Placeholder(Placeholder { field: None, .. }))
+                        ) =>
+                {
+                    let element = args.get(1).map(|a| a.get_type(&schema)).transpose();
+                    let mut args = args;
+                    if let (Ok(Some(element)), Some(Expr::Placeholder(p))) =
+                        (element, args.first_mut())
+                    {
+                        p.field = Some(std::sync::Arc::new(arrow::datatypes::Field::new(
+                            "",
+                            arrow::datatypes::DataType::List(std::sync::Arc::new(
+                                arrow::datatypes::Field::new_list_field(element, true),
+                            )),
+                            true,
+                        )));
+                        return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction {
+                            func,
+                            args,
+                        })));
+                    }
+                    Ok(Transformed::no(Expr::ScalarFunction(ScalarFunction {
+                        func,
+                        args,
+                    })))
+                }
+                other => Ok(Transformed::no(other)),
+            })
+        })
+    })?;
+    Ok(rewritten.data)
 }
 
 /// Whether a plan calls a volatile function (checked before optimization,

@@ -416,6 +416,7 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
     };
     let mut delimiter = None;
     let mut null = None;
+    let mut quote = false;
     let byte = |c: &char, what: &str| -> Result<u8> {
         if c.is_ascii() {
             Ok(*c as u8)
@@ -432,7 +433,7 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
                 o.format = match f.value.to_lowercase().as_str() {
                     "text" => CopyFormat::Text,
                     "csv" => CopyFormat::Csv,
-                    "binary" => return Err(PlanError::unsupported("COPY in binary format")),
+                    "binary" => CopyFormat::Binary,
                     other => {
                         return Err(PlanError::InvalidParameter(format!(
                             "COPY format \"{other}\" not recognized"
@@ -443,7 +444,10 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
             CopyOption::Delimiter(c) => delimiter = Some(byte(c, "delimiter")?),
             CopyOption::Null(s) => null = Some(s.clone()),
             CopyOption::Header(h) => o.header = *h,
-            CopyOption::Quote(c) => o.quote = byte(c, "quote")?,
+            CopyOption::Quote(c) => {
+                o.quote = byte(c, "quote")?;
+                quote = true;
+            }
             CopyOption::Escape(c) => escape = Some(byte(c, "escape")?),
             CopyOption::Encoding(e)
                 if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
@@ -452,6 +456,7 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
     }
     for opt in legacy {
         match opt {
+            CopyLegacyOption::Binary => o.format = CopyFormat::Binary,
             CopyLegacyOption::Delimiter(c) => delimiter = Some(byte(c, "delimiter")?),
             CopyLegacyOption::Null(s) => null = Some(s.clone()),
             // The pre-9.0 spelling psql's `\copy ... CSV HEADER` sends.
@@ -460,7 +465,10 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
                 for c in csv {
                     match c {
                         CopyLegacyCsvOption::Header => o.header = true,
-                        CopyLegacyCsvOption::Quote(q) => o.quote = byte(q, "quote")?,
+                        CopyLegacyCsvOption::Quote(q) => {
+                            o.quote = byte(q, "quote")?;
+                            quote = true;
+                        }
                         CopyLegacyCsvOption::Escape(e) => escape = Some(byte(e, "escape")?),
                         other => {
                             return Err(PlanError::unsupported(format!("COPY option {other}")));
@@ -474,6 +482,25 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
     if o.format == CopyFormat::Csv {
         o.delimiter = b',';
         o.null = String::new();
+    }
+    if o.format == CopyFormat::Binary {
+        // PostgreSQL's own checks, in its order.
+        for (given, name) in [
+            (delimiter.is_some(), "DELIMITER"),
+            (o.header, "HEADER"),
+            (null.is_some(), "NULL"),
+        ] {
+            if given {
+                return Err(PlanError::Syntax(format!(
+                    "cannot specify {name} in BINARY mode"
+                )));
+            }
+        }
+        if quote || escape.is_some() {
+            return Err(PlanError::unsupported(
+                "COPY QUOTE and ESCAPE outside CSV mode",
+            ));
+        }
     }
     if let Some(d) = delimiter {
         o.delimiter = d;

@@ -206,6 +206,10 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
                 local: false,
             }),
         },
+        // Freshet has no LISTEN, so no session listens on any channel and
+        // there is nothing to stop (connection pools send `UNLISTEN *`
+        // when they hand a connection back).
+        S::UNLISTEN { .. } => Ok(Plan::Empty),
         S::Discard { object_type } => match object_type {
             ast::DiscardObject::ALL => Ok(Plan::ResetAll),
             other => Err(PlanError::unsupported(format!("DISCARD {other}"))),

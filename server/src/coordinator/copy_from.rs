@@ -48,8 +48,7 @@ impl Coordinator {
             defaults,
             options,
         } = plan;
-        let rows = crate::copy::parse_rows(&data, &options, columns.len())?;
-        drop(data);
+        let rows = crate::copy::parse(&data, &options, columns.len())?;
         let default_row = self
             .run_at(session, &defaults, self.storage.read_ts())
             .await?;
@@ -77,8 +76,11 @@ impl Coordinator {
         };
         let mut writes = Vec::new();
         let mut count = 0;
-        for chunk in rows.chunks(64 * 1024) {
-            let mut batch = crate::copy::rows_to_batch(chunk, &table_desc, &columns, &default_row)?;
+        const CHUNK: usize = 64 * 1024;
+        for start in (0..rows.len()).step_by(CHUNK) {
+            let range = start..(start + CHUNK).min(rows.len());
+            let mut batch =
+                crate::copy::rows_to_batch(&rows, range, &table_desc, &columns, &default_row)?;
             for &(column, oid) in &numbered {
                 batch = self.number_column(batch, column, oid)?;
             }
@@ -86,6 +88,8 @@ impl Coordinator {
             count += batch.num_rows();
             writes.extend(table_writes(table, &[batch], 1)?);
         }
+        drop(rows);
+        drop(data);
         if session.status == TxnStatus::InBlock {
             session.txn.writes.extend(writes);
         } else if !writes.is_empty() {

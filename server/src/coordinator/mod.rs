@@ -171,7 +171,10 @@ impl Coordinator {
         params: Option<&ParamValues>,
         ctx: &mut ExecCtx,
     ) -> Result<ExecuteResponse> {
-        let result = self.execute_inner(session, stmt, params, ctx).await;
+        let mut result = self.execute_inner(session, stmt, params, ctx).await;
+        if let Err(e) = session.settle_settings(result.is_ok()) {
+            result = Err(e);
+        }
         if result.is_err() && session.status == TxnStatus::InBlock {
             session.status = TxnStatus::Failed;
         }

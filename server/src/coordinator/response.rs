@@ -28,6 +28,8 @@ pub enum ExecuteResponse {
     CopyIn {
         /// Number of columns in the data.
         columns: usize,
+        /// Whether the data is in the binary COPY format.
+        binary: bool,
     },
     /// A running subscribe, streamed as COPY data in `options`' format.
     Subscribe {

@@ -153,8 +153,9 @@ impl Coordinator {
             }
             Plan::CopyFrom(plan) => {
                 let columns = plan.columns.len();
+                let binary = plan.options.format == freshet_planner::CopyFormat::Binary;
                 session.copy_in = Some(PendingCopy::new(*plan));
-                Ok(ExecuteResponse::CopyIn { columns })
+                Ok(ExecuteResponse::CopyIn { columns, binary })
             }
             Plan::CopyTo(q, options) => {
                 let batches = self.read(session, &q).await?;
@@ -418,7 +419,10 @@ impl Coordinator {
             Plan::SelectAt { query, .. } => placeholder_types(&query.logical)?,
             Plan::Write(w) => placeholder_types(&w.source.logical)?,
             _ => Vec::new(),
-        })
+        }
+        .into_iter()
+        .map(|f| f.map(|f| f.data_type().clone()))
+        .collect())
     }
 
     /// `EXECUTE`'s arguments: the one row of their query.

@@ -3,7 +3,6 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use arrow::datatypes::DataType;
 use async_trait::async_trait;
 use freshet_planner::Plan;
 use freshet_planner::parser::{Statement, parse};
@@ -44,7 +43,13 @@ async fn describe(
     coord: &Coordinator,
     session: &Session,
     stmt: &Statement,
-) -> Result<(Vec<Option<DataType>>, Option<RelationDesc>), AdapterError> {
+) -> Result<
+    (
+        Vec<Option<arrow::datatypes::FieldRef>>,
+        Option<RelationDesc>,
+    ),
+    AdapterError,
+> {
     let plan = coord.plan(session, stmt, None).await?;
     let text = |name: &str| {
         RelationDesc::new(vec![ColumnDesc {
@@ -140,10 +145,9 @@ impl QueryParser for FreshetParser {
         Ok(stmt
             .param_types
             .iter()
-            .map(|t| {
-                t.as_ref()
-                    .and_then(PgType::from_arrow)
-                    .map(|pg| wire_type(&pg))
+            .map(|f| {
+                f.as_ref()
+                    .map(|f| wire_type(&PgType::of_field(f)))
                     .unwrap_or(Type::TEXT)
             })
             .collect())

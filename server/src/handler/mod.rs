@@ -11,7 +11,6 @@ mod startup;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use arrow::datatypes::DataType;
 use datafusion::common::ParamValues;
 use freshet_planner::parser::Statement;
 use freshet_repr::RelationDesc;
@@ -47,8 +46,9 @@ pub struct SessionSlot(pub tokio::sync::Mutex<Session>);
 pub struct Prepared {
     /// The statement (`None`: empty).
     pub stmt: Option<Statement>,
-    /// Parameter types inferred at `Parse`.
-    pub param_types: Vec<Option<DataType>>,
+    /// Parameter types inferred at `Parse`, as fields carrying their
+    /// Postgres type ([`freshet_repr::PgType::of_field`]).
+    pub param_types: Vec<Option<arrow::datatypes::FieldRef>>,
     /// Result columns, if the statement returns rows.
     pub desc: Option<RelationDesc>,
 }
@@ -232,38 +232,18 @@ fn to_response(resp: ExecuteResponse, vars: &Vars, format: &Format) -> PgWireRes
         }
         ExecuteResponse::TransactionStart(tag) => Response::TransactionStart(Tag::new(&tag)),
         ExecuteResponse::TransactionEnd(tag) => Response::TransactionEnd(Tag::new(&tag)),
-        ExecuteResponse::CopyIn { columns } => {
-            Response::CopyIn(CopyResponse::new(0, columns, stream::empty()))
-        }
+        ExecuteResponse::CopyIn { columns, binary } => Response::CopyIn(CopyResponse::new(
+            i8::from(binary),
+            columns,
+            stream::empty(),
+        )),
         ExecuteResponse::Subscribe { .. } => {
             // Subscribes stream through `FreshetHandler::stream_subscribe`.
             return Err(AdapterError::Internal("a subscribe reached to_response".into()).into());
         }
-        ExecuteResponse::CopyOut {
-            desc,
-            batches,
-            options,
-        } => {
-            let mut data = crate::copy::render(
-                &desc,
-                &batches,
-                &options,
-                &arrow_time_zone(vars),
-                &format_options(vars),
-            )?;
-            // pgwire's tag counts messages; the header line is no row, so
-            // it travels with the first one.
-            if options.header && data.len() > 1 {
-                let header = data.remove(0);
-                let mut joined = bytes::BytesMut::from(&header.data[..]);
-                joined.extend_from_slice(&data[0].data);
-                data[0] = pgwire::messages::copy::CopyData::new(joined.freeze());
-            }
-            Response::CopyOut(CopyResponse::new(
-                0,
-                desc.arity(),
-                stream::iter(data.into_iter().map(Ok)),
-            ))
+        ExecuteResponse::CopyOut { .. } => {
+            // COPY TO streams through `FreshetHandler::send_copy_out`.
+            return Err(AdapterError::Internal("a COPY TO reached to_response".into()).into());
         }
     })
 }
@@ -288,8 +268,60 @@ impl FreshetHandler {
                 self.stream_subscribe(client, session, stream, options)
                     .await
             }
+            ExecuteResponse::CopyOut {
+                desc,
+                batches,
+                options,
+            } => {
+                self.send_copy_out(client, session, &desc, &batches, &options)
+                    .await
+            }
             other => to_response(other, &session.vars, format),
         }
+    }
+
+    /// Send a `COPY ... TO STDOUT`'s data. Sent here rather than through
+    /// pgwire's `CopyResponse`, which counts the messages it sends as rows
+    /// (a CSV header or a binary header without rows would count as one).
+    async fn send_copy_out<C>(
+        &self,
+        client: &mut C,
+        session: &Session,
+        desc: &RelationDesc,
+        batches: &[arrow::array::RecordBatch],
+        options: &freshet_planner::CopyOptions,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let data = crate::copy::render(
+            desc,
+            batches,
+            options,
+            &arrow_time_zone(&session.vars),
+            &format_options(&session.vars),
+        )?;
+        let columns = desc.arity();
+        let arity = i16::try_from(columns)
+            .map_err(|_| AdapterError::Unsupported("too many columns to COPY".into()))?;
+        let binary = i8::from(options.format == freshet_planner::CopyFormat::Binary);
+        client
+            .send(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
+                binary,
+                arity,
+                vec![i16::from(binary); columns],
+            )))
+            .await?;
+        for d in data {
+            client.feed(PgWireBackendMessage::CopyData(d)).await?;
+        }
+        client
+            .send(PgWireBackendMessage::CopyDone(CopyDone::new()))
+            .await?;
+        let rows = batches.iter().map(|b| b.num_rows()).sum();
+        Ok(Response::Execution(Tag::new("COPY").with_rows(rows)))
     }
 
     /// Stream a subscribe to the client as COPY data, flushing as each

@@ -1,0 +1,145 @@
+//! PostgreSQL's text form of a one-dimensional array: `{a,"b,c",NULL}`.
+//!
+//! Drivers that send parameters as text (node-postgres, JDBC's
+//! `setArray`, psycopg with text dumpers) and COPY's text and CSV formats
+//! spell arrays this way; the elements are then parsed as the element
+//! type.
+
+/// The elements of an array literal, `None` for an unquoted `NULL`.
+///
+/// Follows `array_in`: elements are separated by commas; an unquoted
+/// element has its surrounding whitespace removed and a backslash escapes
+/// the next character; a double-quoted element keeps everything between
+/// its quotes (with backslash escapes), so `"NULL"` is the text `NULL`.
+/// Multidimensional arrays (`{{1,2},{3,4}}`) and explicit bounds
+/// (`[1:2]={1,2}`) are refused: Freshet's arrays have one dimension.
+pub fn parse_array_literal(text: &str) -> Result<Vec<Option<String>>, String> {
+    let malformed = |why: &str| format!("malformed array literal: \"{text}\" ({why})");
+    let trimmed = text.trim();
+    if trimmed.starts_with('[') {
+        return Err(malformed("explicit array bounds are not supported"));
+    }
+    let inner = trimmed
+        .strip_prefix('{')
+        .and_then(|s| s.strip_suffix('}'))
+        .ok_or_else(|| malformed("array value must start with \"{\" and end with \"}\""))?;
+    let mut out = Vec::new();
+    if inner.trim().is_empty() {
+        return Ok(out);
+    }
+    let mut chars = inner.chars().peekable();
+    loop {
+        // One element.
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        let mut value = String::new();
+        let mut quoted = false;
+        match chars.peek() {
+            Some('"') => {
+                quoted = true;
+                chars.next();
+                loop {
+                    match chars.next() {
+                        None => return Err(malformed("unterminated quoted element")),
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c) => value.push(c),
+                            None => return Err(malformed("unexpected end of input")),
+                        },
+                        Some(c) => value.push(c),
+                    }
+                }
+                while chars.next_if(|c| c.is_whitespace()).is_some() {}
+            }
+            Some('{') => return Err(malformed("multidimensional arrays are not supported")),
+            _ => {
+                let mut trailing_space = 0;
+                while let Some(&c) = chars.peek() {
+                    if c == ',' {
+                        break;
+                    }
+                    chars.next();
+                    match c {
+                        '\\' => match chars.next() {
+                            Some(e) => {
+                                value.push(e);
+                                trailing_space = 0;
+                            }
+                            None => return Err(malformed("unexpected end of input")),
+                        },
+                        '"' | '{' | '}' => return Err(malformed("unexpected character")),
+                        c if c.is_whitespace() => {
+                            value.push(c);
+                            trailing_space += c.len_utf8();
+                        }
+                        c => {
+                            value.push(c);
+                            trailing_space = 0;
+                        }
+                    }
+                }
+                value.truncate(value.len() - trailing_space);
+                if value.is_empty() {
+                    return Err(malformed("empty element"));
+                }
+            }
+        }
+        if !quoted && value.eq_ignore_ascii_case("null") {
+            out.push(None);
+        } else {
+            out.push(Some(value));
+        }
+        match chars.next() {
+            None => return Ok(out),
+            Some(',') => continue,
+            Some(_) => return Err(malformed("junk after an element")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn some(v: &[&str]) -> Vec<Option<String>> {
+        v.iter().map(|s| Some(s.to_string())).collect()
+    }
+
+    #[test]
+    fn elements_quotes_escapes_and_nulls() {
+        assert_eq!(parse_array_literal("{}").unwrap(), vec![]);
+        assert_eq!(parse_array_literal(" { } ").unwrap(), vec![]);
+        assert_eq!(
+            parse_array_literal("{1,2,3}").unwrap(),
+            some(&["1", "2", "3"])
+        );
+        assert_eq!(
+            parse_array_literal("{\"1\", \"2\"}").unwrap(),
+            some(&["1", "2"])
+        );
+        assert_eq!(
+            parse_array_literal("{a b , \"c,d\" ,\"e\\\"f\",g\\,h}").unwrap(),
+            some(&["a b", "c,d", "e\"f", "g,h"])
+        );
+        assert_eq!(
+            parse_array_literal("{NULL,\"NULL\",null}").unwrap(),
+            vec![None, Some("NULL".into()), None]
+        );
+        assert_eq!(parse_array_literal("{\"\"}").unwrap(), some(&[""]));
+    }
+
+    #[test]
+    fn malformed_literals_are_errors() {
+        for bad in [
+            "1,2",
+            "{1,2",
+            "{1,,2}",
+            "{{1},{2}}",
+            "[1:2]={1,2}",
+            "{\"a}",
+            "{a\"b}",
+            "{1} x",
+        ] {
+            assert!(parse_array_literal(bad).is_err(), "{bad}");
+        }
+    }
+}
