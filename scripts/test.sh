@@ -22,6 +22,17 @@ fi
 for bin in initdb pg_ctl postgres psql; do
   command -v "$bin" >/dev/null || { echo "missing $bin (PostgreSQL 15 binaries are required)" >&2; exit 1; }
 done
+# pgJDBC and a JDK for the JDBC driver test, from Debian's packages.
+if [ ! -f /usr/share/java/postgresql.jar ] || ! command -v java >/dev/null; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q libpostgresql-jdbc-java default-jdk-headless >/dev/null ||
+      { apt-get update -q >/dev/null && apt-get install -y -q libpostgresql-jdbc-java default-jdk-headless >/dev/null; }
+  else
+    echo "missing pgJDBC or java (apt-get install libpostgresql-jdbc-java default-jdk-headless)" >&2
+    exit 1
+  fi
+fi
 for bin in node npm; do
   command -v "$bin" >/dev/null || { echo "missing $bin (Node.js runs the node-postgres tests)" >&2; exit 1; }
 done
@@ -45,7 +56,7 @@ cargo run -p freshet-sqllogictest -- \
   --server-binary "${CARGO_TARGET_DIR:-target}/debug/freshet" \
   sqllogictest/tests/
 
-echo "== driver tests (psycopg 3, psycopg2, asyncpg, SQLAlchemy 2, pandas) =="
+echo "== driver tests (psycopg 3, psycopg2, asyncpg, SQLAlchemy 2, pandas, pgJDBC) =="
 venv="${CARGO_TARGET_DIR:-target}/drivers-venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"

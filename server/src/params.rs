@@ -123,14 +123,12 @@ fn decode_binary_array(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
             format!("array of element type {elem_oid}, expected {}", elem.oid()),
         ));
     }
-    let elem_arrow = arrow_of(elem)
-        .or_else(|| PgType::from_oid(elem.oid(), -1).map(|t| t.arrow_type()))
-        .ok_or_else(|| {
-            AdapterError::Unsupported(format!(
-                "binary parameters of type {} are not supported",
-                ty.name()
-            ))
-        })?;
+    let elem_arrow = arrow_of(elem).ok_or_else(|| {
+        AdapterError::Unsupported(format!(
+            "binary parameters of type {} are not supported",
+            ty.name()
+        ))
+    })?;
     let len = match ndim {
         0 => 0,
         1 => {
@@ -174,12 +172,10 @@ fn decode_binary_array(ty: &Type, raw: &[u8]) -> Result<ScalarValue> {
     )))
 }
 
-/// The Arrow type of a client-declared parameter type.
+/// The Arrow type of a client-declared parameter type (arrays included:
+/// pgJDBC declares `text[]` and sends its binary form).
 fn arrow_of(ty: &Type) -> Option<DataType> {
-    PgType::scalar_types()
-        .into_iter()
-        .find(|t| t.oid() == ty.oid())
-        .map(|t| t.arrow_type())
+    PgType::from_oid(ty.oid(), -1).map(|t| t.arrow_type())
 }
 
 /// Decode every parameter: `raw[i]` in `formats`, declared as `declared[i]`

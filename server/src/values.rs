@@ -36,6 +36,22 @@ pub fn parse_text_array(values: &[Option<&str>], ty: &PgType) -> Result<ArrayRef
                 })
                 .collect::<Result<BooleanArray>>()?,
         ),
+        PgType::Date => Arc::new(
+            values
+                .iter()
+                .map(|v| match v {
+                    None => Ok(None),
+                    Some(s) => freshet_planner::pg::text::parse_date(s)
+                        .map(Some)
+                        .ok_or_else(|| {
+                            AdapterError::data(
+                                sqlstate::INVALID_DATETIME_FORMAT,
+                                format!("invalid input syntax for type date: \"{s}\""),
+                            )
+                        }),
+                })
+                .collect::<Result<arrow::array::Date32Array>>()?,
+        ),
         PgType::Bytea => {
             let parsed: Vec<Option<Vec<u8>>> = values
                 .iter()

@@ -113,6 +113,16 @@ mod tests {
     }
 
     #[test]
+    fn dates_ignore_a_trailing_time_and_zone() {
+        assert_eq!(parse_date("1970-01-02"), Some(1));
+        assert_eq!(parse_date(" 1970-01-02 +00 "), Some(1));
+        assert_eq!(parse_date("1970-01-02 23:59:59.9-05"), Some(1));
+        assert_eq!(parse_date("1969-12-31"), Some(-1));
+        assert_eq!(parse_date("1970-02-30"), None);
+        assert_eq!(parse_date("soon"), None);
+    }
+
+    #[test]
     fn uuids_are_canonical() {
         assert_eq!(
             canonical_uuid("A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11").unwrap(),
@@ -120,6 +130,21 @@ mod tests {
         );
         assert!(canonical_uuid("nope").is_none());
     }
+}
+
+/// Parse Postgres date input: `YYYY-MM-DD`, optionally followed by a time
+/// and a zone, which are ignored as PostgreSQL's `date_in` ignores them
+/// (pgJDBC's `setDate` sends `2024-02-01 +00`). Returns days since the
+/// epoch.
+pub fn parse_date(s: &str) -> Option<i32> {
+    use chrono::NaiveDate;
+    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1)?;
+    let s = s.trim();
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return i32::try_from((d - epoch).num_days()).ok();
+    }
+    let micros = parse_timestamp(s, TimestampInput::Naive)?;
+    i32::try_from(micros.div_euclid(86_400_000_000)).ok()
 }
 
 /// How timestamp input without an explicit zone is read.

@@ -33,6 +33,7 @@ pub struct PostgresTextCasts {
     timestamp_in: Arc<ScalarUDF>,
     timestamptz_in: Arc<ScalarUDF>,
     array_in: Arc<ScalarUDF>,
+    date_in: Arc<ScalarUDF>,
 }
 
 impl Default for PostgresTextCasts {
@@ -61,6 +62,9 @@ impl Default for PostgresTextCasts {
                 signature: Signature::exact(vec![DataType::Utf8], Volatility::Stable),
             })),
             // Element casts are Arrow's, which read no session setting.
+            date_in: Arc::new(ScalarUDF::new_from_impl(DateIn {
+                signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
+            })),
             array_in: Arc::new(ScalarUDF::new_from_impl(ArrayIn {
                 signature: Signature::any(2, Volatility::Immutable),
             })),
@@ -79,6 +83,7 @@ impl PostgresTextCasts {
             Arc::clone(&self.timestamp_in),
             Arc::clone(&self.timestamptz_in),
             Arc::clone(&self.array_in),
+            Arc::clone(&self.date_in),
         ]
     }
 
@@ -148,6 +153,14 @@ impl PostgresTextCasts {
             };
             let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
             return Ok(Transformed::yes(with_input(&e, call(udf, arg))));
+        }
+        // text -> date ignores a trailing time and zone.
+        if text_source
+            && matches!(target, DataType::Date32)
+            && !matches!(inner, Expr::ScalarFunction(f) if f.func.name() == "date_in")
+        {
+            let arg = inner.clone().cast_to(&DataType::Utf8, schema)?;
+            return Ok(Transformed::yes(with_input(&e, call(&self.date_in, arg))));
         }
         // text -> array reads PostgreSQL's `{a,"b",NULL}` form; the
         // second argument (a NULL of the target type) carries the type.
@@ -296,6 +309,41 @@ impl ScalarUDFImpl for TextIn {
             })
         })?;
         udf::to_columnar(udf::array(StringArray::from(out)), udf::all_scalar(&args))
+    }
+}
+
+/// `date` input from text ([`crate::pg::text::parse_date`]).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct DateIn {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for DateIn {
+    fn name(&self) -> &str {
+        "date_in"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Date32)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let out = udf::map_text(&args, "date_in", |s| {
+            crate::pg::text::parse_date(s).ok_or_else(|| {
+                crate::error::sqlstate_error(
+                    sqlstate::INVALID_DATETIME_FORMAT,
+                    format!("invalid input syntax for type date: \"{s}\""),
+                )
+            })
+        })?;
+        udf::to_columnar(
+            udf::array(arrow::array::Date32Array::from(out)),
+            udf::all_scalar(&args),
+        )
     }
 }
 

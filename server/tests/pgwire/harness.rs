@@ -60,7 +60,24 @@ impl Server {
         s
     }
 
+    /// Start the process and wait until it listens. The ports were free
+    /// when picked, but a test running alongside may bind one first (most
+    /// often between a kill and its restart): then the server cannot listen,
+    /// and it is started again on ports free now.
     fn spawn(&mut self) {
+        for _ in 0..5 {
+            if self.try_spawn() {
+                return;
+            }
+            self.port = free_port();
+            self.http_port = free_port();
+        }
+        panic!("freshet exited during startup five times (ports taken?)");
+    }
+
+    /// Start the process; false if it exited during startup while one of
+    /// its ports was in use by another process.
+    fn try_spawn(&mut self) -> bool {
         let child = Command::new(env!("CARGO_BIN_EXE_freshet"))
             .arg("--data-dir")
             .arg(&self.data_dir)
@@ -83,11 +100,17 @@ impl Server {
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
             {
+                self.child = None;
+                let taken = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_err();
+                if taken(self.port) || taken(self.http_port) {
+                    return false;
+                }
                 panic!("freshet exited during startup: {status}");
             }
             assert!(Instant::now() < deadline, "freshet did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
+        true
     }
 
     /// Kill with SIGKILL and start again on the same directory and port.
