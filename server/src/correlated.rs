@@ -112,7 +112,7 @@ pub fn evaluate<'a>(
         let plan = plan.with_new_exprs(plan.expressions(), inputs)?;
         match plan {
             LogicalPlan::Projection(p) if p.expr.iter().any(|e| selected_in(e, which)) => {
-                evaluate_projection(runner, p, which).await
+                evaluate_projection(runner, p).await
             }
             other => Ok(other),
         }
@@ -124,11 +124,7 @@ fn selected_in(e: &Expr, which: Which) -> bool {
         .unwrap_or(false)
 }
 
-async fn evaluate_projection(
-    runner: &dyn RunPlan,
-    p: Projection,
-    which: Which,
-) -> Result<LogicalPlan> {
+async fn evaluate_projection(runner: &dyn RunPlan, p: Projection) -> Result<LogicalPlan> {
     let input_schema = Arc::clone(p.input.schema());
     let batches = runner.run(p.input.as_ref().clone()).await?;
     let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
@@ -147,8 +143,11 @@ async fn evaluate_projection(
     let mut subqueries: Vec<Subquery> = Vec::new();
     for e in &p.expr {
         e.apply(|e| {
+            // Every correlated one, not only those `which` selects: the
+            // rewritten projection's input no longer has the columns an
+            // outer reference would name.
             if let Expr::ScalarSubquery(s) = e
-                && which.selects(s)
+                && Which::All.selects(s)
                 && !subqueries.contains(s)
             {
                 subqueries.push(s.clone());
@@ -186,7 +185,7 @@ async fn evaluate_projection(
     for (k, e) in p.expr.into_iter().enumerate() {
         let rewritten = e
             .transform_down(|e| match e {
-                Expr::ScalarSubquery(s) if which.selects(&s) => {
+                Expr::ScalarSubquery(s) if Which::All.selects(&s) => {
                     let j = subqueries.iter().position(|q| *q == s).unwrap_or(0);
                     Ok(Transformed::new(
                         Expr::Column(Column::new(Some(APPLY), subquery_name(j))),
