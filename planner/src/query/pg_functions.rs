@@ -38,6 +38,14 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
             |args| Ok(Arc::new(BooleanArray::from(vec![true; rows(args)])) as ArrayRef),
         ));
     }
+    if name == "pg_expandarray" {
+        return Some(Arc::new(ScalarUDF::new_from_impl(ExpandArray {
+            signature: datafusion::logical_expr::Signature::any(
+                1,
+                datafusion::logical_expr::Volatility::Immutable,
+            ),
+        })));
+    }
     Some(match name {
         "format_type" => BoundFunction::udf("format_type", &[2], DataType::Utf8, |args| {
             let n = rows(args);
@@ -303,5 +311,84 @@ mod like_escape_tests {
         assert_eq!(like_escape("//", "/").unwrap(), "\\/");
         assert!(like_escape("a/", "/").is_err());
         assert_eq!(like_escape("a_b", "").unwrap(), "a_b");
+    }
+}
+
+/// `pg_expandarray(a)`: `a`'s elements as a list of `(x, n)` structs, `n`
+/// the 1-based position, for `information_schema._pg_expandarray(a)`
+/// (`unnest` of this; see `rewrites::pg_syntax`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ExpandArray {
+    signature: datafusion::logical_expr::Signature,
+}
+
+impl ExpandArray {
+    fn fields(element: &DataType) -> arrow::datatypes::Fields {
+        arrow::datatypes::Fields::from(vec![
+            arrow::datatypes::Field::new("x", element.clone(), true),
+            arrow::datatypes::Field::new("n", DataType::Int32, false),
+        ])
+    }
+}
+
+impl datafusion::logical_expr::ScalarUDFImpl for ExpandArray {
+    fn name(&self) -> &str {
+        "pg_expandarray"
+    }
+
+    fn signature(&self) -> &datafusion::logical_expr::Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> datafusion::common::Result<DataType> {
+        match arg_types.first() {
+            Some(DataType::List(f)) => Ok(DataType::List(Arc::new(
+                arrow::datatypes::Field::new_list_field(
+                    DataType::Struct(Self::fields(f.data_type())),
+                    true,
+                ),
+            ))),
+            _ => datafusion::common::plan_err!("_pg_expandarray takes an array"),
+        }
+    }
+
+    fn invoke_with_args(
+        &self,
+        args: datafusion::logical_expr::ScalarFunctionArgs,
+    ) -> datafusion::common::Result<datafusion::logical_expr::ColumnarValue> {
+        use arrow::array::{AsArray, StructArray};
+        let scalar = crate::udf::all_scalar(&args);
+        let input = crate::udf::arg_array(&args, 0)?;
+        let lists = input.as_list::<i32>();
+        let DataType::List(element) = lists.data_type() else {
+            return datafusion::common::exec_err!("_pg_expandarray takes an array");
+        };
+        // Positions restart at 1 in each list.
+        let offsets = lists.value_offsets();
+        let mut positions = Vec::with_capacity(lists.values().len());
+        for w in offsets.windows(2) {
+            let len = (w[1] - w[0]).max(0);
+            positions.extend(1..=len);
+        }
+        let values = lists.values().slice(
+            offsets[0] as usize,
+            (offsets[offsets.len() - 1] - offsets[0]).max(0) as usize,
+        );
+        let structs = StructArray::try_new(
+            Self::fields(element.data_type()),
+            vec![values, Arc::new(Int32Array::from(positions)) as ArrayRef],
+            None,
+        )?;
+        let rebased: Vec<i32> = offsets.iter().map(|o| o - offsets[0]).collect();
+        let out = arrow::array::ListArray::try_new(
+            Arc::new(arrow::datatypes::Field::new_list_field(
+                structs.data_type().clone(),
+                true,
+            )),
+            arrow::buffer::OffsetBuffer::new(rebased.into()),
+            Arc::new(structs),
+            lists.nulls().cloned(),
+        )?;
+        crate::udf::to_columnar(Arc::new(out), scalar)
     }
 }

@@ -12,14 +12,19 @@
 //!   planned (an unknown name is Postgres's error); any other operand
 //!   becomes the type's output function (`regclassout(x)`), which prints
 //!   the name as `regclass` values print;
-//! - `ARRAY(subquery)` → `(SELECT array_agg(...) FROM (subquery))`.
+//! - `ARRAY(subquery)` → `(SELECT array_agg(...) FROM (subquery))`;
+//! - `(e).f`, a field of a composite value → `(e)['f']`, DataFusion's
+//!   struct field access;
+//! - `information_schema._pg_expandarray(a)` (pgJDBC's key and index
+//!   metadata) → `unnest(pg_expandarray(a))`, a set of `(x, n)`: each
+//!   element and its 1-based position.
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    self, BinaryOperator, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
-    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Value, VisitMut,
-    VisitorMut,
+    self, AccessExpr, BinaryOperator, DataType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Subscript, Value,
+    VisitMut, VisitorMut,
 };
 
 use crate::error::{PlanError, Result};
@@ -240,6 +245,25 @@ fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
                 *expr = call("unnest", vec![series]);
             }
         }
+        Expr::CompoundFieldAccess { root, access_chain }
+            if matches!(root.as_ref(), Expr::Nested(_)) =>
+        {
+            for access in access_chain.iter_mut() {
+                if let AccessExpr::Dot(Expr::Identifier(field)) = access {
+                    let name = crate::parser::normalize_ident(field);
+                    *access = AccessExpr::Subscript(Subscript::Index {
+                        index: Expr::value(Value::SingleQuotedString(name)),
+                    });
+                }
+            }
+        }
+        Expr::Function(f) if is_expandarray(f) => {
+            if let Some(args) = plain_args(f)
+                && let [array] = args.as_slice()
+            {
+                *expr = call("unnest", vec![call("pg_expandarray", vec![array.clone()])]);
+            }
+        }
         Expr::Function(f) if is_array_subquery(f) => {
             if let FunctionArguments::Subquery(query) = &f.args {
                 *expr = array_of_subquery(query.as_ref().clone());
@@ -260,6 +284,20 @@ fn is_function(f: &Function, name: &str) -> bool {
                 && parts[0]
                     .as_ident()
                     .is_some_and(|i| i.value.eq_ignore_ascii_case("pg_catalog"))))
+}
+
+/// Whether `f` is `_pg_expandarray`, bare or `information_schema.`-qualified.
+fn is_expandarray(f: &Function) -> bool {
+    let parts = &f.name.0;
+    let ident = |i: usize| parts.get(i).and_then(|p| p.as_ident());
+    match parts.len() {
+        1 => ident(0).is_some_and(|i| i.value.eq_ignore_ascii_case("_pg_expandarray")),
+        2 => {
+            ident(0).is_some_and(|i| i.value.eq_ignore_ascii_case("information_schema"))
+                && ident(1).is_some_and(|i| i.value.eq_ignore_ascii_case("_pg_expandarray"))
+        }
+        _ => false,
+    }
 }
 
 /// A call's arguments, when they are all plain unnamed expressions.

@@ -128,9 +128,17 @@ public class JdbcCheck {
             }
             eq(List.of("id", "name", "price", "added", "seen", "tags"), names, "columns");
             eq(List.of("bigserial", "text", "numeric", "date", "timestamptz", "_text"), types, "column types");
-            // Not yet: getPrimaryKeys, getIndexInfo and getBestRowIdentifier
-            // (they expand pg_index.indkey with information_schema._pg_expandarray
-            // and read its fields as (keys).x), getTypeInfo ('array_in'::regproc),
+            eq(List.of("id"), column(md.getPrimaryKeys(null, "public", "jd_items"), "COLUMN_NAME"), "primary key");
+            ResultSet idx = md.getIndexInfo(null, "public", "jd_items", false, false);
+            Map<String, String> indexColumns = new TreeMap<>();
+            while (idx.next()) {
+                indexColumns.put(idx.getString("INDEX_NAME"),
+                        idx.getString("COLUMN_NAME") + (idx.getBoolean("NON_UNIQUE") ? "" : " unique"));
+            }
+            eq("{jd_items_name=name, jd_items_pkey=id unique}", indexColumns.toString(), "index info");
+            eq(List.of("id"), column(md.getBestRowIdentifier(null, "public", "jd_items",
+                    DatabaseMetaData.bestRowSession, false), "COLUMN_NAME"), "best row identifier");
+            // Not yet: getTypeInfo ('array_in'::regproc) and
             // getImported/ExportedKeys (pg_settings). See docs/log.md.
             check(column(md.getTableTypes(), "TABLE_TYPE").contains("MATERIALIZED VIEW"), "table types");
             eq(List.of(), column(md.getFunctions(null, "public", "%"), "FUNCTION_NAME"), "functions");
