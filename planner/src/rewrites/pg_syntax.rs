@@ -447,6 +447,20 @@ fn reg_cast(reg: RegType, operand: &mut Expr, names: &dyn RegNames) -> Result<Ex
                 format!("role \"{text}\" does not exist"),
             ))
         })?,
+        // Freshet's catalog names functions only in pg_type's I/O columns
+        // (`typinput = 'int4in'`, text): a type's input, output, receive
+        // or send function is its name, so `typinput =
+        // 'pg_catalog.array_in'::regproc` (pgJDBC) compares names.
+        RegType::Proc if is_type_io_function(&text) => {
+            let name = parse_object_name(&text)?;
+            let bare = name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map(crate::parser::normalize_ident)
+                .unwrap_or_default();
+            return Ok(Expr::value(Value::SingleQuotedString(bare)));
+        }
         RegType::Proc => {
             return Err(PlanError::DataFusion(crate::error::sqlstate_error(
                 freshet_repr::sqlstate::UNDEFINED_FUNCTION,
@@ -455,6 +469,22 @@ fn reg_cast(reg: RegType, operand: &mut Expr, names: &dyn RegNames) -> Result<Ex
         }
     };
     Ok(oid_literal(oid))
+}
+
+/// Whether `text` names (bare or `pg_catalog.`-qualified) a type I/O
+/// function pg_type lists: `array_in`, or `<type>[_]in` / `out` / `recv`
+/// / `send` for one of Freshet's types.
+fn is_type_io_function(text: &str) -> bool {
+    let lower = text.trim().to_lowercase();
+    let bare = lower.strip_prefix("pg_catalog.").unwrap_or(&lower);
+    let types = freshet_repr::PgType::scalar_types();
+    ["in", "out", "recv", "send"].iter().any(|suffix| {
+        bare.strip_suffix(suffix).is_some_and(|stem| {
+            // `int4in`, `date_in`, `array_in`.
+            let stem = stem.strip_suffix('_').unwrap_or(stem);
+            stem == "array" || types.iter().any(|t| t.typname() == stem)
+        })
+    })
 }
 
 fn parse_object_name(text: &str) -> Result<ObjectName> {
