@@ -16,8 +16,40 @@ use super::{eat_word, expect_word, is_word};
 pub(super) fn parse_stream(parser: &mut Parser) -> Result<Statement, ParserError> {
     match try_parse(parser)? {
         Some(stmt) => Ok(stmt),
+        None if is_word(parser, 0, "copy") => parse_copy(parser),
         None => Ok(Statement::Sql(Box::new(parser.parse_statement()?))),
     }
+}
+
+/// A plain `COPY`, sqlparser's, with PostgreSQL's other spellings of a
+/// boolean option's value (`FREEZE on`, `HEADER off`, as pgbench -i
+/// writes) turned into the `TRUE`/`FALSE` sqlparser reads.
+fn parse_copy(parser: &mut Parser) -> Result<Statement, ParserError> {
+    let mut tokens = super::statement_tokens(parser);
+    let word = |t: &Token, text: &str| matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(text));
+    for i in 1..tokens.len() {
+        let option = &tokens[i - 1].token;
+        if !(word(option, "freeze") || word(option, "header")) {
+            continue;
+        }
+        let value = &tokens[i].token;
+        let replacement = if word(value, "on") {
+            "TRUE"
+        } else if word(value, "off") {
+            "FALSE"
+        } else {
+            continue;
+        };
+        tokens[i].token = Token::make_keyword(replacement);
+    }
+    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+    let mut sub = super::parser_over(&dialect, &tokens);
+    let stmt = sub.parse_statement()?;
+    if sub.peek_token().token != Token::EOF {
+        return super::expected(&sub, "end of statement");
+    }
+    super::skip_tokens(parser, tokens.len());
+    Ok(Statement::Sql(Box::new(stmt)))
 }
 
 /// The streaming statements, if one starts here.

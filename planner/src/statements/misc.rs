@@ -451,6 +451,9 @@ fn copy_options(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<C
             CopyOption::Escape(c) => escape = Some(byte(c, "escape")?),
             CopyOption::Encoding(e)
                 if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
+            // PostgreSQL's FREEZE skips later vacuuming of the loaded rows;
+            // Freshet's storage has no such step, so it is a no-op hint.
+            CopyOption::Freeze(_) => {}
             other => return Err(PlanError::unsupported(format!("COPY option {other}"))),
         }
     }

@@ -371,14 +371,17 @@ fn psql_copies_csv_with_header_in_the_old_spelling() {
         dir.path(),
         "copy.sql",
         &format!(
-            "CREATE TABLE h (a int, b text);\n\\copy h FROM '{}' CSV HEADER\n\\copy h TO '{}' CSV HEADER\nSELECT a, b FROM h ORDER BY a;\n",
+            "CREATE TABLE h (a int, b text);\n\\copy h FROM '{}' CSV HEADER\n\\copy h TO '{}' CSV HEADER\nSELECT a, b FROM h ORDER BY a;\n\\copy h FROM '{}' WITH (FORMAT csv, HEADER on, FREEZE on)\nSELECT count(*) AS loaded_twice FROM h;\n",
             input.display(),
-            output.display()
+            output.display(),
+            input.display()
         ),
     );
     let run = run_psql(&server, dir.path(), &script, true);
     assert_eq!(run.status.code(), Some(0), "stderr: {}", run.stderr);
     run.assert_stdout_contains("COPY 2\nCOPY 2\n");
+    // Boolean options spelled `on`, and FREEZE, as pgbench -i writes them.
+    run.assert_stdout_contains(" loaded_twice \n--------------\n            4\n");
     run.assert_stdout_contains(" 2 | y, z\n");
     let written = std::fs::read_to_string(&output).expect("read the written csv");
     assert_eq!(written, "a,b\n1,x\n2,\"y, z\"\n");
