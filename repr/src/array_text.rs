@@ -96,6 +96,40 @@ pub fn parse_array_literal(text: &str) -> Result<Vec<Option<String>>, String> {
     }
 }
 
+/// Many array literals (`None`: a NULL array) split into what a list
+/// array is built from: every element in order, the offsets where each
+/// array's elements start (one more than there are arrays), and which
+/// arrays are non-NULL. The elements are then parsed as the element type.
+#[derive(Debug, Default, PartialEq)]
+pub struct SplitArrays {
+    /// Every array's elements, in order.
+    pub elements: Vec<Option<String>>,
+    /// Array `i`'s elements are `elements[offsets[i]..offsets[i + 1]]`.
+    pub offsets: Vec<i32>,
+    /// Whether array `i` is non-NULL.
+    pub valid: Vec<bool>,
+}
+
+/// Split each literal ([`parse_array_literal`]); an error is the first
+/// malformed literal's message.
+pub fn split_arrays<'a>(
+    literals: impl IntoIterator<Item = Option<&'a str>>,
+) -> Result<SplitArrays, String> {
+    let mut out = SplitArrays {
+        offsets: vec![0],
+        ..Default::default()
+    };
+    for literal in literals {
+        if let Some(text) = literal {
+            out.elements.extend(parse_array_literal(text)?);
+        }
+        out.valid.push(literal.is_some());
+        out.offsets
+            .push(i32::try_from(out.elements.len()).map_err(|_| "array too large".to_string())?);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +159,15 @@ mod tests {
             vec![None, Some("NULL".into()), None]
         );
         assert_eq!(parse_array_literal("{\"\"}").unwrap(), some(&[""]));
+    }
+
+    #[test]
+    fn many_literals_split_into_elements_offsets_and_validity() {
+        let split = split_arrays([Some("{1,2}"), None, Some("{}"), Some("{3}")]).unwrap();
+        assert_eq!(split.elements, some(&["1", "2", "3"]));
+        assert_eq!(split.offsets, vec![0, 2, 2, 2, 3]);
+        assert_eq!(split.valid, vec![true, false, true, true]);
+        assert!(split_arrays([Some("{1"), Some("{2}")]).is_err());
     }
 
     #[test]

@@ -204,16 +204,16 @@ pub fn decode(
             .map(|f| f.data_type().clone())
             .or_else(|| declared.as_ref().and_then(arrow_of))
             .unwrap_or(DataType::Utf8);
+        let read_as = inferred_pg.or_else(|| PgType::from_arrow(&target));
         let scalar = match value {
             None => ScalarValue::try_from(&target).map_err(AdapterError::DataFusion)?,
             Some(bytes) if formats.is_binary(i) => {
                 // Without a declared type the client encodes with the type
                 // our ParameterDescription reported.
                 let ty = declared.clone().unwrap_or_else(|| {
-                    inferred_pg
-                        .clone()
-                        .or_else(|| PgType::from_arrow(&target))
-                        .map(|t| crate::encode::wire_type(&t))
+                    read_as
+                        .as_ref()
+                        .map(crate::encode::wire_type)
                         .unwrap_or(Type::TEXT)
                 });
                 decode_binary(&ty, bytes)?
@@ -227,10 +227,7 @@ pub fn decode(
                         "invalid byte sequence for encoding \"UTF8\"",
                     )
                 })?;
-                let pg = inferred_pg
-                    .clone()
-                    .or_else(|| PgType::from_arrow(&target))
-                    .unwrap_or(PgType::Text);
+                let pg = read_as.clone().unwrap_or(PgType::Text);
                 // Field names and nullability inside a list type do not
                 // matter (the final cast fixes them up); a differing type
                 // does.

@@ -80,33 +80,18 @@ pub fn parse_text_array(values: &[Option<&str>], ty: &PgType) -> Result<ArrayRef
         }
         PgType::Array(elem) => {
             // Each value's elements, parsed together as the element type.
-            let mut elements: Vec<Option<String>> = Vec::new();
-            let mut offsets = vec![0i32];
-            let mut valid = Vec::with_capacity(values.len());
-            for v in values {
-                if let Some(text) = v {
-                    let parsed =
-                        freshet_repr::array_text::parse_array_literal(text).map_err(|m| {
-                            AdapterError::data(sqlstate::INVALID_TEXT_REPRESENTATION, m)
-                        })?;
-                    elements.extend(parsed);
-                }
-                valid.push(v.is_some());
-                offsets.push(
-                    i32::try_from(elements.len())
-                        .map_err(|_| AdapterError::Unsupported("an array this large".into()))?,
-                );
-            }
-            let refs: Vec<Option<&str>> = elements.iter().map(|e| e.as_deref()).collect();
+            let split = freshet_repr::array_text::split_arrays(values.iter().copied())
+                .map_err(|m| AdapterError::data(sqlstate::INVALID_TEXT_REPRESENTATION, m))?;
+            let refs: Vec<Option<&str>> = split.elements.iter().map(|e| e.as_deref()).collect();
             let items = parse_text_array(&refs, elem)?;
             Arc::new(arrow::array::ListArray::try_new(
                 Arc::new(arrow::datatypes::Field::new_list_field(
                     elem.arrow_type(),
                     true,
                 )),
-                arrow::buffer::OffsetBuffer::new(offsets.into()),
+                arrow::buffer::OffsetBuffer::new(split.offsets.into()),
                 items,
-                Some(arrow::buffer::NullBuffer::from(valid)),
+                Some(arrow::buffer::NullBuffer::from(split.valid)),
             )?)
         }
         other => {

@@ -377,22 +377,9 @@ impl ScalarUDFImpl for ArrayIn {
             return datafusion::common::exec_err!("array_in returns an array");
         };
         let texts = udf::string_arg(&args, 0, "array_in")?;
-        let mut items: Vec<Option<String>> = Vec::new();
-        let mut offsets = vec![0i32];
-        let mut valid = Vec::with_capacity(texts.len());
-        for text in texts.iter() {
-            if let Some(text) = text {
-                let parsed = freshet_repr::array_text::parse_array_literal(text).map_err(|m| {
-                    crate::error::sqlstate_error(sqlstate::INVALID_TEXT_REPRESENTATION, m)
-                })?;
-                items.extend(parsed);
-            }
-            valid.push(text.is_some());
-            offsets.push(i32::try_from(items.len()).map_err(|_| {
-                crate::error::sqlstate_error(sqlstate::OUT_OF_MEMORY, "array too large")
-            })?);
-        }
-        let strings = StringArray::from(items);
+        let split = freshet_repr::array_text::split_arrays(texts.iter())
+            .map_err(|m| crate::error::sqlstate_error(sqlstate::INVALID_TEXT_REPRESENTATION, m))?;
+        let strings = StringArray::from(split.elements);
         let options = arrow::compute::CastOptions {
             safe: false,
             format_options: Default::default(),
@@ -416,9 +403,9 @@ impl ScalarUDFImpl for ArrayIn {
             })?;
         let list = ListArray::try_new(
             Arc::clone(element),
-            arrow::buffer::OffsetBuffer::new(offsets.into()),
+            arrow::buffer::OffsetBuffer::new(split.offsets.into()),
             values,
-            Some(arrow::buffer::NullBuffer::from(valid)),
+            Some(arrow::buffer::NullBuffer::from(split.valid)),
         )?;
         udf::to_columnar(udf::array(list), udf::all_scalar(&args))
     }
