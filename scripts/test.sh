@@ -56,7 +56,7 @@ cargo run -p freshet-sqllogictest -- \
   --server-binary "${CARGO_TARGET_DIR:-target}/debug/freshet" \
   sqllogictest/tests/
 
-echo "== driver tests (psycopg 3, psycopg2, asyncpg, SQLAlchemy 2, pandas, pgJDBC) =="
+echo "== driver tests (psycopg 3, psycopg2, asyncpg, SQLAlchemy 2, pandas, pgJDBC, pgbench) =="
 venv="${CARGO_TARGET_DIR:-target}/drivers-venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"

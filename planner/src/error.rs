@@ -53,6 +53,14 @@ pub enum PlanError {
     /// No column of that name.
     #[error("column \"{0}\" does not exist")]
     UnknownColumn(String),
+    /// No column of that name in the relation named.
+    #[error("column \"{column}\" of relation \"{relation}\" does not exist")]
+    UnknownColumnOf {
+        /// The column.
+        column: String,
+        /// The relation.
+        relation: String,
+    },
     /// The object exists but is of another kind.
     #[error("\"{name}\" is not {expected}")]
     WrongObjectType {

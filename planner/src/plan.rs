@@ -230,6 +230,16 @@ pub enum Plan {
         /// Notices for names that did not exist (`IF EXISTS`).
         notices: Vec<String>,
     },
+    /// `VACUUM` / `ANALYZE`: names checked, nothing to do.
+    Maintenance {
+        /// Whether it may run in a transaction block (`ANALYZE` may,
+        /// `VACUUM` may not).
+        in_block_allowed: bool,
+        /// Relations skipped, for warnings.
+        warnings: Vec<String>,
+    },
+    /// `ALTER TABLE ... ADD PRIMARY KEY / UNIQUE` on an existing table.
+    AddKey(Box<crate::statements::alter_table::AddKeyPlan>),
     /// `ALTER ... RENAME TO`.
     Rename {
         /// The item.

@@ -35,6 +35,8 @@ pub const INVALID_TABLE_DEFINITION: &str = "42P16";
 pub const UNDEFINED_FUNCTION: &str = "42883";
 /// `42804` datatype mismatch.
 pub const DATATYPE_MISMATCH: &str = "42804";
+/// `01000` warning.
+pub const WARNING: &str = "01000";
 /// `42703` undefined column.
 pub const UNDEFINED_COLUMN: &str = "42703";
 /// `3F000` invalid schema name.

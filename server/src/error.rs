@@ -262,7 +262,9 @@ fn plan_code(e: &PlanError) -> (&'static str, String) {
         PlanError::UnknownRelation(_) => sqlstate::UNDEFINED_TABLE,
         PlanError::UnknownSchema(_) => sqlstate::INVALID_SCHEMA_NAME,
         PlanError::UnknownDatabase(_) => sqlstate::INVALID_CATALOG_NAME,
-        PlanError::UnknownColumn(_) => sqlstate::UNDEFINED_COLUMN,
+        PlanError::UnknownColumn(_) | PlanError::UnknownColumnOf { .. } => {
+            sqlstate::UNDEFINED_COLUMN
+        }
         PlanError::WrongObjectType { .. } => sqlstate::WRONG_OBJECT_TYPE,
         PlanError::DuplicateColumn(_) => sqlstate::DUPLICATE_COLUMN,
         PlanError::UnknownVariable(_) => sqlstate::UNDEFINED_OBJECT,

@@ -53,7 +53,16 @@ type SharedKeySet = Arc<tokio::sync::Mutex<Option<KeySet>>>;
 #[derive(Debug, Default)]
 pub struct KeySets {
     tables: parking_lot::Mutex<HashMap<(GlobalId, usize), SharedKeySet>>,
+    /// Per table, shared by every commit that writes it (from before it
+    /// reads the table's keys off the catalog until storage answers) and
+    /// held alone while a key is added to the table, so no commit checked
+    /// against the keys before the change lands after the rows were
+    /// checked against the new key.
+    gates: parking_lot::Mutex<HashMap<GlobalId, Arc<tokio::sync::RwLock<()>>>>,
 }
+
+/// A commit's share of the gates of the tables it writes.
+pub type WriteGates = Vec<tokio::sync::OwnedRwLockReadGuard<()>>;
 
 /// One table's key values, in Arrow's row format.
 struct KeySet {
@@ -73,6 +82,44 @@ impl KeySets {
     /// Forget a dropped table's keys.
     pub fn forget(&self, id: GlobalId) {
         self.tables.lock().retain(|(table, _), _| *table != id);
+    }
+
+    fn gate(&self, id: GlobalId) -> Arc<tokio::sync::RwLock<()>> {
+        Arc::clone(self.gates.lock().entry(id).or_default())
+    }
+
+    /// Enter the gates of `tables` (taken in id order, so two commits
+    /// never wait on each other).
+    pub async fn enter(&self, tables: impl IntoIterator<Item = GlobalId>) -> WriteGates {
+        let ids: std::collections::BTreeSet<GlobalId> = tables.into_iter().collect();
+        let mut guards = Vec::with_capacity(ids.len());
+        for id in ids {
+            guards.push(self.gate(id).read_owned().await);
+        }
+        guards
+    }
+
+    /// Wait for the commits writing `table` to finish and keep new ones
+    /// out while the guard lives.
+    pub async fn exclude_writes(&self, table: GlobalId) -> tokio::sync::OwnedRwLockWriteGuard<()> {
+        self.gate(table).write_owned().await
+    }
+
+    /// Check the rows `table` holds against a key it is about to get
+    /// (23505 if two rows share a key value, 23502 if a primary key
+    /// column holds a NULL) and keep the key values for the commits after
+    /// it. The caller excludes writes to the table meanwhile.
+    pub fn install(&self, storage: &Storage, spec: &KeySpec) -> Result<()> {
+        let set = KeySet::build(storage, spec)?;
+        *self.key_set(spec).try_lock().map_err(|_| {
+            AdapterError::Internal(format!("the keys of {} are in use", spec.table))
+        })? = Some(set);
+        Ok(())
+    }
+
+    /// Forget one key's values (a key whose addition did not commit).
+    pub fn forget_key(&self, id: GlobalId, slot: usize) {
+        self.tables.lock().remove(&(id, slot));
     }
 
     fn key_set(&self, spec: &KeySpec) -> SharedKeySet {
@@ -193,6 +240,51 @@ impl KeySet {
         Ok(set)
     }
 
+    /// [`load`](Self::load) for a key the table does not have yet: a
+    /// NULL or a duplicate is the user's error, said as PostgreSQL says
+    /// it when it builds the key's index.
+    fn build(storage: &Storage, spec: &KeySpec) -> Result<KeySet> {
+        let fields: Vec<SortField> = spec.types.iter().cloned().map(SortField::new).collect();
+        let mut set = KeySet {
+            converter: RowConverter::new(fields)
+                .map_err(|e| AdapterError::Internal(format!("key encoding: {e}")))?,
+            keys: HashSet::new(),
+        };
+        for batch in storage.snapshot(spec.id, storage.read_ts())? {
+            if spec.slot == 0
+                && let Some(name) = spec
+                    .columns
+                    .iter()
+                    .zip(&spec.names)
+                    .find(|(i, _)| batch.column(**i).null_count() > 0)
+                    .map(|(_, n)| n)
+            {
+                return Err(AdapterError::Data {
+                    code: sqlstate::NOT_NULL_VIOLATION,
+                    message: format!(
+                        "column \"{name}\" of relation \"{}\" contains null values",
+                        spec.table
+                    ),
+                    detail: None,
+                });
+            }
+            let rows = set.convert(&batch, &spec.columns)?;
+            for (r, row) in rows.iter().enumerate() {
+                if exempt(spec, &batch, r) {
+                    continue;
+                }
+                if !set.keys.insert(row.as_ref().into()) {
+                    return Err(AdapterError::Data {
+                        code: sqlstate::UNIQUE_VIOLATION,
+                        message: format!("could not create unique index \"{}\"", spec.constraint),
+                        detail: Some(key_detail(spec, &batch, r, "is duplicated")),
+                    });
+                }
+            }
+        }
+        Ok(set)
+    }
+
     fn convert(&self, batch: &RecordBatch, columns: &[usize]) -> Result<arrow::row::Rows> {
         let arrays: Vec<_> = columns.iter().map(|&i| batch.column(i).clone()).collect();
         self.converter
@@ -213,6 +305,9 @@ impl KeySet {
                 .as_any()
                 .downcast_ref::<Int64Array>()
                 .ok_or_else(|| AdapterError::Internal("a table write without diffs".into()))?;
+            if spec.slot == 0 {
+                null_key_check(spec, batch, diffs)?;
+            }
             let rows = self.convert(batch, &spec.columns)?;
             for (r, row) in rows.iter().enumerate() {
                 if exempt(spec, batch, r) {
@@ -241,7 +336,7 @@ impl KeySet {
             let after = held + delta;
             if after > 1 {
                 let detail = first_insert
-                    .map(|(w, r)| key_detail(spec, &writes[w].updates, r))
+                    .map(|(w, r)| key_detail(spec, &writes[w].updates, r, "already exists"))
                     .unwrap_or_default();
                 return Err(AdapterError::Data {
                     code: sqlstate::UNIQUE_VIOLATION,
@@ -262,14 +357,39 @@ impl KeySet {
     }
 }
 
+/// 23502 if a row `batch` inserts has a NULL in a primary-key column:
+/// primary-key columns are NOT NULL. (A key added to a table that held
+/// rows leaves the columns' declared nullability as it was, so this is
+/// where the rule holds for it.)
+fn null_key_check(spec: &KeySpec, batch: &RecordBatch, diffs: &Int64Array) -> Result<()> {
+    for (&i, name) in spec.columns.iter().zip(&spec.names) {
+        let column = batch.column(i);
+        if column.null_count() == 0 {
+            continue;
+        }
+        if (0..batch.num_rows()).any(|r| column.is_null(r) && diffs.value(r) > 0) {
+            return Err(AdapterError::Data {
+                code: sqlstate::NOT_NULL_VIOLATION,
+                message: format!(
+                    "null value in column \"{name}\" of relation \"{}\" violates not-null constraint",
+                    spec.table
+                ),
+                detail: None,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Whether row `row` of `batch` is outside the key: a NULL in a key whose
 /// NULLs are distinct.
 fn exempt(spec: &KeySpec, batch: &RecordBatch, row: usize) -> bool {
     spec.nulls_distinct && spec.columns.iter().any(|&i| batch.column(i).is_null(row))
 }
 
-/// `Key (a, b)=(1, x) already exists.`, as PostgreSQL says it.
-fn key_detail(spec: &KeySpec, batch: &RecordBatch, row: usize) -> String {
+/// `Key (a, b)=(1, x) already exists.` (or `is duplicated.`), as
+/// PostgreSQL says it.
+fn key_detail(spec: &KeySpec, batch: &RecordBatch, row: usize, what: &str) -> String {
     let options = FormatOptions::default().with_null("null");
     let values: Vec<String> = spec
         .columns
@@ -281,7 +401,7 @@ fn key_detail(spec: &KeySpec, batch: &RecordBatch, row: usize) -> String {
         })
         .collect();
     format!(
-        "Key ({})=({}) already exists.",
+        "Key ({})=({}) {what}.",
         spec.names.join(", "),
         values.join(", ")
     )

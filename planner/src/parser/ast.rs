@@ -104,6 +104,13 @@ pub enum Statement {
         /// The time.
         time: Box<ast::Expr>,
     },
+    /// `VACUUM ...` or `ANALYZE ...`: the tables (and columns) named.
+    Maintenance {
+        /// Which command.
+        kind: MaintenanceKind,
+        /// The tables, each with the columns named for it.
+        tables: Vec<(ObjectName, Vec<Ident>)>,
+    },
     /// `ALTER <kind> [IF EXISTS] name RENAME TO new_name`.
     AlterRename {
         /// What kind of object.
@@ -115,6 +122,15 @@ pub enum Statement {
         /// Its new (unqualified) name.
         new_name: Ident,
     },
+}
+
+/// `VACUUM` or `ANALYZE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaintenanceKind {
+    /// `VACUUM`.
+    Vacuum,
+    /// `ANALYZE`.
+    Analyze,
 }
 
 /// What a `SUBSCRIBE` reads.
@@ -274,6 +290,31 @@ impl std::fmt::Display for Statement {
             ),
             Statement::ShowCreateMaterializedView(n) => {
                 write!(f, "SHOW CREATE MATERIALIZED VIEW {n}")
+            }
+            Statement::Maintenance { kind, tables } => {
+                write!(
+                    f,
+                    "{}",
+                    match kind {
+                        MaintenanceKind::Vacuum => "VACUUM",
+                        MaintenanceKind::Analyze => "ANALYZE",
+                    }
+                )?;
+                let tables: Vec<String> = tables
+                    .iter()
+                    .map(|(n, c)| {
+                        if c.is_empty() {
+                            n.to_string()
+                        } else {
+                            let c: Vec<String> = c.iter().map(|c| c.to_string()).collect();
+                            format!("{n} ({})", c.join(", "))
+                        }
+                    })
+                    .collect();
+                if !tables.is_empty() {
+                    write!(f, " {}", tables.join(", "))?;
+                }
+                Ok(())
             }
             Statement::AlterRename {
                 kind,

@@ -5,7 +5,8 @@
 //! `DFParser`, [`parse_statement`] looks at a statement's leading keyword and
 //! hands it to the file for that family: Freshet's own grammar where
 //! sqlparser has none (`SUBSCRIBE`, `FETCH`, `EXPLAIN TIMESTAMP`, item
-//! options, `AS OF`), sqlparser for everything else. Sub-parts (names,
+//! options, `AS OF`) or another dialect's (`VACUUM`, `ANALYZE`),
+//! sqlparser for everything else. Sub-parts (names,
 //! expressions, queries, column definitions) are always sqlparser's.
 
 mod alter;
@@ -16,6 +17,7 @@ mod create;
 mod explain;
 mod ident;
 pub mod item_options;
+mod maintenance;
 mod show;
 pub(crate) mod stream;
 
@@ -25,7 +27,9 @@ use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 use datafusion::sql::sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{PlanError, Result};
-pub use ast::{EnvelopeKind, ObjectKind, Statement, SubscribeRelation, SubscribeStatement};
+pub use ast::{
+    EnvelopeKind, MaintenanceKind, ObjectKind, Statement, SubscribeRelation, SubscribeStatement,
+};
 pub use ident::{normalize_ident, normalize_name, quote_if_needed};
 
 /// Deepest nesting the parser accepts before refusing the statement.
@@ -76,6 +80,7 @@ pub(crate) fn parse_statement(parser: &mut Parser) -> Result<Statement, ParserEr
             Keyword::SHOW => show::parse_show(parser),
             Keyword::COPY | Keyword::DECLARE | Keyword::FETCH => stream::parse_stream(parser),
             Keyword::SELECT | Keyword::WITH | Keyword::VALUES => as_of::parse_query(parser),
+            Keyword::VACUUM | Keyword::ANALYZE => maintenance::parse_maintenance(parser),
             _ if w.value.eq_ignore_ascii_case("subscribe") => stream::parse_stream(parser),
             _ => sql(parser),
         },

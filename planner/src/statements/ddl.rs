@@ -320,7 +320,7 @@ fn serial_type(data_type: &ast::DataType) -> Option<PgType> {
 }
 
 /// The column names a key constraint lists (plain columns only).
-fn key_columns(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
+pub(crate) fn key_columns(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
     columns
         .iter()
         .map(|c| match &c.column.expr {
@@ -334,7 +334,7 @@ fn key_columns(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
 
 /// PostgreSQL's name for a `UNIQUE` constraint not named in its
 /// definition: `<table>_<columns>_key`.
-fn default_unique_name(table: &str, columns: &[impl AsRef<str>]) -> String {
+pub(crate) fn default_unique_name(table: &str, columns: &[impl AsRef<str>]) -> String {
     let columns: Vec<&str> = columns.iter().map(|c| c.as_ref()).collect();
     format!("{table}_{}_key", columns.join("_"))
 }

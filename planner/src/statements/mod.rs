@@ -1,5 +1,6 @@
 //! Dispatching a parsed statement to its planner.
 
+pub mod alter_table;
 pub mod context;
 pub mod ddl;
 pub mod dml;
@@ -79,6 +80,7 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
             set,
             reset,
         } => options::plan_alter_options(cx, *kind, *if_exists, name, set, reset),
+        Statement::Maintenance { kind, tables } => maintenance(cx, *kind, tables),
         Statement::SelectAsOf {
             query,
             at_least,
@@ -154,21 +156,7 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
             cascade,
             ..
         } => ddl::drop_objects(cx, object_type, names, *if_exists, *cascade),
-        S::AlterTable(at) => match at.operations.as_slice() {
-            [ast::AlterTableOperation::RenameTable { table_name }] => {
-                let new_name = match table_name {
-                    ast::RenameTableNameKind::To(n) | ast::RenameTableNameKind::As(n) => n,
-                };
-                let ident = new_name
-                    .0
-                    .last()
-                    .and_then(|p| p.as_ident())
-                    .cloned()
-                    .ok_or_else(|| PlanError::Syntax("invalid new name".into()))?;
-                ddl::rename(cx, ObjectKind::Table, &at.name, &ident, at.if_exists)
-            }
-            _ => Err(PlanError::unsupported("ALTER TABLE other than RENAME TO")),
-        },
+        S::AlterTable(at) => alter_table::alter_table(cx, at),
         S::ShowTables { show_options, .. } => misc::show_items(cx, ItemKind::Table, show_options),
         S::ShowViews {
             materialized,
@@ -293,4 +281,50 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
         }
         other => Err(PlanError::unsupported(statement_kind(other))),
     }
+}
+
+/// `VACUUM` / `ANALYZE`: each relation named must exist (and each column
+/// named be one of its columns); views are skipped with a warning, as in
+/// PostgreSQL. Nothing else happens: collections compact themselves and
+/// plans use no statistics.
+fn maintenance(
+    cx: &StatementContext,
+    kind: crate::parser::MaintenanceKind,
+    tables: &[(ast::ObjectName, Vec<ast::Ident>)],
+) -> Result<Plan> {
+    use crate::query::resolve::Resolved;
+    let command = match kind {
+        crate::parser::MaintenanceKind::Vacuum => "vacuum",
+        crate::parser::MaintenanceKind::Analyze => "analyze",
+    };
+    let resolver = cx.resolver();
+    let mut warnings = Vec::new();
+    for (name, columns) in tables {
+        let item = match resolver.lookup_relation(name)? {
+            None => return Err(PlanError::UnknownRelation(name.to_string())),
+            Some(Resolved::System(_)) => continue,
+            Some(Resolved::Item(id)) => cx.catalog.get_item(id)?,
+        };
+        if !item.kind.has_collection() {
+            warnings.push(format!(
+                "skipping \"{}\" --- cannot {command} non-tables or special system tables",
+                item.name
+            ));
+            continue;
+        }
+        let desc = item.desc.clone().unwrap_or_default();
+        for c in columns {
+            let c = crate::parser::normalize_ident(c);
+            if !desc.columns.iter().any(|d| d.name == c) {
+                return Err(PlanError::UnknownColumnOf {
+                    column: c,
+                    relation: item.name.clone(),
+                });
+            }
+        }
+    }
+    Ok(Plan::Maintenance {
+        in_block_allowed: kind == crate::parser::MaintenanceKind::Analyze,
+        warnings,
+    })
 }

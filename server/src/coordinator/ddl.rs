@@ -433,7 +433,8 @@ fn dataflow_object(
     })
 }
 
-fn catalog_changed() -> AdapterError {
+/// 40001: the catalog moved on under a statement planned against it.
+pub(super) fn catalog_changed() -> AdapterError {
     AdapterError::SerializationFailure {
         detail: "Another session changed the catalog after this transaction's first DDL statement."
             .into(),

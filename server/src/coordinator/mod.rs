@@ -6,6 +6,7 @@
 //!
 //! - `sequence`: sends each planned statement to the code for its kind;
 //! - `ddl`: catalog transactions, with the written plans they commit;
+//!   `add_key`: a key added to a table that holds rows;
 //! - `implications`: what a committed diff installs (boot runs the same);
 //! - `timestamps`: choosing read times and taking read holds;
 //! - `read`: queries, `AS OF` and index peeks; `explain`: EXPLAIN, SHOW;
@@ -36,6 +37,7 @@ use crate::query_exec::{AbortOnDrop, QueryExecutor};
 use crate::session::{Session, TxnStatus};
 use crate::subscribe::Subscribes;
 
+mod add_key;
 mod copy_from;
 mod cursors;
 mod ddl;

@@ -128,6 +128,10 @@ pub fn command_tag(stmt: &Statement) -> String {
             format!("ALTER {}", kind.keyword())
         }
         Statement::CreateWithOptions { stmt, .. } => command_tag(stmt),
+        Statement::Maintenance { kind, .. } => match kind {
+            freshet_planner::parser::MaintenanceKind::Vacuum => "VACUUM".into(),
+            freshet_planner::parser::MaintenanceKind::Analyze => "ANALYZE".into(),
+        },
         Statement::SelectAsOf { .. } => "SELECT".into(),
         Statement::ExplainTimestamp(_) | Statement::ExplainMaterializedView(_) => "EXPLAIN".into(),
         Statement::ShowCreateMaterializedView(_) => "SHOW".into(),

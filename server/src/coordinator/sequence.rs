@@ -99,6 +99,19 @@ impl Coordinator {
                 self.ddl(session, Ddl::new(&tag, vec![Op::Drop(ids)]), ctx)
                     .await
             }
+            Plan::Maintenance {
+                in_block_allowed,
+                warnings,
+            } => {
+                if !in_block_allowed && session.status != TxnStatus::Idle {
+                    return Err(AdapterError::InTransactionBlock(tag));
+                }
+                for w in warnings {
+                    ctx.warning(freshet_repr::sqlstate::WARNING, w);
+                }
+                Ok(ExecuteResponse::Command(tag))
+            }
+            Plan::AddKey(plan) => self.add_key(session, tag, *plan).await,
             Plan::Rename { id, new_name } => {
                 let ddl = Ddl::new(&tag, vec![Op::RenameItem { id, new_name }]);
                 self.ddl(session, ddl, ctx).await

@@ -32,10 +32,14 @@ impl Coordinator {
     ) -> Result<Timestamp> {
         let storage = Arc::clone(&self.storage);
         let keys = Arc::clone(&self.keys);
+        // Enter the tables' gates before reading their keys off the
+        // catalog: a key added meanwhile waits for this commit to end.
+        let gates = keys.enter(writes.iter().map(|w| w.id)).await;
         let specs = self.key_specs(&writes);
         let result = tokio::spawn(async move {
             let result = keys.commit(&storage, specs, writes, reads).await;
             drop(locks);
+            drop(gates);
             result
         })
         .await
@@ -57,53 +61,13 @@ impl Coordinator {
     pub(super) fn key_specs(&self, writes: &[TableWrite]) -> Vec<crate::keys::KeySpec> {
         let catalog = self.catalog_state();
         let ids: BTreeSet<GlobalId> = writes.iter().map(|w| w.id).collect();
-        let mut specs = Vec::new();
-        for id in ids {
-            let Some(item) = catalog.item(id) else {
-                continue;
-            };
-            let (
-                ItemDetails::Table {
-                    keys: table_keys, ..
-                },
-                Some(desc),
-            ) = (&item.details, item.desc.as_ref())
-            else {
-                continue;
-            };
-            let mut keys = Vec::new();
-            if !table_keys.primary_key.is_empty() {
-                keys.push((
-                    0,
-                    format!("{}_pkey", item.name),
-                    &table_keys.primary_key,
-                    false,
-                ));
-            }
-            for (i, u) in table_keys.unique.iter().enumerate() {
-                keys.push((i + 1, u.name.clone(), &u.columns, !u.nulls_not_distinct));
-            }
-            for (slot, constraint, positions, nulls_distinct) in keys {
-                let Some(columns) = positions
-                    .iter()
-                    .map(|&i| desc.columns.get(i))
-                    .collect::<Option<Vec<_>>>()
-                else {
-                    continue;
-                };
-                specs.push(crate::keys::KeySpec {
-                    id,
-                    slot,
-                    table: item.name.clone(),
-                    constraint,
-                    nulls_distinct,
-                    columns: positions.clone(),
-                    names: columns.iter().map(|c| c.name.clone()).collect(),
-                    types: columns.iter().map(|c| c.ty.arrow_type()).collect(),
-                });
-            }
-        }
-        specs
+        ids.into_iter()
+            .filter_map(|id| catalog.item(id))
+            .flat_map(|item| match &item.details {
+                ItemDetails::Table { keys, .. } => table_key_specs(item, keys),
+                _ => Vec::new(),
+            })
+            .collect()
     }
 
     pub(super) fn table_lock(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<()>> {
@@ -292,6 +256,47 @@ pub(super) fn table_writes(
             Ok(TableWrite {
                 id: table,
                 updates: write_batch(b, diff)?,
+            })
+        })
+        .collect()
+}
+
+/// The key specs of a table with keys `table_keys`, by slot (0: the
+/// primary key, 1..: the `UNIQUE`s in order).
+pub(super) fn table_key_specs(
+    item: &freshet_catalog::Item,
+    table_keys: &freshet_catalog::TableKeys,
+) -> Vec<crate::keys::KeySpec> {
+    let Some(desc) = item.desc.as_ref() else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    if !table_keys.primary_key.is_empty() {
+        keys.push((
+            0,
+            format!("{}_pkey", item.name),
+            &table_keys.primary_key,
+            false,
+        ));
+    }
+    for (i, u) in table_keys.unique.iter().enumerate() {
+        keys.push((i + 1, u.name.clone(), &u.columns, !u.nulls_not_distinct));
+    }
+    keys.into_iter()
+        .filter_map(|(slot, constraint, positions, nulls_distinct)| {
+            let columns = positions
+                .iter()
+                .map(|&i| desc.columns.get(i))
+                .collect::<Option<Vec<_>>>()?;
+            Some(crate::keys::KeySpec {
+                id: item.id,
+                slot,
+                table: item.name.clone(),
+                constraint,
+                nulls_distinct,
+                columns: positions.clone(),
+                names: columns.iter().map(|c| c.name.clone()).collect(),
+                types: columns.iter().map(|c| c.ty.arrow_type()).collect(),
             })
         })
         .collect()

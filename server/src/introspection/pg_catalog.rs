@@ -229,9 +229,11 @@ impl QueryReader {
                 }
                 details => {
                     let defaults = shown_defaults(details);
-                    let serials = match details {
-                        ItemDetails::Table { serials, .. } => serials.as_slice(),
-                        _ => &[],
+                    let (serials, primary_key) = match details {
+                        ItemDetails::Table { serials, keys, .. } => {
+                            (serials.as_slice(), keys.primary_key.as_slice())
+                        }
+                        _ => (&[][..], &[][..]),
                     };
                     for (k, c) in i.desc.iter().flat_map(|d| d.columns.iter()).enumerate() {
                         let hasdef = defaults.get(k).is_some_and(|d| d.is_some());
@@ -248,7 +250,9 @@ impl QueryReader {
                             &c.name,
                             &c.ty,
                             k + 1,
-                            !c.nullable,
+                            // A key added later leaves the declared
+                            // nullability; its columns are NOT NULL still.
+                            !c.nullable || primary_key.contains(&k),
                             hasdef,
                             identity,
                         ));
