@@ -82,6 +82,25 @@ pub struct Vars {
     pub subscribe_buffer_limit: usize,
 }
 
+/// One row of `pg_settings`.
+#[derive(Clone, Debug)]
+pub struct Setting {
+    /// The name, as PostgreSQL spells it (`DateStyle`).
+    pub name: &'static str,
+    /// The current value (in `unit`, if it has one).
+    pub setting: String,
+    /// `ms` for durations.
+    pub unit: Option<&'static str>,
+    /// `bool`, `integer`, `enum` or `string`.
+    pub vartype: &'static str,
+    /// `user` (a session may set it) or `internal` (read-only).
+    pub context: &'static str,
+    /// What `RESET` returns to.
+    pub reset_val: String,
+    /// The server's built-in value.
+    pub boot_val: String,
+}
+
 /// The default `subscribe_buffer_limit`.
 pub const DEFAULT_SUBSCRIBE_BUFFER_LIMIT: usize = 1_000_000;
 /// The most a session may raise `subscribe_buffer_limit` to: a subscribe
@@ -341,8 +360,74 @@ impl Vars {
             "integer_datetimes" | "standard_conforming_strings" => "on".into(),
             "is_superuser" => "off".into(),
             "max_identifier_length" => "63".into(),
+            "max_index_keys" => "32".into(),
+            "block_size" => "8192".into(),
+            "lc_collate" | "lc_ctype" => "C".into(),
+            "transaction_read_only" | "default_transaction_read_only" => "off".into(),
             _ => return None,
         })
+    }
+
+    /// The rows of `pg_settings`: every variable `SHOW ALL` lists and the
+    /// read-only facts tools look up there (`max_index_keys`, ...), each
+    /// with its type, unit and whether a session may set it; `defaults`
+    /// are the values `RESET` returns to.
+    pub fn pg_settings(&self, defaults: &Vars) -> Vec<Setting> {
+        const READ_ONLY: &[&str] = &[
+            "block_size",
+            "integer_datetimes",
+            "is_superuser",
+            "lc_collate",
+            "lc_ctype",
+            "max_identifier_length",
+            "max_index_keys",
+            "server_encoding",
+            "server_version",
+            "server_version_num",
+        ];
+        let mut names: Vec<&'static str> = self.all().into_iter().map(|(n, _)| n).collect();
+        names.extend(["block_size", "lc_collate", "lc_ctype", "max_index_keys"]);
+        names.extend(["default_transaction_read_only", "transaction_read_only"]);
+        names.sort_by_key(|n| n.to_lowercase());
+        let value = |vars: &Vars, name: &str| match name {
+            "statement_timeout" => vars.statement_timeout.as_millis().to_string(),
+            _ => vars.get(&name.to_lowercase()).unwrap_or_default(),
+        };
+        names
+            .into_iter()
+            .map(|name| {
+                let lower = name.to_lowercase();
+                let vartype = match lower.as_str() {
+                    "extra_float_digits"
+                    | "max_identifier_length"
+                    | "max_index_keys"
+                    | "block_size"
+                    | "server_version_num"
+                    | "statement_timeout"
+                    | "subscribe_buffer_limit" => "integer",
+                    "integer_datetimes"
+                    | "is_superuser"
+                    | "standard_conforming_strings"
+                    | "transaction_read_only"
+                    | "default_transaction_read_only" => "bool",
+                    "transaction_isolation" | "intervalstyle" => "enum",
+                    _ => "string",
+                };
+                Setting {
+                    name,
+                    setting: value(self, name),
+                    unit: (lower == "statement_timeout").then_some("ms"),
+                    vartype,
+                    context: if READ_ONLY.contains(&lower.as_str()) {
+                        "internal"
+                    } else {
+                        "user"
+                    },
+                    reset_val: value(defaults, name),
+                    boot_val: value(&Vars::default(), name),
+                }
+            })
+            .collect()
     }
 
     /// Every variable `SHOW ALL` lists, with its value.

@@ -61,6 +61,8 @@ pub enum Builtin {
     PgAttrdef,
     /// `pg_catalog.pg_constraint`
     PgConstraint,
+    /// `pg_catalog.pg_settings`: the session's settings
+    PgSettings,
 }
 
 /// Where a built-in relation's rows come from.
@@ -267,6 +269,7 @@ mod tests {
             Builtin::PgCursors,
             Builtin::PgAttrdef,
             Builtin::PgConstraint,
+            Builtin::PgSettings,
         ];
         for b in all {
             let described = BUILTINS

@@ -443,9 +443,17 @@ impl ContextProvider for PlanningContext<'_> {
         let args = args
             .into_iter()
             .map(|a| {
-                simplifier
+                let e = simplifier
                     .coerce(a, &schema)
-                    .and_then(|e| simplifier.simplify(e))
+                    .and_then(|e| simplifier.simplify(e))?;
+                // DataFusion's series take `bigint` bounds; a bound such as
+                // `array_upper(a, 1)` is `integer` in PostgreSQL.
+                Ok(match e {
+                    Expr::Literal(v, meta) if v.data_type().is_integer() => {
+                        Expr::Literal(v.cast_to(&DataType::Int64)?, meta)
+                    }
+                    other => other,
+                })
             })
             .collect::<DfResult<Vec<_>>>()?;
         let provider =

@@ -119,6 +119,7 @@ pub fn rewrite<V: VisitMut>(node: &mut V, names: &dyn RegNames) -> Result<()> {
             {
                 name.0.remove(0);
             }
+            series_of_subquery(factor);
             ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<PlanError> {
@@ -275,6 +276,86 @@ fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
 }
 
 /// Whether `f` calls `name` (bare or `pg_catalog.`-qualified).
+/// `FROM generate_series(a, (SELECT ...)) [AS] s(n)` →
+/// `FROM (SELECT unnest(generate_series(a, (SELECT ...))) AS
+/// generate_series) [AS] s(n)`: DataFusion's table functions take only
+/// arguments that fold to constants, and a subquery does not (pgJDBC's
+/// key metadata bounds a series by `(SELECT setting FROM pg_settings
+/// ...)`). The scalar `generate_series` takes any expression; series with
+/// constant bounds stay table functions, which stream.
+fn series_of_subquery(factor: &mut ast::TableFactor) {
+    let ast::TableFactor::Table {
+        name,
+        args: Some(args),
+        alias,
+        ..
+    } = factor
+    else {
+        return;
+    };
+    let [ObjectNamePart::Identifier(fname)] = name.0.as_slice() else {
+        return;
+    };
+    if !fname.value.eq_ignore_ascii_case("generate_series") || !args.settings.is_none() {
+        return;
+    }
+    let mut has_subquery = false;
+    let _ = ast::visit_expressions(&args.args, |e| {
+        if matches!(
+            e,
+            Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
+        ) {
+            has_subquery = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    if !has_subquery {
+        return;
+    }
+    let Some(values) = args
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect::<Option<Vec<Expr>>>()
+    else {
+        return;
+    };
+    let args: Vec<String> = values.iter().map(|e| e.to_string()).collect();
+    let sql = format!(
+        "SELECT unnest(generate_series({})) AS generate_series",
+        args.join(", ")
+    );
+    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+    let Ok(subquery) = datafusion::sql::sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(&sql)
+        .and_then(|mut p| p.parse_query())
+    else {
+        return;
+    };
+    let Ok(mut derived) = datafusion::sql::sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql("(SELECT 1) AS generate_series")
+        .and_then(|mut p| p.parse_table_factor())
+    else {
+        return;
+    };
+    if let ast::TableFactor::Derived {
+        subquery: q,
+        alias: a,
+        ..
+    } = &mut derived
+    {
+        *q = subquery;
+        if let Some(given) = alias.take() {
+            *a = Some(given);
+        }
+    }
+    *factor = derived;
+}
+
 fn is_function(f: &Function, name: &str) -> bool {
     let parts = &f.name.0;
     let last = parts.last().and_then(|p| p.as_ident());

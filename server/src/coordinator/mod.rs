@@ -240,6 +240,7 @@ impl Coordinator {
             compute: Arc::clone(&self.compute),
             catalog: self.catalog_for(session),
             database: session.database.clone(),
+            settings: session.vars.pg_settings(&session.reset_vars),
             cursors: session
                 .txn
                 .cursors

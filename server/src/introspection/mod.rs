@@ -38,6 +38,8 @@ pub struct QueryReader {
     /// The reading session's open cursors: name, statement, creation time
     /// (microseconds since the epoch).
     pub cursors: Vec<(String, String, i64)>,
+    /// The reading session's settings (`pg_settings`).
+    pub settings: Vec<crate::vars::Setting>,
 }
 
 fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
@@ -213,6 +215,40 @@ impl QueryReader {
                                 .format("%Y-%m-%d %H:%M:%S%.6f+00")
                                 .to_string(),
                         ),
+                    ]
+                })
+                .collect(),
+            Builtin::PgSettings => self
+                .settings
+                .iter()
+                .map(|v| {
+                    let source = if v.setting == v.boot_val {
+                        "default"
+                    } else {
+                        "session"
+                    };
+                    vec![
+                        s(v.name),
+                        s(&v.setting),
+                        v.unit.map(str::to_string),
+                        s(if v.context == "internal" {
+                            "Preset Options"
+                        } else {
+                            "Client Connection Defaults"
+                        }),
+                        s(""),
+                        None,
+                        s(v.context),
+                        s(v.vartype),
+                        s(source),
+                        None,
+                        None,
+                        None,
+                        s(&v.boot_val),
+                        s(&v.reset_val),
+                        None,
+                        None,
+                        s("f"),
                     ]
                 })
                 .collect(),

@@ -138,9 +138,21 @@ public class JdbcCheck {
             eq("{jd_items_name=name, jd_items_pkey=id unique}", indexColumns.toString(), "index info");
             eq(List.of("id"), column(md.getBestRowIdentifier(null, "public", "jd_items",
                     DatabaseMetaData.bestRowSession, false), "COLUMN_NAME"), "best row identifier");
-            // Not yet: getTypeInfo (its generate_series(1, array_upper(...))
-            // table function gets an int4 where DataFusion wants an int8) and
-            // getImported/ExportedKeys (they read pg_settings). See docs/log.md.
+            // Type info: every base type once, with its java.sql.Types code.
+            ResultSet ti = md.getTypeInfo();
+            Map<String, Integer> typeCodes = new HashMap<>();
+            while (ti.next()) typeCodes.put(ti.getString("TYPE_NAME"), ti.getInt("DATA_TYPE"));
+            eq(Types.BIGINT, typeCodes.get("int8"), "int8 type code");
+            eq(Types.VARCHAR, typeCodes.get("text"), "text type code");
+            eq(Types.NUMERIC, typeCodes.get("numeric"), "numeric type code");
+            eq(Types.TIMESTAMP, typeCodes.get("timestamptz"), "timestamptz type code");
+            eq(Types.ARRAY, typeCodes.get("_int4"), "int4[] type code");
+            // Freshet has no foreign keys: none imported, exported or between.
+            eq(List.of(), column(md.getImportedKeys(null, "public", "jd_items"), "FKCOLUMN_NAME"), "imported keys");
+            eq(List.of(), column(md.getExportedKeys(null, "public", "jd_items"), "FKCOLUMN_NAME"), "exported keys");
+            eq(List.of(), column(md.getCrossReference(null, "public", "jd_items", null, "public", "jd_items"),
+                    "FKCOLUMN_NAME"), "cross reference");
+            eq(List.of(), column(md.getUDTs(null, "public", "%", null), "TYPE_NAME"), "user-defined types");
             check(column(md.getTableTypes(), "TABLE_TYPE").contains("MATERIALIZED VIEW"), "table types");
             eq(List.of(), column(md.getFunctions(null, "public", "%"), "FUNCTION_NAME"), "functions");
             eq(List.of(), column(md.getProcedures(null, "public", "%"), "PROCEDURE_NAME"), "procedures");
