@@ -296,7 +296,7 @@ fn series_of_subquery(factor: &mut ast::TableFactor) {
     let [ObjectNamePart::Identifier(fname)] = name.0.as_slice() else {
         return;
     };
-    if !fname.value.eq_ignore_ascii_case("generate_series") || !args.settings.is_none() {
+    if !fname.value.eq_ignore_ascii_case("generate_series") || args.settings.is_some() {
         return;
     }
     let mut has_subquery = false;
