@@ -56,13 +56,20 @@ cargo run -p freshet-sqllogictest -- \
   --server-binary "${CARGO_TARGET_DIR:-target}/debug/freshet" \
   sqllogictest/tests/
 
-echo "== driver tests (psycopg 3, psycopg2, asyncpg, SQLAlchemy 2, pandas, pgJDBC, pgbench) =="
+echo "== driver tests (psycopg 3, psycopg2, asyncpg, SQLAlchemy 2, pandas, pgJDBC, pgbench, dbt) =="
 venv="${CARGO_TARGET_DIR:-target}/drivers-venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check "psycopg[binary]>=3.1,<4" \
   "psycopg2-binary>=2.9,<3" "asyncpg>=0.29,<0.33" "SQLAlchemy>=2.0,<2.1" "pandas>=2,<3" "pytest>=7,<10"
+# dbt in a venv of its own (its pins are not the drivers'); dbt-core is
+# pinned too, as newer releases fetch a parser from outside PyPI.
+dbt_venv="${CARGO_TARGET_DIR:-target}/dbt-venv"
+if [ ! -x "$dbt_venv/bin/python" ]; then
+  python3 -m venv "$dbt_venv"
+fi
+"$dbt_venv/bin/pip" install --quiet --disable-pip-version-check "dbt-core==1.9.4" "dbt-postgres==1.9.0"
 FRESHET_BIN="${CARGO_TARGET_DIR:-target}/debug/freshet" "$venv/bin/python" -m pytest -q tests/drivers
 
 echo "== driver tests (node-postgres) =="

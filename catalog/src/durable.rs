@@ -63,6 +63,10 @@ pub struct Catalog {
     fence: Fence,
     seqno: Option<SeqNo>,
     state: Arc<CatalogState>,
+    /// The highest id handed to a transaction block's statement (in
+    /// memory only: blocks end with the process). Other transactions
+    /// allocate above it.
+    reserved: u64,
 }
 
 fn encode(entry: &LogEntry) -> Result<Vec<u8>, CatalogError> {
@@ -145,6 +149,7 @@ impl Catalog {
             fence,
             seqno: Some(fence_seqno),
             state: Arc::new(state),
+            reserved: 0,
         };
         if n_entries >= SNAPSHOT_AFTER {
             catalog.write_snapshot()?;
@@ -235,15 +240,44 @@ impl Catalog {
     /// committing anything: what a caller plans against before adding the
     /// results (written plans) to the same transaction.
     pub fn preview(&self, ops: Vec<Op>) -> Result<(CatalogState, Vec<GlobalId>), CatalogError> {
-        let (next, _, created) = transact(&self.state, ops)?;
+        let (next, _, created) = transact(&self.state, self.past_reserved(ops))?;
         Ok((next, created))
+    }
+
+    /// Check a transaction block's statement against `base` (the catalog
+    /// as the block sees it), reserving the ids its objects get. Returns
+    /// the catalog after it, the ids created and the ops to commit (led by
+    /// the [`Op::AllocateAfter`] that gives COMMIT the same ids).
+    #[allow(clippy::type_complexity)]
+    pub fn preview_step(
+        &mut self,
+        base: &CatalogState,
+        ops: Vec<Op>,
+    ) -> Result<(CatalogState, Vec<GlobalId>, Vec<Op>), CatalogError> {
+        let after = base.next_id.max(self.state.next_id).max(self.reserved);
+        let ops: Vec<Op> = std::iter::once(Op::AllocateAfter(after))
+            .chain(ops)
+            .collect();
+        let (next, _, created) = transact(base, ops.clone())?;
+        self.reserved = self.reserved.max(next.next_id);
+        Ok((next, created, ops))
+    }
+
+    /// `ops`, allocating above the ids reserved for transaction blocks.
+    fn past_reserved(&self, ops: Vec<Op>) -> Vec<Op> {
+        if self.reserved <= self.state.next_id {
+            return ops;
+        }
+        std::iter::once(Op::AllocateAfter(self.reserved))
+            .chain(ops)
+            .collect()
     }
 
     /// Validate and durably commit `ops` as one transaction. Returns the
     /// committed diff and the ids of objects created, in order. Nothing is
     /// changed if any op fails or the log append fails.
     pub fn transact(&mut self, ops: Vec<Op>) -> Result<(CatalogDiff, Vec<GlobalId>), CatalogError> {
-        let (next, diff, created) = transact(&self.state, ops)?;
+        let (next, diff, created) = transact(&self.state, self.past_reserved(ops))?;
         if diff.is_empty() {
             return Ok((diff, created));
         }

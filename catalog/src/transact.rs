@@ -81,6 +81,11 @@ pub enum Op {
         /// New details.
         details: ItemDetails,
     },
+    /// Give the objects the following ops create the ids after `after`: a
+    /// transaction block's statement reserves its ids when it runs (see
+    /// [`crate::Catalog::preview_step`]) and COMMIT creates the objects
+    /// under those ids, whatever other sessions committed meanwhile.
+    AllocateAfter(u64),
 }
 
 /// Apply `ops` to a copy of `state`, returning the new state, the diff and
@@ -92,12 +97,17 @@ pub(crate) fn transact(
     let mut next = state.clone();
     let mut diff = CatalogDiff::default();
     let mut created = Vec::new();
+    // The highest id allocated: `AllocateAfter` may move allocation below
+    // it (into a reserved range), never the state's counter.
+    let mut high = next.next_id;
     for op in ops {
         let changes = plan_op(&mut next, op, &mut created)?;
+        high = high.max(next.next_id);
         let step = CatalogDiff { changes };
         next.apply(&step)?;
         diff.changes.extend(step.changes);
     }
+    next.next_id = high;
     Ok((next, diff, created))
 }
 
@@ -277,6 +287,10 @@ fn plan_op(
                 old: CatalogObject::Item(old),
                 new: CatalogObject::Item(new),
             }]
+        }
+        Op::AllocateAfter(after) => {
+            state.next_id = after;
+            Vec::new()
         }
         Op::UpdateDetails { id, details } => {
             let old = state.get_item(id)?.clone();

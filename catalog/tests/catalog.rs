@@ -317,3 +317,53 @@ fn long_logs_are_compacted_into_a_snapshot() {
     drop(cat);
     assert_eq!(open(&c).state().as_diff_from_empty(), before);
 }
+
+/// Transaction blocks reserve the ids of what they create when their
+/// statements run; other transactions allocate above the reservations, and
+/// a block's COMMIT creates its objects under the reserved ids, however
+/// the catalog moved meanwhile. After a restart allocation continues
+/// above everything committed.
+#[test]
+fn blocks_reserve_ids_and_commit_under_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = consensus(dir.path());
+    let mut cat = open(&c);
+    let public = public(&cat);
+    let base = cat.state();
+    // Block A: a table, then a view on it (a later statement).
+    let (a1, a_created, a_ops1) = cat.preview_step(&base, vec![table(public, "ta")]).unwrap();
+    let ta = a_created[0];
+    let (_, a_view, a_ops2) = cat
+        .preview_step(&a1, vec![view(public, "va", vec![ta])])
+        .unwrap();
+    // Block B reserves above A.
+    let (_, b_created, b_ops) = cat.preview_step(&base, vec![table(public, "tb")]).unwrap();
+    assert!(b_created[0] > a_view[0]);
+    // An autocommit transaction allocates above both.
+    let (_, plain) = cat.transact(vec![table(public, "tc")]).unwrap();
+    assert!(plain[0] > b_created[0]);
+    // B commits first, then A: each under its own ids.
+    let (_, b_ids) = cat.transact(b_ops).unwrap();
+    assert_eq!(b_ids, b_created);
+    let (_, a_ids) = cat
+        .transact(a_ops1.into_iter().chain(a_ops2).collect())
+        .unwrap();
+    assert_eq!(a_ids, vec![ta, a_view[0]]);
+    let state = cat.state();
+    for (name, id) in [
+        ("ta", ta),
+        ("va", a_view[0]),
+        ("tb", b_created[0]),
+        ("tc", plain[0]),
+    ] {
+        assert_eq!(
+            state.item_by_name(public, name).map(|i| i.id),
+            Some(id),
+            "{name}"
+        );
+    }
+    drop(cat);
+    let mut cat = open(&c);
+    let (_, after) = cat.transact(vec![table(public, "td")]).unwrap();
+    assert!(after[0] > plain[0]);
+}

@@ -31,6 +31,10 @@ pub async fn serve(config: Config) -> Result<(), ServeError> {
             .await
             .map_err(|e| ServeError::Boot(AdapterError::Internal(format!("boot task: {e}"))))?
             .map_err(ServeError::Boot)?;
+    coord
+        .drop_leftover_temp_schemas()
+        .await
+        .map_err(ServeError::Boot)?;
     let listener = TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Listen {

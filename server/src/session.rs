@@ -82,8 +82,9 @@ impl Transaction {
 /// The DDL of a transaction block, not yet committed.
 #[derive(Debug)]
 pub struct PendingDdl {
-    /// The catalog the block's DDL applies to. COMMIT (and any later DDL
-    /// in the block) fails with 40001 if another session changed it.
+    /// The catalog when the block ran its first DDL statement. COMMIT
+    /// fails with 40001 if another session changed what the block's
+    /// statements name.
     pub base: Arc<freshet_catalog::CatalogState>,
     /// One step per statement, in order.
     pub steps: Vec<DdlStep>,
@@ -194,6 +195,11 @@ pub struct Session {
     /// `set_config` calls of the running statement, applied when it
     /// succeeds.
     pub pending_settings: crate::session_functions::PendingSettings,
+    /// The name of the session's schema for temporary tables
+    /// (`pg_temp_<pid>`), once it has a backend pid.
+    pub temp_schema: Option<String>,
+    /// Drops that schema when the session ends.
+    pub temp_guard: Option<crate::coordinator::TempSchemaGuard>,
 }
 
 /// A COPY FROM STDIN in progress: its plan and the data received so far.
@@ -256,6 +262,8 @@ impl Session {
             copy_in: None,
             prepared: std::collections::HashMap::new(),
             pending_settings: Default::default(),
+            temp_schema: None,
+            temp_guard: None,
         };
         s.refresh_df();
         s
@@ -267,6 +275,7 @@ impl Session {
             database: self.database.clone(),
             search_path: self.search_path(),
             user: self.user.clone(),
+            temp_schema: self.temp_schema.clone(),
         }
     }
 

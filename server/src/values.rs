@@ -216,6 +216,28 @@ pub fn check_rows(table: &str, desc: &RelationDesc, batch: RecordBatch) -> Resul
                         .collect::<Result<StringArray>>()?,
                 )
             }
+            // A decimal of another precision (`CREATE TABLE AS` of
+            // `sum(numeric(10,2))` into a `numeric` column), a narrower
+            // integer: converted to the column's type, failing on
+            // overflow rather than wrapping.
+            (_, from)
+                if *from != col.ty.arrow_type()
+                    && from.is_numeric()
+                    && col.ty.arrow_type().is_numeric() =>
+            {
+                let options = arrow::compute::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                arrow::compute::cast_with_options(array, &col.ty.arrow_type(), &options).map_err(
+                    |e| {
+                        AdapterError::data(
+                            sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
+                            format!("value out of range for column \"{}\": {e}", col.name),
+                        )
+                    },
+                )?
+            }
             _ => Arc::clone(array),
         };
         columns.push(fixed);

@@ -63,6 +63,10 @@ pub enum Builtin {
     PgConstraint,
     /// `pg_catalog.pg_settings`: the session's settings
     PgSettings,
+    /// `pg_catalog.pg_rewrite`: views' `_RETURN` rules
+    PgRewrite,
+    /// `pg_catalog.pg_depend`: what views and indexes depend on
+    PgDepend,
 }
 
 /// Where a built-in relation's rows come from.
@@ -270,6 +274,8 @@ mod tests {
             Builtin::PgAttrdef,
             Builtin::PgConstraint,
             Builtin::PgSettings,
+            Builtin::PgRewrite,
+            Builtin::PgDepend,
         ];
         for b in all {
             let described = BUILTINS

@@ -713,7 +713,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("ev_qual", Text),
             ("ev_action", Text),
         ],
-        source: Empty,
+        source: Rows(Builtin::PgRewrite),
     },
     BuiltinRelation {
         schema: "pg_catalog",
@@ -727,7 +727,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("refobjsubid", Int4),
             ("deptype", Text),
         ],
-        source: Empty,
+        source: Rows(Builtin::PgDepend),
     },
     BuiltinRelation {
         schema: "pg_catalog",

@@ -42,6 +42,7 @@ impl Fixture {
             database: freshet_catalog::DEFAULT_DATABASE.into(),
             search_path: vec!["public".into()],
             user: "freshet".into(),
+            temp_schema: None,
         };
         let catalog = self.catalog.state();
         let cx = StatementContext {

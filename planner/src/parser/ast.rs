@@ -111,6 +111,13 @@ pub enum Statement {
         /// The tables, each with the columns named for it.
         tables: Vec<(ObjectName, Vec<Ident>)>,
     },
+    /// `REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]`.
+    RefreshMaterializedView {
+        /// The view.
+        name: ObjectName,
+        /// `WITH DATA` (the default) rather than `WITH NO DATA`.
+        with_data: bool,
+    },
     /// `ALTER <kind> [IF EXISTS] name RENAME TO new_name`.
     AlterRename {
         /// What kind of object.
@@ -316,6 +323,11 @@ impl std::fmt::Display for Statement {
                 }
                 Ok(())
             }
+            Statement::RefreshMaterializedView { name, with_data } => write!(
+                f,
+                "REFRESH MATERIALIZED VIEW {name}{}",
+                if *with_data { "" } else { " WITH NO DATA" }
+            ),
             Statement::AlterRename {
                 kind,
                 if_exists,

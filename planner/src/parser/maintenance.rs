@@ -8,9 +8,12 @@
 //! ANALYZE [ VERBOSE ] [ table_and_columns [, ...] ]
 //! ```
 //!
-//! Freshet compacts its collections itself and plans without statistics,
-//! so both only check what they name; tools (`pgbench -i`, migrations,
-//! ORMs' test fixtures) run them as routine.
+//! and `REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]`.
+//!
+//! Freshet compacts its collections itself, plans without statistics and
+//! keeps materialized views up to date as writes commit, so these only
+//! check what they name; tools (`pgbench -i`, dbt, migrations, ORMs' test
+//! fixtures) run them as routine.
 
 use datafusion::sql::sqlparser::ast::{Ident, ObjectName};
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -102,6 +105,22 @@ pub(super) fn parse_maintenance(parser: &mut Parser) -> Result<Statement, Parser
     Ok(Statement::Maintenance { kind, tables })
 }
 
+/// Parse `REFRESH MATERIALIZED VIEW ...` (the leading word is next).
+pub(super) fn parse_refresh(parser: &mut Parser) -> Result<Statement, ParserError> {
+    parser.expect_keyword(Keyword::REFRESH)?;
+    parser.expect_keywords(&[Keyword::MATERIALIZED, Keyword::VIEW])?;
+    let _ = super::eat_word(parser, "concurrently");
+    let name = parser.parse_object_name(false)?;
+    let with_data = if parser.parse_keyword(Keyword::WITH) {
+        let no = parser.parse_keyword(Keyword::NO);
+        parser.expect_keyword(Keyword::DATA)?;
+        !no
+    } else {
+        true
+    };
+    Ok(Statement::RefreshMaterializedView { name, with_data })
+}
+
 #[cfg(test)]
 mod tests {
     use crate::parser::{MaintenanceKind, Statement, parse};
@@ -139,6 +158,13 @@ mod tests {
         );
         assert_eq!(tables("analyze").0, MaintenanceKind::Analyze);
         assert!(parse("VACUUM (NOPE) t").is_err());
+        assert!(matches!(
+            &parse("REFRESH MATERIALIZED VIEW CONCURRENTLY s.mv WITH NO DATA").unwrap()[..],
+            [Statement::RefreshMaterializedView {
+                with_data: false,
+                ..
+            }]
+        ));
         assert!(parse("ANALYZE (FULL) t").is_err());
     }
 }

@@ -81,6 +81,7 @@ pub(crate) fn parse_statement(parser: &mut Parser) -> Result<Statement, ParserEr
             Keyword::COPY | Keyword::DECLARE | Keyword::FETCH => stream::parse_stream(parser),
             Keyword::SELECT | Keyword::WITH | Keyword::VALUES => as_of::parse_query(parser),
             Keyword::VACUUM | Keyword::ANALYZE => maintenance::parse_maintenance(parser),
+            Keyword::REFRESH => maintenance::parse_refresh(parser),
             _ if w.value.eq_ignore_ascii_case("subscribe") => stream::parse_stream(parser),
             _ => sql(parser),
         },

@@ -37,7 +37,15 @@ pub struct SessionInfo {
     pub search_path: Vec<String>,
     /// The user name.
     pub user: String,
+    /// The name of the session's schema for temporary tables
+    /// (`pg_temp_<pid>`), created with its first temporary table and
+    /// dropped with the session; `pg_temp` names it, and unqualified names
+    /// find its relations before any other.
+    pub temp_schema: Option<String>,
 }
+
+/// The prefix of the schemas that hold sessions' temporary tables.
+pub const TEMP_SCHEMA_PREFIX: &str = "pg_temp_";
 
 /// A resolved relation name.
 #[derive(Clone, Copy, Debug)]
@@ -119,9 +127,25 @@ impl<'a> NameResolver<'a> {
                 )));
             }
         };
+        let schema = self.schema_alias(schema);
         self.catalog
             .schema_by_name(db.id, schema)
-            .ok_or_else(|| PlanError::UnknownSchema(schema.clone()))
+            .ok_or_else(|| PlanError::UnknownSchema(schema.to_string()))
+    }
+
+    /// `pg_temp` is the session's temporary schema.
+    fn schema_alias<'s>(&'s self, schema: &'s str) -> &'s str {
+        match &self.session.temp_schema {
+            Some(temp) if schema == "pg_temp" => temp,
+            _ => schema,
+        }
+    }
+
+    /// The session's temporary schema, if it has one yet.
+    pub fn temp_schema(&self) -> Option<&'a Schema> {
+        let db = self.database().ok()?;
+        self.catalog
+            .schema_by_name(db.id, self.session.temp_schema.as_deref()?)
     }
 
     /// Resolve a relation name, or `None` if nothing by that name exists.
@@ -132,7 +156,13 @@ impl<'a> NameResolver<'a> {
         }
         match parts.as_slice() {
             [item] => {
-                // Postgres searches pg_catalog before the search path.
+                // Postgres searches the session's temporary tables first,
+                // then pg_catalog, then the search path.
+                if let Some(temp) = self.temp_schema()
+                    && let Some(i) = self.catalog.item_by_name(temp.id, item)
+                {
+                    return Ok(Some(Resolved::Item(i.id)));
+                }
                 if let Some(rel) = builtins::lookup("pg_catalog", item) {
                     return Ok(Some(Resolved::System(rel)));
                 }
@@ -161,6 +191,7 @@ impl<'a> NameResolver<'a> {
     }
 
     fn lookup_in(&self, db: &Database, schema: &str, item: &str) -> Result<Option<Resolved>> {
+        let schema = self.schema_alias(schema);
         if SYSTEM_SCHEMAS.contains(&schema) {
             return Ok(builtins::lookup(schema, item).map(Resolved::System));
         }
@@ -211,6 +242,11 @@ impl<'a> NameResolver<'a> {
     /// Where `CREATE` puts an object named `name`: its schema and bare name.
     pub fn create_target(&self, name: &ObjectName) -> Result<(&'a Schema, String)> {
         let parts = normalize_name(name)?;
+        if let [schema, item] = parts.as_slice()
+            && schema == "pg_temp"
+        {
+            return Ok((self.create_temp_target(name)?.0, item.clone()));
+        }
         match parts.as_slice() {
             [item] => {
                 let db = self.database()?;
@@ -236,6 +272,31 @@ impl<'a> NameResolver<'a> {
                 "improper qualified name: {name}"
             ))),
         }
+    }
+
+    /// Where `CREATE TEMPORARY ... name` creates: the session's temporary
+    /// schema (which the coordinator creates before planning such a
+    /// statement). A name may be qualified only with that schema.
+    pub fn create_temp_target(&self, name: &ObjectName) -> Result<(&'a Schema, String)> {
+        let parts = normalize_name(name)?;
+        let item = match parts.as_slice() {
+            [item] => item,
+            [schema, item]
+                if self.schema_alias(schema)
+                    == self.session.temp_schema.as_deref().unwrap_or("pg_temp") =>
+            {
+                item
+            }
+            _ => {
+                return Err(PlanError::InvalidDefinition(
+                    "cannot create temporary relation in non-temporary schema".into(),
+                ));
+            }
+        };
+        let schema = self.temp_schema().ok_or_else(|| {
+            PlanError::Internal("the session's temporary schema does not exist".into())
+        })?;
+        Ok((schema, item.clone()))
     }
 
     /// Rewrite every relation reference in `node` into id form, returning

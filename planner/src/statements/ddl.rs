@@ -66,8 +66,12 @@ pub fn create_schema(
 
 /// `CREATE TABLE`.
 pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
-    if ct.temporary {
-        return Err(PlanError::unsupported("CREATE TEMPORARY TABLE"));
+    match ct.on_commit {
+        None | Some(ast::OnCommit::PreserveRows) => {}
+        Some(ast::OnCommit::DeleteRows) => {
+            return Err(PlanError::unsupported("ON COMMIT DELETE ROWS"));
+        }
+        Some(ast::OnCommit::Drop) => return Err(PlanError::unsupported("ON COMMIT DROP")),
     }
     if let Some(query) = &ct.query {
         return create_table_as(cx, ct, query);
@@ -99,8 +103,7 @@ pub fn create_table(cx: &StatementContext, ct: &CreateTable) -> Result<Plan> {
     if ct.columns.is_empty() {
         return Err(PlanError::unsupported("a table without columns"));
     }
-    let resolver = cx.resolver();
-    let (schema, name) = resolver.create_target(&ct.name)?;
+    let (schema, name) = table_target(cx, ct)?;
     let mut columns = Vec::new();
     let mut defaults = Vec::new();
     let mut serials = Vec::new();
@@ -284,8 +287,7 @@ fn create_table_as(cx: &StatementContext, ct: &CreateTable, query: &ast::Query) 
             nullable: true,
         });
     }
-    let resolver = cx.resolver();
-    let (schema, name) = resolver.create_target(&ct.name)?;
+    let (schema, name) = table_target(cx, ct)?;
     let desc = RelationDesc::new(columns);
     let defaults = vec![None; desc.arity()];
     Ok(Plan::CreateTableAs {
@@ -300,6 +302,19 @@ fn create_table_as(cx: &StatementContext, ct: &CreateTable, query: &ast::Query) 
         query: Box::new(planned),
         if_not_exists: ct.if_not_exists,
     })
+}
+
+/// The schema a `CREATE [TEMPORARY] TABLE` creates in, and the name.
+fn table_target<'a>(
+    cx: &StatementContext<'a>,
+    ct: &CreateTable,
+) -> Result<(&'a freshet_catalog::Schema, String)> {
+    let resolver = cx.resolver();
+    if ct.temporary {
+        resolver.create_temp_target(&ct.name)
+    } else {
+        resolver.create_target(&ct.name)
+    }
 }
 
 /// The integer type of `serial`, `bigserial` and `smallserial` (and their
@@ -676,7 +691,24 @@ pub fn rename(
     new_name: &ast::Ident,
     if_exists: bool,
 ) -> Result<Plan> {
-    match lookup_kind(cx, name, kind)? {
+    // As in PostgreSQL, `ALTER TABLE` renames any relation (dbt renames
+    // the views it builds so); the other kinds rename only their own.
+    let found = if kind == ObjectKind::Table {
+        match cx.resolver().lookup_relation(name) {
+            Ok(Some(crate::query::resolve::Resolved::Item(id))) => Some(id),
+            Ok(None) | Err(PlanError::UnknownSchema(_)) | Err(PlanError::UnknownDatabase(_)) => {
+                if if_exists {
+                    return Ok(Plan::Empty);
+                }
+                return Err(PlanError::UnknownRelation(name.to_string()));
+            }
+            Ok(Some(crate::query::resolve::Resolved::System(_))) => lookup_kind(cx, name, kind)?,
+            Err(e) => return Err(e),
+        }
+    } else {
+        lookup_kind(cx, name, kind)?
+    };
+    match found {
         Some(id) => Ok(Plan::Rename {
             id,
             new_name: normalize_ident(new_name),

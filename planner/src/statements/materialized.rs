@@ -254,6 +254,7 @@ pub(crate) fn with_stored_context<T>(
         database,
         search_path: vec![],
         user: "freshet".into(),
+        temp_schema: None,
     };
     let cx = StatementContext {
         state,

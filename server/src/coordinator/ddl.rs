@@ -171,19 +171,15 @@ impl Coordinator {
             dataflow,
             if_not_exists,
         } = ddl;
-        let catalog = self.catalog.lock().await;
+        let mut catalog = self.catalog.lock().await;
         let current = catalog.state();
         let pending = session.txn.ddl.get_or_insert_with(|| PendingDdl {
             base: Arc::clone(&current),
             steps: Vec::new(),
         });
-        if !Arc::ptr_eq(&pending.base, &current) {
-            return Err(catalog_changed());
-        }
-        let mut all = pending.ops();
-        all.extend(ops.iter().cloned());
-        let before: BTreeSet<GlobalId> = pending.created();
-        let (state, created) = match catalog.preview(all) {
+        // Checked against the catalog as the block sees it; other
+        // sessions' changes meanwhile are checked at COMMIT.
+        let (state, created, ops) = match catalog.preview_step(&pending.state(), ops) {
             Ok(preview) => preview,
             Err(CatalogError::AlreadyExists { .. })
                 if let Some(IfNotExists { name, kind }) = if_not_exists =>
@@ -193,10 +189,6 @@ impl Coordinator {
             }
             Err(e) => return Err(e.into()),
         };
-        let created: Vec<GlobalId> = created
-            .into_iter()
-            .filter(|id| !before.contains(id))
-            .collect();
         let dataflow = match dataflow {
             Some(dataflow) => {
                 let id = dataflow_object(&state, &created).ok_or_else(|| {
@@ -290,12 +282,17 @@ impl Coordinator {
         Ok(ExecuteResponse::Command(format!("SELECT {n}")))
     }
 
-    /// COMMIT of a block's DDL: one catalog transaction, if the catalog is
-    /// still the one the block started from.
+    /// COMMIT of a block's DDL: one catalog transaction, under the ids
+    /// its statements reserved. Other sessions may have changed the
+    /// catalog since the block's first DDL statement; that is fine unless
+    /// they changed something the block's statements name or depend on
+    /// (40001 then, as PostgreSQL's serializable), or took a name the
+    /// block creates (the catalog's own error).
     pub(super) async fn commit_ddl(&self, pending: PendingDdl) -> Result<()> {
         let catalog = self.catalog.lock().await;
-        if !Arc::ptr_eq(&pending.base, &catalog.state()) {
-            return Err(catalog_changed());
+        let current = catalog.state();
+        if !Arc::ptr_eq(&pending.base, &current) {
+            unchanged_since(&pending.base, &current, &pending.ops())?;
         }
         let mut ops = Vec::new();
         let mut holds = Vec::new();
@@ -431,6 +428,55 @@ fn dataflow_object(
             .item(*id)
             .is_some_and(|i| matches!(i.kind, ItemKind::MaterializedView | ItemKind::Index))
     })
+}
+
+/// 40001 if an object `ops` name (other than those they create) differs
+/// between `base` and `current`: the block's statements were planned
+/// against `base`.
+fn unchanged_since(
+    base: &freshet_catalog::CatalogState,
+    current: &freshet_catalog::CatalogState,
+    ops: &[Op],
+) -> Result<()> {
+    let mut named: BTreeSet<GlobalId> = BTreeSet::new();
+    for op in ops {
+        match op {
+            Op::CreateItem(def) => named.extend(def.references.iter().copied()),
+            Op::ReplaceItem { id, def } => {
+                named.insert(*id);
+                named.extend(def.references.iter().copied());
+            }
+            Op::Drop(ids) => named.extend(ids.iter().copied()),
+            Op::RenameItem { id, .. }
+            | Op::SetOptions { id, .. }
+            | Op::UpdateDetails { id, .. } => {
+                named.insert(*id);
+            }
+            Op::CreateDatabase { .. } | Op::CreateSchema { .. } | Op::AllocateAfter(_) => {}
+        }
+    }
+    // What the block names may itself depend on something that changed
+    // (a view it reads replaced): all of it must be as it was.
+    let mut pending: Vec<GlobalId> = named.iter().copied().collect();
+    while let Some(id) = pending.pop() {
+        let Some(before) = base.item(id) else {
+            continue; // created in the block
+        };
+        if current.item(id) != Some(before) {
+            return Err(AdapterError::SerializationFailure {
+                detail: format!(
+                    "Another session changed {} after this transaction's DDL named it.",
+                    base.describe(id)
+                ),
+            });
+        }
+        for r in &before.references {
+            if named.insert(*r) {
+                pending.push(*r);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// 40001: the catalog moved on under a statement planned against it.

@@ -13,6 +13,7 @@
 //! - `write`: INSERT/UPDATE/DELETE, key checks and the hand-off to group
 //!   commit; `copy_from`: COPY FROM STDIN;
 //! - `cursors`: SUBSCRIBE, DECLARE and FETCH;
+//! - `temp`: each session's schema of temporary tables;
 //! - `response`: what the front end gets back.
 
 use std::collections::HashMap;
@@ -47,10 +48,12 @@ mod read;
 mod response;
 mod sequence;
 mod sequences;
+mod temp;
 mod timestamps;
 mod write;
 
 pub use response::{ExecCtx, ExecuteResponse, Notice, command_tag};
+pub use temp::TempSchemaGuard;
 
 /// Shared server state.
 pub struct Coordinator {
@@ -68,6 +71,8 @@ pub struct Coordinator {
     pub subscribes: Arc<Subscribes>,
     /// The next transient (subscribe) dataflow id.
     next_transient: std::sync::atomic::AtomicU64,
+    /// The number of the next session's temporary schema.
+    temp_sessions: std::sync::atomic::AtomicU64,
     /// Plans boot made again from SQL (their written format was another
     /// build's), committed back to the catalog once boot has applied it.
     replanned: Mutex<Vec<(GlobalId, freshet_catalog::WrittenPlan)>>,
@@ -121,6 +126,7 @@ impl Coordinator {
             connections: Arc::new(ConnectionManager::new()),
             subscribes: Arc::new(Subscribes::default()),
             next_transient: std::sync::atomic::AtomicU64::new(1),
+            temp_sessions: std::sync::atomic::AtomicU64::new(1),
             replanned: Mutex::new(Vec::new()),
             keys: Arc::default(),
             queries,

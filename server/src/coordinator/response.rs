@@ -128,6 +128,7 @@ pub fn command_tag(stmt: &Statement) -> String {
             format!("ALTER {}", kind.keyword())
         }
         Statement::CreateWithOptions { stmt, .. } => command_tag(stmt),
+        Statement::RefreshMaterializedView { .. } => "REFRESH MATERIALIZED VIEW".into(),
         Statement::Maintenance { kind, .. } => match kind {
             freshet_planner::parser::MaintenanceKind::Vacuum => "VACUUM".into(),
             freshet_planner::parser::MaintenanceKind::Analyze => "ANALYZE".into(),

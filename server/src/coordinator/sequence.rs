@@ -29,6 +29,9 @@ impl Coordinator {
         }
         // `now()` and friends take their value from the statement's start.
         Arc::make_mut(&mut session.df).mark_start_execution();
+        if super::temp::creates_temporary(stmt) {
+            self.ensure_temp_schema(session, ctx).await?;
+        }
         let plan = self.plan(session, stmt, params).await?;
         let tag = command_tag(stmt);
         match plan {
@@ -427,6 +430,10 @@ impl Coordinator {
         stmt: &Statement,
     ) -> Result<Vec<Option<arrow::datatypes::DataType>>> {
         use freshet_planner::statements::context::placeholder_types;
+        if super::temp::creates_temporary(stmt) {
+            // Planned when it runs, once its schema exists.
+            return Ok(Vec::new());
+        }
         Ok(match self.plan(session, stmt, None).await? {
             Plan::Select(q) => placeholder_types(&q.logical)?,
             Plan::SelectAt { query, .. } => placeholder_types(&query.logical)?,

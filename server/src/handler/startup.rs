@@ -111,6 +111,13 @@ impl StartupHandler for FreshetHandler {
         session.refresh_df();
         let (pid, key) = self.pids.generate(client);
         client.set_pid_and_secret_key(pid, key.clone());
+        let temp_schema = self.coord.temp_schema_name();
+        session.temp_guard = Some(crate::coordinator::TempSchemaGuard::new(
+            Arc::clone(&self.coord),
+            session.database.clone(),
+            temp_schema.clone(),
+        ));
+        session.temp_schema = Some(temp_schema);
         let (handle, guard) = self.coord.connections.register(pid, key);
         client.session_extensions().insert(handle);
         client.session_extensions().insert(guard);

@@ -1,5 +1,6 @@
 //! Reading collections and built-in relations for queries.
 
+mod dependencies;
 mod pg_catalog;
 
 use std::sync::Arc;
@@ -252,6 +253,8 @@ impl QueryReader {
                     ]
                 })
                 .collect(),
+            Builtin::PgRewrite => self.pg_rewrite(),
+            Builtin::PgDepend => self.pg_depend(),
             Builtin::PgAttrdef => self.pg_attrdef(),
             Builtin::PgConstraint => self.pg_constraint(),
             Builtin::KeyColumnUsage => self.key_column_usage(),

@@ -82,6 +82,15 @@ impl QueryReader {
 
     pub(super) fn pg_class(&self) -> Vec<Row> {
         let items = self.items_in_db();
+        let temp_nsps: std::collections::HashSet<u32> = self
+            .catalog
+            .schemas()
+            .filter(|s| {
+                s.name
+                    .starts_with(freshet_planner::query::resolve::TEMP_SCHEMA_PREFIX)
+            })
+            .map(|s| s.oid)
+            .collect();
         let has_index = |i: &Item| {
             !key_constraints(i).is_empty() || self.catalog.indexes_on(i.id).next().is_some()
         };
@@ -94,6 +103,8 @@ impl QueryReader {
                    natts: usize,
                    hasindex: bool,
                    replident: &str| {
+            // Temporary tables (and their indexes) live in `pg_temp_<n>`.
+            let persistence = if temp_nsps.contains(&nsp) { "t" } else { "p" };
             vec![
                 n(oid),
                 s(name),
@@ -110,7 +121,7 @@ impl QueryReader {
                 n(0),
                 b(hasindex),
                 b(false),
-                s("p"),
+                s(persistence),
                 s(kind),
                 n(natts),
                 n(0),
