@@ -195,6 +195,9 @@ pub struct Session {
     /// `set_config` calls of the running statement, applied when it
     /// succeeds.
     pub pending_settings: crate::session_functions::PendingSettings,
+    /// The backend process id the client was given (`pg_backend_pid()`,
+    /// and what its CancelRequest names).
+    pub pid: i32,
     /// The name of the session's schema for temporary tables
     /// (`pg_temp_<pid>`), once it has a backend pid.
     pub temp_schema: Option<String>,
@@ -262,6 +265,7 @@ impl Session {
             copy_in: None,
             prepared: std::collections::HashMap::new(),
             pending_settings: Default::default(),
+            pid: 0,
             temp_schema: None,
             temp_guard: None,
         };
@@ -448,6 +452,7 @@ impl Session {
             ("current_user", ScalarValue::Utf8(Some(self.user.clone()))),
             ("session_user", ScalarValue::Utf8(Some(self.user.clone()))),
             ("user", ScalarValue::Utf8(Some(self.user.clone()))),
+            ("pg_backend_pid", ScalarValue::Int32(Some(self.pid))),
         ];
         crate::session_functions::register(df, &self.vars, functions, &self.pending_settings);
     }

@@ -948,4 +948,128 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         ],
         source: Rows(Builtin::PgSettings),
     },
+    // Freshet keeps no access statistics: the counters are zero (as after
+    // a statistics reset) and the live-row estimate unknown.
+    BuiltinRelation {
+        schema: "pg_catalog",
+        name: "pg_stat_all_tables",
+        columns: &[
+            ("relid", Oid),
+            ("schemaname", Text),
+            ("relname", Text),
+            ("seq_scan", Int8),
+            ("seq_tup_read", Int8),
+            ("idx_scan", Int8),
+            ("idx_tup_fetch", Int8),
+            ("n_tup_ins", Int8),
+            ("n_tup_upd", Int8),
+            ("n_tup_del", Int8),
+            ("n_tup_hot_upd", Int8),
+            ("n_live_tup", Int8),
+            ("n_dead_tup", Int8),
+            ("n_mod_since_analyze", Int8),
+            ("n_ins_since_vacuum", Int8),
+            ("last_vacuum", TimestampTz),
+            ("last_autovacuum", TimestampTz),
+            ("last_analyze", TimestampTz),
+            ("last_autoanalyze", TimestampTz),
+            ("vacuum_count", Int8),
+            ("autovacuum_count", Int8),
+            ("analyze_count", Int8),
+            ("autoanalyze_count", Int8),
+        ],
+        source: View(
+            "SELECT c.oid, n.nspname, c.relname, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, \
+             NULL, NULL, NULL, NULL, 0, 0, 0, 0 \
+             FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'm')",
+        ),
+    },
+    BuiltinRelation {
+        schema: "pg_catalog",
+        name: "pg_stat_user_tables",
+        columns: &[
+            ("relid", Oid),
+            ("schemaname", Text),
+            ("relname", Text),
+            ("seq_scan", Int8),
+            ("seq_tup_read", Int8),
+            ("idx_scan", Int8),
+            ("idx_tup_fetch", Int8),
+            ("n_tup_ins", Int8),
+            ("n_tup_upd", Int8),
+            ("n_tup_del", Int8),
+            ("n_tup_hot_upd", Int8),
+            ("n_live_tup", Int8),
+            ("n_dead_tup", Int8),
+            ("n_mod_since_analyze", Int8),
+            ("n_ins_since_vacuum", Int8),
+            ("last_vacuum", TimestampTz),
+            ("last_autovacuum", TimestampTz),
+            ("last_analyze", TimestampTz),
+            ("last_autoanalyze", TimestampTz),
+            ("vacuum_count", Int8),
+            ("autovacuum_count", Int8),
+            ("analyze_count", Int8),
+            ("autoanalyze_count", Int8),
+        ],
+        source: View(
+            "SELECT c.oid, n.nspname, c.relname, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, \
+             NULL, NULL, NULL, NULL, 0, 0, 0, 0 \
+             FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relkind IN ('r', 'm') \
+             AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'freshet_internal')",
+        ),
+    },
+    // Sequences (of `serial` columns) are not relations in `pg_class`
+    // yet, and there are no user-defined aggregates to list.
+    BuiltinRelation {
+        schema: "pg_catalog",
+        name: "pg_sequences",
+        columns: &[
+            ("schemaname", Text),
+            ("sequencename", Text),
+            ("sequenceowner", Text),
+            ("data_type", Text),
+            ("start_value", Int8),
+            ("min_value", Int8),
+            ("max_value", Int8),
+            ("increment_by", Int8),
+            ("cycle", Bool),
+            ("cache_size", Int8),
+            ("last_value", Int8),
+        ],
+        source: Empty,
+    },
+    BuiltinRelation {
+        schema: "pg_catalog",
+        name: "pg_aggregate",
+        columns: &[
+            ("aggfnoid", Oid),
+            ("aggkind", Text),
+            ("aggnumdirectargs", Int2),
+            ("aggtransfn", Text),
+            ("aggfinalfn", Text),
+            ("aggcombinefn", Text),
+            ("aggserialfn", Text),
+            ("aggdeserialfn", Text),
+            ("aggmtransfn", Text),
+            ("aggminvtransfn", Text),
+            ("aggmfinalfn", Text),
+            ("aggfinalextra", Bool),
+            ("aggmfinalextra", Bool),
+            ("aggfinalmodify", Text),
+            ("aggmfinalmodify", Text),
+            ("aggsortop", Oid),
+            ("aggtranstype", Oid),
+            ("aggtransspace", Int4),
+            ("aggmtranstype", Oid),
+            ("aggmtransspace", Int4),
+            ("agginitval", Text),
+            ("aggminitval", Text),
+        ],
+        source: Empty,
+    },
 ];

@@ -70,6 +70,10 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     state
         .register_udaf(crate::query::single_value::udaf())
         .expect("registering built-in functions cannot fail");
+    state.register_udtf(
+        "pg_get_keywords",
+        Arc::new(crate::query::keywords::Keywords),
+    );
     // Every rule checks the statement's stop flag first (`interrupt`).
     crate::interrupt::interruptible(state)
 }

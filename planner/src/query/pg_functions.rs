@@ -120,6 +120,19 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
                 Ok(arrow::array::new_null_array(&DataType::Int64, rows(args)))
             })
         }
+        "pg_database_size" => BoundFunction::udf(name, &[1], DataType::Int64, |args| {
+            Ok(arrow::array::new_null_array(&DataType::Int64, rows(args)))
+        }),
+        // No table is partitioned.
+        "pg_get_partkeydef" => BoundFunction::udf(name, &[1], DataType::Utf8, |args| {
+            Ok(arrow::array::new_null_array(&DataType::Utf8, rows(args)))
+        }),
+        // Access statistics are not kept: zero, as after a stats reset.
+        "pg_stat_get_numscans" | "pg_stat_get_tuples_returned" | "pg_stat_get_tuples_fetched" => {
+            BoundFunction::udf(name, &[1], DataType::Int64, |args| {
+                Ok(Arc::new(arrow::array::Int64Array::from(vec![0; rows(args)])) as ArrayRef)
+            })
+        }
         // Freshet has no functions in `pg_proc` for these to describe.
         "pg_function_is_visible" => {
             BoundFunction::udf("pg_function_is_visible", &[1], DataType::Boolean, |args| {
@@ -202,7 +215,7 @@ pub fn pg_function(name: &str) -> Option<Arc<ScalarUDF>> {
                 Ok(Arc::new(out) as ArrayRef)
             })
         }
-        _ => return None,
+        other => return crate::query::text_functions::text_function(other),
     })
 }
 

@@ -119,10 +119,23 @@ pub fn rewrite<V: VisitMut>(node: &mut V, names: &dyn RegNames) -> Result<()> {
             {
                 name.0.remove(0);
             }
-            series_of_subquery(factor);
+            function_in_from(factor);
             ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<PlanError> {
+            // Unquoted names fold to lower case, qualified ones too
+            // (`PG_CATALOG.PG_GET_EXPR(...)`, as Metabase writes).
+            if let Expr::Function(f) = expr
+                && f.name.0.len() > 1
+            {
+                for part in &mut f.name.0 {
+                    if let ObjectNamePart::Identifier(i) = part
+                        && i.quote_style.is_none()
+                    {
+                        i.value = i.value.to_lowercase();
+                    }
+                }
+            }
             // `'t'::regclass::text` is the name, as a `regclass` prints.
             if let Expr::Cast {
                 expr: operand,
@@ -275,15 +288,25 @@ fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
     Ok(())
 }
 
-/// Whether `f` calls `name` (bare or `pg_catalog.`-qualified).
-/// `FROM generate_series(a, (SELECT ...)) [AS] s(n)` →
-/// `FROM (SELECT unnest(generate_series(a, (SELECT ...))) AS
-/// generate_series) [AS] s(n)`: DataFusion's table functions take only
-/// arguments that fold to constants, and a subquery does not (pgJDBC's
-/// key metadata bounds a series by `(SELECT setting FROM pg_settings
-/// ...)`). The scalar `generate_series` takes any expression; series with
-/// constant bounds stay table functions, which stream.
-fn series_of_subquery(factor: &mut ast::TableFactor) {
+/// Table functions DataFusion (and Freshet) register; any other function
+/// in `FROM` is a scalar one.
+const TABLE_FUNCTIONS: &[&str] = &["generate_series", "range", "pg_get_keywords"];
+
+/// Functions in `FROM` as PostgreSQL treats them:
+///
+/// - `generate_series(...) AS s` names its one column `s`, as PostgreSQL
+///   names a one-column function's column after its alias;
+/// - `FROM generate_series(a, (SELECT ...)) [AS] s(n)` →
+///   `FROM (SELECT unnest(generate_series(a, (SELECT ...))) AS
+///   generate_series) [AS] s(n)`: DataFusion's table functions take only
+///   arguments that fold to constants, and a subquery does not (pgJDBC's
+///   key metadata bounds a series by `(SELECT setting FROM pg_settings
+///   ...)`). The scalar `generate_series` takes any expression; series with
+///   constant bounds stay table functions, which stream;
+/// - a scalar function, `FROM string_to_array(x, ',') [AS] s` (Grafana's
+///   `search_path` expansion) → `FROM (SELECT string_to_array(x, ',') AS
+///   s) AS s`: one row, its column named after the alias.
+fn function_in_from(factor: &mut ast::TableFactor) {
     let ast::TableFactor::Table {
         name,
         args: Some(args),
@@ -296,9 +319,11 @@ fn series_of_subquery(factor: &mut ast::TableFactor) {
     let [ObjectNamePart::Identifier(fname)] = name.0.as_slice() else {
         return;
     };
-    if !fname.value.eq_ignore_ascii_case("generate_series") || args.settings.is_some() {
+    if args.settings.is_some() {
         return;
     }
+    let fname = fname.value.to_lowercase();
+    let table_function = TABLE_FUNCTIONS.contains(&fname.as_str());
     let mut has_subquery = false;
     let _ = ast::visit_expressions(&args.args, |e| {
         if matches!(
@@ -310,7 +335,16 @@ fn series_of_subquery(factor: &mut ast::TableFactor) {
         }
         ControlFlow::Continue(())
     });
-    if !has_subquery {
+    if table_function && !has_subquery {
+        if fname == "generate_series"
+            && let Some(a) = alias.as_mut()
+            && a.columns.is_empty()
+        {
+            a.columns = vec![ast::TableAliasColumnDef::from_name(a.name.value.clone())];
+        }
+        return;
+    }
+    if table_function && fname != "generate_series" {
         return;
     }
     let Some(values) = args
@@ -325,9 +359,18 @@ fn series_of_subquery(factor: &mut ast::TableFactor) {
         return;
     };
     let args: Vec<String> = values.iter().map(|e| e.to_string()).collect();
+    let call = format!("{fname}({})", args.join(", "));
+    let call = if table_function {
+        format!("unnest({call})")
+    } else {
+        call
+    };
+    let column = alias
+        .as_ref()
+        .map_or_else(|| Ident::new(fname.clone()), |a| a.name.clone());
     let sql = format!(
-        "SELECT unnest(generate_series({})) AS generate_series",
-        args.join(", ")
+        "SELECT {call} AS {}",
+        Ident::with_quote('"', column.value.clone())
     );
     let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
     let Ok(subquery) = datafusion::sql::sqlparser::parser::Parser::new(&dialect)
@@ -337,7 +380,10 @@ fn series_of_subquery(factor: &mut ast::TableFactor) {
         return;
     };
     let Ok(mut derived) = datafusion::sql::sqlparser::parser::Parser::new(&dialect)
-        .try_with_sql("(SELECT 1) AS generate_series")
+        .try_with_sql(&format!(
+            "(SELECT 1) AS {}",
+            Ident::with_quote('"', fname.clone())
+        ))
         .and_then(|mut p| p.parse_table_factor())
     else {
         return;
@@ -356,6 +402,7 @@ fn series_of_subquery(factor: &mut ast::TableFactor) {
     *factor = derived;
 }
 
+/// Whether `f` calls `name` (bare or `pg_catalog.`-qualified).
 fn is_function(f: &Function, name: &str) -> bool {
     let parts = &f.name.0;
     let last = parts.last().and_then(|p| p.as_ident());

@@ -118,6 +118,8 @@ impl StartupHandler for FreshetHandler {
             temp_schema.clone(),
         ));
         session.temp_schema = Some(temp_schema);
+        session.pid = pid;
+        session.refresh_df();
         let (handle, guard) = self.coord.connections.register(pid, key);
         client.session_extensions().insert(handle);
         client.session_extensions().insert(guard);

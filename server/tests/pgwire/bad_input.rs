@@ -133,7 +133,7 @@ async fn unsupported_syntax_names_the_construct() {
     let c = s.connect().await;
     c.batch_execute("CREATE TABLE t (a int)").await.unwrap();
     for (sql, code) in [
-        ("CREATE TEMPORARY TABLE x (a int)", "0A000"),
+        ("CREATE TEMPORARY TABLE x (a int) ON COMMIT DROP", "0A000"),
         ("INSERT INTO t VALUES (1) ON CONFLICT DO NOTHING", "0A000"),
         ("ALTER TABLE t ADD COLUMN b int", "0A000"),
         ("GRANT SELECT ON t TO someone", "0A000"),

@@ -202,21 +202,42 @@ async fn ddl_in_a_block_applies_at_commit_and_conflicts_with_concurrent_ddl() {
         Some("1")
     );
 
-    // Another session's DDL in between: the block's DDL was checked
-    // against a catalog that is gone, so its COMMIT fails and applies none
-    // of it.
-    a.batch_execute("BEGIN; CREATE TABLE y (v int); DROP TABLE x")
+    // Another session's DDL in between that touches nothing the block
+    // named: both commit.
+    a.batch_execute("BEGIN; CREATE TABLE w (v int)")
         .await
         .unwrap();
     b.batch_execute("CREATE TABLE z (v int)").await.unwrap();
+    a.batch_execute("COMMIT").await.unwrap();
+    for t in ["w", "z"] {
+        assert_eq!(
+            value(&b, &format!("SELECT count(*) FROM {t}"))
+                .await
+                .as_deref(),
+            Some("0")
+        );
+    }
+
+    // Another session's DDL in between that changes what the block named:
+    // the block's DDL was checked against an object that is gone, so its
+    // COMMIT fails and applies none of it.
+    a.batch_execute("BEGIN; CREATE TABLE y (v int); DROP TABLE x")
+        .await
+        .unwrap();
+    b.batch_execute("ALTER TABLE x RENAME TO x_renamed")
+        .await
+        .unwrap();
     let err = a.batch_execute("COMMIT").await.unwrap_err();
     assert_eq!(sqlstate(&err), "40001");
     assert_eq!(
-        value(&b, "SELECT count(*) FROM x").await.as_deref(),
+        value(&b, "SELECT count(*) FROM x_renamed").await.as_deref(),
         Some("1")
     );
     let err = b.simple_query("SELECT * FROM y").await.unwrap_err();
     assert_eq!(sqlstate(&err), "42P01");
+    b.batch_execute("ALTER TABLE x_renamed RENAME TO x")
+        .await
+        .unwrap();
 
     // A name clash is reported at the statement, as in PostgreSQL.
     a.batch_execute("BEGIN").await.unwrap();
