@@ -24,20 +24,38 @@ pub fn alias_unnamed_items<V: VisitMut>(node: &mut V) {
             // DataFusion refuses and Postgres allows; a column reference
             // next to a wildcard (`SELECT db.oid, db.*`, as DBeaver
             // writes) is renamed too, as the wildcard repeats it.
-            let wildcard = select.projection.iter().any(|i| {
-                matches!(
-                    i,
-                    SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
-                )
-            });
+            // `*` repeats every column; `x.*` those of `x`, so it repeats
+            // `x.c` (whether it repeats a bare `c` is not known here).
+            let star = select
+                .projection
+                .iter()
+                .any(|i| matches!(i, SelectItem::Wildcard(_)));
+            let qualified: Vec<String> = select
+                .projection
+                .iter()
+                .filter_map(|i| match i {
+                    SelectItem::QualifiedWildcard(
+                        datafusion::sql::sqlparser::ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                        _,
+                    ) => n.0.last().and_then(|p| p.as_ident()).map(|i| i.value.clone()),
+                    _ => None,
+                })
+                .collect();
             let mut seen = HashSet::new();
             for item in &mut select.projection {
                 let repeated = match &*item {
                     SelectItem::UnnamedExpr(Expr::Identifier(i)) => {
-                        !seen.insert(i.value.clone()) || wildcard
+                        !seen.insert(i.value.clone()) || star
                     }
                     SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
-                        parts.last().is_some_and(|i| !seen.insert(i.value.clone())) || wildcard
+                        let table = parts
+                            .len()
+                            .checked_sub(2)
+                            .and_then(|k| parts.get(k))
+                            .map(|t| t.value.as_str());
+                        parts.last().is_some_and(|i| !seen.insert(i.value.clone()))
+                            || star
+                            || table.is_some_and(|t| qualified.iter().any(|q| q == t))
                     }
                     SelectItem::UnnamedExpr(_) => true,
                     SelectItem::ExprWithAlias { alias, .. } => !seen.insert(alias.value.clone()),
