@@ -43,6 +43,7 @@ fn fixture() -> &'static Fixture {
             database: "freshet".into(),
             search_path: vec!["public".into()],
             user: "freshet".into(),
+            temp_schema: None,
         };
         for sql in SCHEMA {
             let current = catalog.state();

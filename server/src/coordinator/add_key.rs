@@ -59,7 +59,12 @@ impl Coordinator {
         // Every commit that read the table's keys before this change has
         // ended once the gate is ours; the rows are then all visible.
         let _gate = self.keys.exclude_writes(table).await;
-        self.keys.install(&self.storage, &spec)?;
+        // The check scans the table: off the async workers.
+        let keys = std::sync::Arc::clone(&self.keys);
+        let storage = std::sync::Arc::clone(&self.storage);
+        tokio::task::spawn_blocking(move || keys.install(&storage, &spec))
+            .await
+            .map_err(|e| AdapterError::Internal(format!("key check task failed: {e}")))??;
         let ops = vec![Op::UpdateDetails { id: table, details }];
         match self.transact_locked(catalog, ops, Vec::new(), Prepared::new()) {
             Ok(_) => Ok(ExecuteResponse::Command(tag)),
