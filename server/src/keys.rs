@@ -110,7 +110,7 @@ impl KeySets {
     /// column holds a NULL) and keep the key values for the commits after
     /// it. The caller excludes writes to the table meanwhile.
     pub fn install(&self, storage: &Storage, spec: &KeySpec) -> Result<()> {
-        let set = KeySet::build(storage, spec)?;
+        let set = KeySet::load(storage, spec, true)?;
         *self.key_set(spec).try_lock().map_err(|_| {
             AdapterError::Internal(format!("the keys of {} are in use", spec.table))
         })? = Some(set);
@@ -161,7 +161,7 @@ impl KeySets {
         let mut changes = Vec::with_capacity(specs.len());
         for (spec, guard) in specs.iter().zip(guards.iter_mut()) {
             if guard.is_none() {
-                **guard = Some(KeySet::load(storage, spec)?);
+                **guard = Some(KeySet::load(storage, spec, false)?);
             }
             let set = guard
                 .as_ref()
@@ -216,7 +216,12 @@ struct KeyChange {
 impl KeySet {
     /// The table's keys as of now (every earlier commit to it is visible:
     /// they all ran under the lock the caller holds).
-    fn load(storage: &Storage, spec: &KeySpec) -> Result<KeySet> {
+    ///
+    /// `new`: the key is one the table does not have yet (`ALTER TABLE
+    /// ... ADD PRIMARY KEY`), so a NULL or a duplicate is the user's
+    /// error, said as PostgreSQL says it when it builds the key's index;
+    /// otherwise a duplicate is a bug.
+    fn load(storage: &Storage, spec: &KeySpec, new: bool) -> Result<KeySet> {
         let fields: Vec<SortField> = spec.types.iter().cloned().map(SortField::new).collect();
         let mut set = KeySet {
             converter: RowConverter::new(fields)
@@ -224,34 +229,8 @@ impl KeySet {
             keys: HashSet::new(),
         };
         for batch in storage.snapshot(spec.id, storage.read_ts())? {
-            let rows = set.convert(&batch, &spec.columns)?;
-            for (r, row) in rows.iter().enumerate() {
-                if exempt(spec, &batch, r) {
-                    continue;
-                }
-                if !set.keys.insert(row.as_ref().into()) {
-                    return Err(AdapterError::Internal(format!(
-                        "table {} already holds a duplicate key",
-                        spec.table
-                    )));
-                }
-            }
-        }
-        Ok(set)
-    }
-
-    /// [`load`](Self::load) for a key the table does not have yet: a
-    /// NULL or a duplicate is the user's error, said as PostgreSQL says
-    /// it when it builds the key's index.
-    fn build(storage: &Storage, spec: &KeySpec) -> Result<KeySet> {
-        let fields: Vec<SortField> = spec.types.iter().cloned().map(SortField::new).collect();
-        let mut set = KeySet {
-            converter: RowConverter::new(fields)
-                .map_err(|e| AdapterError::Internal(format!("key encoding: {e}")))?,
-            keys: HashSet::new(),
-        };
-        for batch in storage.snapshot(spec.id, storage.read_ts())? {
-            if spec.slot == 0
+            if new
+                && spec.slot == 0
                 && let Some(name) = spec
                     .columns
                     .iter()
@@ -270,16 +249,21 @@ impl KeySet {
             }
             let rows = set.convert(&batch, &spec.columns)?;
             for (r, row) in rows.iter().enumerate() {
-                if exempt(spec, &batch, r) {
+                if exempt(spec, &batch, r) || set.keys.insert(row.as_ref().into()) {
                     continue;
                 }
-                if !set.keys.insert(row.as_ref().into()) {
-                    return Err(AdapterError::Data {
+                return Err(if new {
+                    AdapterError::Data {
                         code: sqlstate::UNIQUE_VIOLATION,
                         message: format!("could not create unique index \"{}\"", spec.constraint),
                         detail: Some(key_detail(spec, &batch, r, "is duplicated")),
-                    });
-                }
+                    }
+                } else {
+                    AdapterError::Internal(format!(
+                        "table {} already holds a duplicate key",
+                        spec.table
+                    ))
+                });
             }
         }
         Ok(set)

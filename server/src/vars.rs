@@ -389,6 +389,7 @@ impl Vars {
         names.extend(["block_size", "lc_collate", "lc_ctype", "max_index_keys"]);
         names.extend(["default_transaction_read_only", "transaction_read_only"]);
         names.sort_by_key(|n| n.to_lowercase());
+        let boot = Vars::default();
         let value = |vars: &Vars, name: &str| match name {
             "statement_timeout" => vars.statement_timeout.as_millis().to_string(),
             _ => vars.get(&name.to_lowercase()).unwrap_or_default(),
@@ -424,7 +425,7 @@ impl Vars {
                         "user"
                     },
                     reset_val: value(defaults, name),
-                    boot_val: value(&Vars::default(), name),
+                    boot_val: value(&boot, name),
                 }
             })
             .collect()

@@ -953,31 +953,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
         schema: "pg_catalog",
         name: "pg_stat_all_tables",
-        columns: &[
-            ("relid", Oid),
-            ("schemaname", Text),
-            ("relname", Text),
-            ("seq_scan", Int8),
-            ("seq_tup_read", Int8),
-            ("idx_scan", Int8),
-            ("idx_tup_fetch", Int8),
-            ("n_tup_ins", Int8),
-            ("n_tup_upd", Int8),
-            ("n_tup_del", Int8),
-            ("n_tup_hot_upd", Int8),
-            ("n_live_tup", Int8),
-            ("n_dead_tup", Int8),
-            ("n_mod_since_analyze", Int8),
-            ("n_ins_since_vacuum", Int8),
-            ("last_vacuum", TimestampTz),
-            ("last_autovacuum", TimestampTz),
-            ("last_analyze", TimestampTz),
-            ("last_autoanalyze", TimestampTz),
-            ("vacuum_count", Int8),
-            ("autovacuum_count", Int8),
-            ("analyze_count", Int8),
-            ("autoanalyze_count", Int8),
-        ],
+        columns: STAT_TABLES_COLUMNS,
         source: View(
             "SELECT c.oid, n.nspname, c.relname, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, \
              NULL, NULL, NULL, NULL, 0, 0, 0, 0 \
@@ -989,38 +965,10 @@ pub static BUILTINS: &[BuiltinRelation] = &[
     BuiltinRelation {
         schema: "pg_catalog",
         name: "pg_stat_user_tables",
-        columns: &[
-            ("relid", Oid),
-            ("schemaname", Text),
-            ("relname", Text),
-            ("seq_scan", Int8),
-            ("seq_tup_read", Int8),
-            ("idx_scan", Int8),
-            ("idx_tup_fetch", Int8),
-            ("n_tup_ins", Int8),
-            ("n_tup_upd", Int8),
-            ("n_tup_del", Int8),
-            ("n_tup_hot_upd", Int8),
-            ("n_live_tup", Int8),
-            ("n_dead_tup", Int8),
-            ("n_mod_since_analyze", Int8),
-            ("n_ins_since_vacuum", Int8),
-            ("last_vacuum", TimestampTz),
-            ("last_autovacuum", TimestampTz),
-            ("last_analyze", TimestampTz),
-            ("last_autoanalyze", TimestampTz),
-            ("vacuum_count", Int8),
-            ("autovacuum_count", Int8),
-            ("analyze_count", Int8),
-            ("autoanalyze_count", Int8),
-        ],
+        columns: STAT_TABLES_COLUMNS,
         source: View(
-            "SELECT c.oid, n.nspname, c.relname, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, \
-             NULL, NULL, NULL, NULL, 0, 0, 0, 0 \
-             FROM pg_catalog.pg_class c \
-             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-             WHERE c.relkind IN ('r', 'm') \
-             AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'freshet_internal')",
+            "SELECT * FROM pg_catalog.pg_stat_all_tables \
+             WHERE schemaname NOT IN ('pg_catalog', 'information_schema', 'freshet_internal')",
         ),
     },
     // Sequences (of `serial` columns) are not relations in `pg_class`
@@ -1072,4 +1020,31 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         ],
         source: Empty,
     },
+];
+
+/// The columns of `pg_stat_all_tables` and `pg_stat_user_tables`.
+const STAT_TABLES_COLUMNS: &[(&str, super::SysType)] = &[
+    ("relid", Oid),
+    ("schemaname", Text),
+    ("relname", Text),
+    ("seq_scan", Int8),
+    ("seq_tup_read", Int8),
+    ("idx_scan", Int8),
+    ("idx_tup_fetch", Int8),
+    ("n_tup_ins", Int8),
+    ("n_tup_upd", Int8),
+    ("n_tup_del", Int8),
+    ("n_tup_hot_upd", Int8),
+    ("n_live_tup", Int8),
+    ("n_dead_tup", Int8),
+    ("n_mod_since_analyze", Int8),
+    ("n_ins_since_vacuum", Int8),
+    ("last_vacuum", TimestampTz),
+    ("last_autovacuum", TimestampTz),
+    ("last_analyze", TimestampTz),
+    ("last_autoanalyze", TimestampTz),
+    ("vacuum_count", Int8),
+    ("autovacuum_count", Int8),
+    ("analyze_count", Int8),
+    ("autoanalyze_count", Int8),
 ];

@@ -246,7 +246,7 @@ impl Coordinator {
             compute: Arc::clone(&self.compute),
             catalog: self.catalog_for(session),
             database: session.database.clone(),
-            settings: session.vars.pg_settings(&session.reset_vars),
+            vars: (session.vars.clone(), session.reset_vars.clone()),
             cursors: session
                 .txn
                 .cursors

@@ -108,7 +108,6 @@ impl StartupHandler for FreshetHandler {
             }
         }
         session.reset_vars = session.vars.clone();
-        session.refresh_df();
         let (pid, key) = self.pids.generate(client);
         client.set_pid_and_secret_key(pid, key.clone());
         let temp_schema = self.coord.temp_schema_name();
@@ -119,6 +118,8 @@ impl StartupHandler for FreshetHandler {
         ));
         session.temp_schema = Some(temp_schema);
         session.pid = pid;
+        // Session functions (`pg_backend_pid()`, `version()`, settings)
+        // are registered once everything they answer is known.
         session.refresh_df();
         let (handle, guard) = self.coord.connections.register(pid, key);
         client.session_extensions().insert(handle);

@@ -39,8 +39,9 @@ pub struct QueryReader {
     /// The reading session's open cursors: name, statement, creation time
     /// (microseconds since the epoch).
     pub cursors: Vec<(String, String, i64)>,
-    /// The reading session's settings (`pg_settings`).
-    pub settings: Vec<crate::vars::Setting>,
+    /// The reading session's settings and what `RESET` returns them to
+    /// (`pg_settings`, made into rows only when read).
+    pub vars: (crate::vars::Vars, crate::vars::Vars),
 }
 
 fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
@@ -220,7 +221,9 @@ impl QueryReader {
                 })
                 .collect(),
             Builtin::PgSettings => self
-                .settings
+                .vars
+                .0
+                .pg_settings(&self.vars.1)
                 .iter()
                 .map(|v| {
                     let source = if v.setting == v.boot_val {
