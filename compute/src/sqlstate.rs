@@ -54,6 +54,18 @@ pub fn datafusion_sqlstate(e: &DataFusionError) -> (&'static str, String) {
         ),
         DataFusionError::Plan(m) => {
             let m = strip(m);
+            if let Some(call) = no_function(&m) {
+                return (
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("function {call} does not exist"),
+                );
+            }
+            if let Some(operands) = no_operator(&m) {
+                return (
+                    sqlstate::UNDEFINED_FUNCTION,
+                    format!("operator does not exist: {operands}"),
+                );
+            }
             let code = if m.contains("does not exist") || m.contains("not found") {
                 if m.starts_with("relation") || m.starts_with("table") {
                     sqlstate::UNDEFINED_TABLE
@@ -91,9 +103,79 @@ pub fn datafusion_sqlstate(e: &DataFusionError) -> (&'static str, String) {
     }
 }
 
+/// `lower(integer)` for DataFusion's "no signature of this function takes
+/// these types" errors (`... argument types 'lower(Int32)'. You might
+/// need ...`), in PostgreSQL's type names.
+fn no_function(m: &str) -> Option<String> {
+    let (_, rest) = m.split_once("No function matches the given name and argument types '")?;
+    let (call, _) = rest.split_once("'.")?;
+    let (name, args) = call.split_once('(')?;
+    let args = args.strip_suffix(')')?;
+    let mut types = Vec::new();
+    let mut depth = 0usize;
+    let mut current = String::new();
+    for c in args.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                types.push(pg_type_name(&current).to_owned());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    if !current.trim().is_empty() {
+        types.push(pg_type_name(&current).to_owned());
+    }
+    Some(format!("{name}({})", types.join(", ")))
+}
+
+/// `integer + text` for DataFusion's "no common type for these operands"
+/// errors, which PostgreSQL reports as an operator that does not exist.
+fn no_operator(m: &str) -> Option<String> {
+    let operands = [
+        "Cannot coerce arithmetic expression ",
+        "Cannot infer common argument type for comparison operation ",
+        "Cannot infer common argument type for operation ",
+        "Cannot infer common argument type for regex operation ",
+        "Cannot infer common type for bitwise operation ",
+    ]
+    .iter()
+    .find_map(|prefix| m.strip_prefix(prefix))?;
+    let operands = operands.strip_suffix(" to valid types").unwrap_or(operands);
+    // `<lhs> <op> <rhs>`: the operator is the first word made of operator
+    // characters outside parentheses (type names like `Decimal128(10, 2)`
+    // hold spaces).
+    let words: Vec<&str> = operands.split(' ').collect();
+    let mut depth = 0usize;
+    for (i, word) in words.iter().enumerate() {
+        if i > 0
+            && depth == 0
+            && !word.is_empty()
+            && word.chars().all(|c| "+-*/<>=~!@#%^&|`?".contains(c))
+        {
+            let lhs = words[..i].join(" ");
+            let rhs = words[i + 1..].join(" ");
+            return Some(format!(
+                "{} {word} {}",
+                pg_type_name(&lhs),
+                pg_type_name(&rhs)
+            ));
+        }
+        depth += word.matches('(').count();
+        depth = depth.saturating_sub(word.matches(')').count());
+    }
+    None
+}
+
 /// The Postgres name for an Arrow type named in an Arrow error message.
 fn pg_type_name(arrow: &str) -> &str {
     match arrow.trim() {
+        "Utf8" | "LargeUtf8" | "Utf8View" => "text",
+        "Binary" | "LargeBinary" | "BinaryView" => "bytea",
         "Int16" => "smallint",
         "Int32" => "integer",
         "Int64" => "bigint",
@@ -213,5 +295,29 @@ mod tests {
             )),
             (sqlstate::DIVISION_BY_ZERO, "division by zero".into())
         );
+    }
+
+    #[test]
+    fn names_calls_nothing_matches_in_postgres_types() {
+        assert_eq!(
+            no_operator(
+                "Cannot coerce arithmetic expression Decimal128(10, 2) + Utf8 to valid types"
+            ),
+            Some("numeric + text".into())
+        );
+        assert_eq!(
+            no_operator(
+                "Cannot infer common argument type for comparison operation Int32 >= Boolean"
+            ),
+            Some("integer >= boolean".into())
+        );
+        assert_eq!(
+            no_function(
+                "Function 'lower' requires String. No function matches the given name and \
+                 argument types 'lower(Int32, Decimal128(5, 1))'. You might need to add explicit type casts."
+            ),
+            Some("lower(integer, numeric)".into())
+        );
+        assert_eq!(no_operator("Cannot coerce arithmetic expression"), None);
     }
 }

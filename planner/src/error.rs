@@ -26,6 +26,8 @@ pub enum PlanError {
         message: String,
         /// 1-based character position in the query, if known.
         position: Option<usize>,
+        /// What the parser expected there, if it said.
+        detail: Option<String>,
     },
     /// `$n` names a parameter that cannot exist (`$0`, or above
     /// [`crate::parser::complexity::MAX_PARAMETERS`]).

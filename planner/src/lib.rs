@@ -16,6 +16,7 @@
 
 pub mod builtins;
 pub mod error;
+pub mod error_position;
 pub mod interrupt;
 pub mod lower;
 pub mod parser;

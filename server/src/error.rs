@@ -3,6 +3,8 @@
 use datafusion::error::DataFusionError;
 use freshet_catalog::CatalogError;
 use freshet_planner::PlanError;
+use freshet_planner::error_position::{Subject, position_of};
+use freshet_planner::parser::Statement;
 use freshet_repr::TypeError;
 use freshet_repr::sqlstate;
 use freshet_storage::StorageError;
@@ -99,6 +101,15 @@ pub enum AdapterError {
     /// A bug or unexpected state.
     #[error("internal error: {0}")]
     Internal(String),
+    /// An error with the place in the query text it is about (see
+    /// [`AdapterError::at`]).
+    #[error("{error}")]
+    Located {
+        /// The error.
+        error: Box<AdapterError>,
+        /// 1-based character position in the query text.
+        position: usize,
+    },
 }
 
 /// Result alias for execution.
@@ -126,9 +137,58 @@ impl AdapterError {
         }
     }
 
+    /// This error with the position in `sql` of what it names (the
+    /// missing relation, column or function, the operator nothing
+    /// matches), where it has no position of its own and `stmt`, parsed
+    /// from `sql`, mentions it.
+    pub fn at(self, sql: &str, stmt: &Statement) -> AdapterError {
+        if self.position().is_some() {
+            return self;
+        }
+        match self
+            .subject()
+            .and_then(|subject| position_of(sql, stmt, &subject))
+        {
+            Some(position) => AdapterError::Located {
+                error: Box::new(self),
+                position,
+            },
+            None => self,
+        }
+    }
+
+    /// What a "does not exist" error names, read off its PostgreSQL text
+    /// (several layers raise these; the text is the one form they share).
+    fn subject(&self) -> Option<Subject> {
+        let (code, message) = self.code_and_message();
+        let quoted = |prefix: &str| {
+            let rest = message.strip_prefix(prefix)?;
+            let (name, _) = rest.split_once('"')?;
+            Some(name.to_owned())
+        };
+        match code {
+            sqlstate::UNDEFINED_TABLE => quoted("relation \"").map(Subject::Relation),
+            sqlstate::UNDEFINED_COLUMN => quoted("column \"").map(Subject::Column),
+            sqlstate::UNDEFINED_FUNCTION => {
+                if let Some(operands) = message.strip_prefix("operator does not exist: ") {
+                    operands
+                        .split_whitespace()
+                        .find(|t| t.chars().all(|c| "+-*/<>=~!@#%^&|`?".contains(c)))
+                        .map(|op| Subject::Operator(op.to_owned()))
+                } else {
+                    let rest = message.strip_prefix("function ")?;
+                    let (name, _) = rest.split_once('(')?;
+                    Some(Subject::Function(name.to_owned()))
+                }
+            }
+            _ => None,
+        }
+    }
+
     /// The SQLSTATE and message a client sees.
     pub fn code_and_message(&self) -> (&'static str, String) {
         match self {
+            AdapterError::Located { error, .. } => error.code_and_message(),
             AdapterError::Plan(e) => plan_code(e),
             AdapterError::Catalog(e) => (catalog_code(e), e.to_string()),
             AdapterError::Storage(e) => (storage_code(e), e.to_string()),
@@ -181,6 +241,7 @@ impl AdapterError {
 
     fn detail(&self) -> Option<String> {
         match self {
+            AdapterError::Located { error, .. } => error.detail(),
             AdapterError::Data { detail, .. } => detail.clone(),
             AdapterError::SerializationFailure { detail } => Some(detail.clone()),
             AdapterError::Catalog(CatalogError::DependentObjects { detail, .. }) => {
@@ -190,12 +251,14 @@ impl AdapterError {
                 detail,
                 ..
             })) => Some(detail.clone()),
+            AdapterError::Plan(PlanError::Parse { detail, .. }) => detail.clone(),
             _ => None,
         }
     }
 
     fn hint(&self) -> Option<String> {
         match self {
+            AdapterError::Located { error, .. } => error.hint(),
             AdapterError::Catalog(CatalogError::DependentObjects { .. })
             | AdapterError::Plan(PlanError::Catalog(CatalogError::DependentObjects { .. })) => {
                 Some("Use DROP ... CASCADE to drop the dependent objects too.".into())
@@ -203,13 +266,31 @@ impl AdapterError {
             AdapterError::SerializationFailure { .. } => {
                 Some("The transaction might succeed if retried.".into())
             }
-            _ => None,
+            _ => {
+                // PostgreSQL's hints for calls nothing matches, whichever
+                // layer found them (the planner, DataFusion's coercion).
+                let (code, message) = self.code_and_message();
+                if code != sqlstate::UNDEFINED_FUNCTION {
+                    None
+                } else if message.starts_with("function ") && message.ends_with(" does not exist") {
+                    Some(freshet_planner::query::undefined_function::HINT.into())
+                } else if message.starts_with("operator does not exist: ") {
+                    Some(
+                        "No operator matches the given name and argument types. \
+                         You might need to add explicit type casts."
+                            .into(),
+                    )
+                } else {
+                    None
+                }
+            }
         }
     }
 
     fn position(&self) -> Option<usize> {
         match self {
             AdapterError::Plan(PlanError::Parse { position, .. }) => *position,
+            AdapterError::Located { position, .. } => Some(*position),
             _ => None,
         }
     }
@@ -219,6 +300,7 @@ impl AdapterError {
         match self {
             AdapterError::Storage(e) => e.is_fenced(),
             AdapterError::Catalog(e) => e.is_fenced(),
+            AdapterError::Located { error, .. } => error.is_fenced(),
             _ => false,
         }
     }

@@ -227,10 +227,17 @@ mod tests {
 
     #[test]
     fn bad_options_are_syntax_errors_at_the_option() {
-        let err = parse("CREATE MATERIALIZED VIEW mv WITH (RETAIN HISTORY '1h') AS SELECT 1")
+        match parse("CREATE MATERIALIZED VIEW mv WITH (RETAIN HISTORY '1h') AS SELECT 1")
             .unwrap_err()
-            .to_string();
-        assert!(err.contains("Expected: FOR"), "{err}");
+        {
+            crate::PlanError::Parse {
+                message, detail, ..
+            } => {
+                assert_eq!(message, "syntax error at or near \"'1h'\"");
+                assert!(detail.is_some_and(|d| d.contains("Expected: FOR")));
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(parse("CREATE TABLE t (a int) WITH (REFRESH EVERY '1 day'").is_err());
     }
 }

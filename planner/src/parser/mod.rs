@@ -179,6 +179,7 @@ fn parse_error(sql: &str, e: ParserError) -> PlanError {
             return PlanError::Parse {
                 message: "statement is too deeply nested".into(),
                 position: None,
+                detail: None,
             };
         }
     };
@@ -202,9 +203,26 @@ fn parse_error(sql: &str, e: ParserError) -> PlanError {
         }
         None => (message, None),
     };
-    PlanError::Parse {
-        message: format!("syntax error: {message}"),
-        position,
+    // sqlparser says what it expected and what it found; PostgreSQL names
+    // only the token ("at or near"), or the end of the input, where its
+    // position points just past the last character. The expectation is
+    // kept as the DETAIL.
+    match message.rsplit_once(", found: ") {
+        Some((expected, "EOF")) => PlanError::Parse {
+            message: "syntax error at end of input".into(),
+            position: Some(sql.chars().count() + 1),
+            detail: Some(expected.to_owned()),
+        },
+        Some((expected, found)) if position.is_some() => PlanError::Parse {
+            message: format!("syntax error at or near \"{found}\""),
+            position,
+            detail: Some(expected.to_owned()),
+        },
+        _ => PlanError::Parse {
+            message: format!("syntax error: {message}"),
+            position,
+            detail: None,
+        },
     }
 }
 

@@ -37,6 +37,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     functions.extend(casts.functions());
     functions.extend(crate::query::functions::all());
     let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
+        Arc::new(crate::rewrites::sort_subqueries::SortSubqueries),
         Arc::new(SumBigintAsNumeric),
         Arc::new(ResolveGroupingFunction::new()),
         Arc::new(TypeCoercion::new()),

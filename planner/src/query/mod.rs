@@ -14,3 +14,4 @@ pub mod resolve;
 pub mod sequences;
 pub mod single_value;
 pub mod text_functions;
+pub mod undefined_function;

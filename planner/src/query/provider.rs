@@ -250,13 +250,26 @@ impl<'a> PlanningContext<'a> {
         }
         crate::rewrites::unsupported_constructs::check_supported(&stmt)?;
         crate::rewrites::quantified_subqueries::rewrite_quantified(&mut stmt)?;
+        crate::rewrites::in_subquery_values::rewrite(&mut stmt)?;
         crate::rewrites::integer_literals::type_integer_literals(&mut stmt);
         match self.sql_to_rel().sql_statement_to_plan(stmt.clone()) {
             Err(e) if e.to_string().contains("unique expression names") => {
                 crate::rewrites::unnamed_select_items::alias_unnamed_items(&mut stmt);
                 Ok(self.sql_to_rel().sql_statement_to_plan(stmt)?)
             }
-            other => Ok(other?),
+            Err(e) => {
+                use crate::query::undefined_function::{mark_calls, unknown_function_name};
+                // Plan again with the unknown calls typed, for PostgreSQL's
+                // `function f(integer) does not exist`.
+                if let Some(name) = unknown_function_name(&e)
+                    && mark_calls(&mut stmt, &name)
+                    && let Err(typed) = self.sql_to_rel().sql_statement_to_plan(stmt)
+                {
+                    return Err(typed.into());
+                }
+                Err(e.into())
+            }
+            Ok(plan) => Ok(plan),
         }
     }
 
@@ -487,6 +500,9 @@ impl ContextProvider for PlanningContext<'_> {
         }
         if let Some(f) = crate::query::pg_functions::pg_function(name) {
             return Some(f);
+        }
+        if name == crate::query::undefined_function::UNDEFINED_FUNCTION {
+            return Some(crate::query::undefined_function::udf());
         }
         if name == "mz_now" {
             return Some(crate::query::functions::MzNow::udf(Arc::clone(

@@ -82,7 +82,7 @@ pub fn rewrite<V: VisitMut>(node: &mut V, is_aggregate: &dyn Fn(&str) -> bool) {
 }
 
 /// Qualifiers a query's `FROM` items bind, at any depth.
-fn bound_qualifiers(q: &Query) -> HashSet<String> {
+pub(crate) fn bound_qualifiers(q: &Query) -> HashSet<String> {
     struct Binder(HashSet<String>);
     impl Visitor for Binder {
         type Break = ();
@@ -112,7 +112,7 @@ fn bound_qualifiers(q: &Query) -> HashSet<String> {
 }
 
 /// Qualifiers used in column references within `node`.
-fn used_qualifiers<V: Visit>(node: &V) -> HashSet<String> {
+pub(crate) fn used_qualifiers<V: Visit>(node: &V) -> HashSet<String> {
     struct Users(HashSet<String>);
     impl Visitor for Users {
         type Break = ();
@@ -130,7 +130,8 @@ fn used_qualifiers<V: Visit>(node: &V) -> HashSet<String> {
     u.0
 }
 
-fn is_correlated(q: &Query) -> bool {
+/// Whether `q` names a qualifier its own `FROM` items do not bind.
+pub(crate) fn is_correlated(q: &Query) -> bool {
     let bound = bound_qualifiers(q);
     used_qualifiers(q).iter().any(|u| !bound.contains(u))
 }
@@ -246,7 +247,8 @@ fn split_outer_only(select: &mut Select, bound: &HashSet<String>) -> Vec<Expr> {
     outer
 }
 
-fn has_bare_identifier(expr: &Expr) -> bool {
+/// Whether `expr` names an unqualified column (or holds a subquery).
+pub(crate) fn has_bare_identifier(expr: &Expr) -> bool {
     struct Finder;
     impl Visitor for Finder {
         type Break = ();

@@ -6,25 +6,27 @@
 //! [`crate::query::provider::PlanningContext::plan_sql_statement`]):
 //! [`long_chains`], [`empty_relations`], [`correlated_subqueries`],
 //! [`pg_syntax`], [`set_all`], [`unsupported_constructs`],
-//! [`quantified_subqueries`], [`integer_literals`], and
+//! [`quantified_subqueries`], [`in_subquery_values`], [`integer_literals`], and
 //! [`unnamed_select_items`] when DataFusion refuses repeated names.
 //! [`literal_sets`] plans long `IN` lists as one set.
 //!
 //! On DataFusion's logical plan, as analyzer rules the session state
-//! installs ([`crate::query::engine`]): [`checked_arithmetic`],
-//! [`text_casts`], [`sum_bigint_as_numeric`]; and [`long_chains`]'
+//! installs ([`crate::query::engine`]): [`sort_subqueries`],
+//! [`checked_arithmetic`], [`text_casts`], [`sum_bigint_as_numeric`]; and [`long_chains`]'
 //! optimizer rules.
 
 pub mod checked_arithmetic;
 pub mod correlated_subqueries;
 pub mod empty_relations;
 pub(crate) mod expr_rewrite;
+pub mod in_subquery_values;
 pub mod integer_literals;
 pub mod literal_sets;
 pub mod long_chains;
 pub mod pg_syntax;
 pub mod quantified_subqueries;
 pub mod set_all;
+pub mod sort_subqueries;
 pub mod sum_bigint_as_numeric;
 pub mod text_casts;
 pub mod unnamed_select_items;

@@ -133,7 +133,9 @@ impl QueryParser for FreshetParser {
         };
         let slot = session_slot(client)?;
         let session = slot.0.lock().await;
-        let (param_types, desc) = describe(&self.coord, &session, &stmt).await?;
+        let (param_types, desc) = describe(&self.coord, &session, &stmt)
+            .await
+            .map_err(|e| e.at(sql, &stmt))?;
         Ok(Some(Prepared {
             stmt: Some(stmt),
             param_types,

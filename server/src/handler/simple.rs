@@ -67,7 +67,7 @@ impl SimpleQueryHandler for FreshetHandler {
                     }
                 }
                 Err(e) => {
-                    responses.push(Response::Error(Box::new(e.to_error_info())));
+                    responses.push(Response::Error(Box::new(e.at(query, stmt).to_error_info())));
                     break;
                 }
             }

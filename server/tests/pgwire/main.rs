@@ -10,6 +10,7 @@ mod dataflows;
 mod differential;
 mod durability;
 mod endpoint;
+mod error_texts;
 mod harness;
 mod hostile;
 mod indexes;
