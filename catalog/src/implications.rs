@@ -67,7 +67,7 @@ fn added_actions(item: &Item, out: &mut [Vec<Implication>; 5]) {
         }
         ItemKind::Index => out[2].push(Implication::InstallDataflow(item.id)),
         ItemKind::Sink => out[3].push(Implication::ExportSink(item.id)),
-        ItemKind::View => {}
+        ItemKind::View | ItemKind::Sequence => {}
     }
     if item.kind.has_collection() || item.kind == ItemKind::Index {
         out[4].push(Implication::InitReadPolicy(item.id));

@@ -22,7 +22,7 @@ pub use error::CatalogError;
 pub use implications::{Implication, implications};
 pub use objects::{
     CatalogObject, Database, DefaultExpr, Identity, Item, ItemDetails, ItemKind, ItemOptions,
-    Schema, Serial, TableKeys, UniqueKey, WrittenPlan,
+    Schema, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
 pub use state::{CatalogState, FIRST_USER_OID};
 pub use transact::{ItemDef, Op};

@@ -42,6 +42,9 @@ pub enum ItemKind {
     Source,
     /// Data exported to outside.
     Sink,
+    /// A standalone sequence (`CREATE SEQUENCE`): numbers handed out by
+    /// `nextval`, kept in the catalog, with no collection.
+    Sequence,
 }
 
 impl ItemKind {
@@ -54,6 +57,7 @@ impl ItemKind {
             ItemKind::Index => "index",
             ItemKind::Source => "source",
             ItemKind::Sink => "sink",
+            ItemKind::Sequence => "sequence",
         }
     }
 
@@ -202,8 +206,93 @@ pub enum ItemDetails {
         #[serde(default)]
         plan: Option<Box<WrittenPlan>>,
     },
+    /// A standalone sequence's options and how far it is handed out.
+    Sequence(Box<SequenceDef>),
     /// Reserved for sources and sinks.
     Other,
+}
+
+/// A standalone sequence (`CREATE SEQUENCE`). Like a [`Serial`], values
+/// are reserved in blocks, durably, before any is used (`next` is the
+/// first value not yet reserved), so a restart never hands one out twice.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SequenceDef {
+    /// `AS smallint | integer | bigint`: 2, 4 or 8 bytes.
+    pub width: u8,
+    /// `INCREMENT BY` (never 0; negative counts down).
+    pub increment: i64,
+    /// `MINVALUE`.
+    pub min: i64,
+    /// `MAXVALUE`.
+    pub max: i64,
+    /// `START WITH` (where `RESTART` goes back to).
+    pub start: i64,
+    /// `CACHE` (shown in `pg_sequences`; Freshet reserves its own blocks).
+    pub cache: i64,
+    /// `CYCLE`: wrap around at the end instead of failing.
+    pub cycle: bool,
+    /// The first value not yet reserved; `None` once a non-cycling
+    /// sequence has reserved its last value.
+    pub next: Option<i64>,
+    /// Whether any value was ever handed out or set (`pg_sequences`
+    /// shows `last_value` only then).
+    pub called: bool,
+}
+
+impl SequenceDef {
+    /// The PostgreSQL type name of its values.
+    pub fn type_name(&self) -> &'static str {
+        match self.width {
+            2 => "smallint",
+            4 => "integer",
+            _ => "bigint",
+        }
+    }
+
+    /// The last value reserved (`pg_sequences.last_value`): it may run
+    /// ahead of the last one handed out, as PostgreSQL's does with a
+    /// cache. `None` until a value is handed out or set.
+    pub fn last_value(&self) -> Option<i64> {
+        if !self.called {
+            return None;
+        }
+        let bound = if self.increment > 0 {
+            self.max
+        } else {
+            self.min
+        };
+        match self.next {
+            // Past the end of a non-cycling sequence: its bound was last.
+            None => Some(bound),
+            Some(next) => match next.checked_sub(self.increment) {
+                Some(v) if (self.min..=self.max).contains(&v) => Some(v),
+                // Just wrapped around.
+                _ => Some(bound),
+            },
+        }
+    }
+
+    /// Reserve up to `n` values from `next` on, in order, wrapping at the
+    /// end when the sequence cycles; fewer (possibly none) only where a
+    /// non-cycling sequence ends.
+    pub fn reserve(&mut self, n: usize) -> Vec<i64> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let Some(v) = self.next else { break };
+            out.push(v);
+            self.called = true;
+            self.next = match v.checked_add(self.increment) {
+                Some(w) if (self.min..=self.max).contains(&w) => Some(w),
+                _ if self.cycle => Some(if self.increment > 0 {
+                    self.min
+                } else {
+                    self.max
+                }),
+                _ => None,
+            };
+        }
+        out
+    }
 }
 
 /// A dataflow plan as committed with the object it maintains, so boot

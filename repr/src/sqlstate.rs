@@ -109,6 +109,8 @@ pub const INVALID_DATETIME_FORMAT: &str = "22007";
 pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
 /// `2200H` sequence generator limit exceeded.
 pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: &str = "2200H";
+/// `55000` object not in prerequisite state (`currval` before `nextval`).
+pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
 /// `428C9` generated always (an explicit value for an identity column).
 pub const GENERATED_ALWAYS: &str = "428C9";
 /// `22025` invalid escape sequence.

@@ -418,6 +418,16 @@ impl Session {
             .unwrap_or(self.vars.transaction_isolation)
     }
 
+    /// Register functions of this session's own (they stay through
+    /// `RESET ALL`).
+    pub fn add_functions(&mut self, functions: Vec<datafusion::logical_expr::ScalarUDF>) {
+        use datafusion::logical_expr::registry::FunctionRegistry;
+        let df = Arc::make_mut(&mut self.df);
+        for f in functions {
+            let _ = df.register_udf(Arc::new(f));
+        }
+    }
+
     /// Re-derive DataFusion settings and session functions from variables.
     pub fn refresh_df(&mut self) {
         let tz = match self.vars.timezone.as_str() {

@@ -113,6 +113,41 @@ def test_autoincrement_keys(conninfo, driver):
     engine.dispose()
 
 
+@pytest.mark.parametrize("driver", ["psycopg2", "psycopg"])
+def test_explicit_sequences(conninfo, driver):
+    """A `Sequence` on a column: create_all creates it, the ORM draws ids
+    from it (pre-executing `nextval`), reflection lists it, drop_all drops
+    it after its table."""
+    engine = sa.create_engine(url(conninfo, driver))
+    seq = sa.Sequence(f"order_id_seq_{driver}", start=100, increment=10)
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Order(Base):
+        __tablename__ = f"order_{driver}"
+        id: Mapped[int] = mapped_column(sa.BigInteger, seq, primary_key=True)
+        what: Mapped[str]
+
+    Base.metadata.create_all(engine)
+    insp = sa.inspect(engine)
+    assert seq.name in insp.get_sequence_names()
+    assert insp.has_sequence(seq.name)
+    with Session(engine) as s:
+        orders = [Order(what=w) for w in ("a", "b", "c")]
+        s.add_all(orders)
+        s.commit()
+        assert sorted(o.id for o in orders) == [100, 110, 120]
+    with engine.connect() as c:
+        assert c.execute(seq.next_value()).scalar() == 130
+        assert c.execute(sa.text(f"SELECT currval('{seq.name}')")).scalar() == 130
+        c.execute(sa.text(f"SELECT setval('{seq.name}', 1000)"))
+        assert c.execute(seq.next_value()).scalar() == 1010
+    Base.metadata.drop_all(engine)
+    assert seq.name not in sa.inspect(engine).get_sequence_names()
+    engine.dispose()
+
+
 def test_copy_numbers_each_row(conn):
     conn.execute("CREATE TABLE copied (id serial, v text)")
     with conn.cursor().copy("COPY copied (v) FROM STDIN") as copy:

@@ -67,6 +67,8 @@ pub enum Builtin {
     PgRewrite,
     /// `pg_catalog.pg_depend`: what views and indexes depend on
     PgDepend,
+    /// `pg_catalog.pg_sequence`: `CREATE SEQUENCE`'s sequences
+    PgSequence,
 }
 
 /// Where a built-in relation's rows come from.
@@ -276,6 +278,7 @@ mod tests {
             Builtin::PgSettings,
             Builtin::PgRewrite,
             Builtin::PgDepend,
+            Builtin::PgSequence,
         ];
         for b in all {
             let described = BUILTINS

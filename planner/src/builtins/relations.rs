@@ -888,7 +888,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("seqcache", Int8),
             ("seqcycle", Bool),
         ],
-        source: Empty,
+        source: Rows(Builtin::PgSequence),
     },
     BuiltinRelation {
         schema: "pg_catalog",
@@ -971,8 +971,9 @@ pub static BUILTINS: &[BuiltinRelation] = &[
              WHERE schemaname NOT IN ('pg_catalog', 'information_schema', 'freshet_internal')",
         ),
     },
-    // Sequences (of `serial` columns) are not relations in `pg_class`
-    // yet, and there are no user-defined aggregates to list.
+    // `CREATE SEQUENCE`'s sequences (those of `serial` columns are not
+    // relations in `pg_class` yet); there are no user-defined aggregates
+    // to list.
     BuiltinRelation {
         schema: "pg_catalog",
         name: "pg_sequences",
@@ -989,7 +990,15 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("cache_size", Int8),
             ("last_value", Int8),
         ],
-        source: Empty,
+        // PostgreSQL's own definition of the view.
+        source: View(
+            "SELECT n.nspname, c.relname, pg_catalog.pg_get_userbyid(c.relowner), \
+             pg_catalog.format_type(s.seqtypid, NULL), s.seqstart, s.seqmin, s.seqmax, \
+             s.seqincrement, s.seqcycle, s.seqcache, pg_catalog.pg_sequence_last_value(c.oid) \
+             FROM pg_catalog.pg_sequence s \
+             JOIN pg_catalog.pg_class c ON c.oid = s.seqrelid \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace",
+        ),
     },
     BuiltinRelation {
         schema: "pg_catalog",

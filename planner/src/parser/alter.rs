@@ -78,6 +78,8 @@ fn head_and_action(parser: &mut Parser) -> Result<(AlterHead, Action), ParserErr
         ObjectKind::Source
     } else if super::eat_word(parser, "sink") {
         ObjectKind::Sink
+    } else if parser.parse_keyword(Keyword::SEQUENCE) {
+        ObjectKind::Sequence
     } else {
         return Err(not_ours());
     };

@@ -22,6 +22,8 @@ pub enum ObjectKind {
     Source,
     /// `SINK`
     Sink,
+    /// `SEQUENCE`
+    Sequence,
 }
 
 /// A statement as Freshet understands it.
@@ -353,6 +355,7 @@ impl ObjectKind {
             ObjectKind::Index => "INDEX",
             ObjectKind::Source => "SOURCE",
             ObjectKind::Sink => "SINK",
+            ObjectKind::Sequence => "SEQUENCE",
         }
     }
 }

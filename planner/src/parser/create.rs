@@ -29,6 +29,9 @@ pub(super) fn parse_create(parser: &mut Parser) -> Result<Statement, ParserError
             if_not_exists,
         });
     }
+    if let Some(seq) = super::sequence::parse_create_sequence(parser)? {
+        return Ok(Statement::Sql(Box::new(seq)));
+    }
     if let Some(head) = parser.maybe_parse(|p| before_item_options(p, table_head))? {
         let options = parse_with_options(parser)?;
         return Ok(with_options(

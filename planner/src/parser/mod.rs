@@ -18,6 +18,7 @@ mod explain;
 mod ident;
 pub mod item_options;
 mod maintenance;
+mod sequence;
 mod show;
 pub(crate) mod stream;
 

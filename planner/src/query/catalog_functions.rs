@@ -35,6 +35,70 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
                 Ok(Arc::new(out))
             })
         }
+        "pg_get_serial_sequence" => {
+            // (table text, column text) -> the `schema.sequence` numbering
+            // that column, NULL for a column without one.
+            let by_name = relation_oids(resolver);
+            let mut serials: HashMap<(u32, String), String> = HashMap::new();
+            for item in resolver.catalog.items() {
+                let (ItemDetails::Table { serials: list, .. }, Some(desc)) =
+                    (&item.details, &item.desc)
+                else {
+                    continue;
+                };
+                let Some((_, schema, _)) = resolver.catalog.full_name(item.id) else {
+                    continue;
+                };
+                for serial in list {
+                    if let Some(column) = desc.columns.get(serial.column) {
+                        serials.insert(
+                            (item.oid, column.name.clone()),
+                            format!(
+                                "{}.{}",
+                                quote_if_needed(&schema),
+                                quote_if_needed(&serial.sequence)
+                            ),
+                        );
+                    }
+                }
+            }
+            BoundFunction::udf(name, &[2], DataType::Utf8, move |args| {
+                let tables = texts(args, 0)?;
+                let columns = texts(args, 1)?;
+                let out: StringArray = tables
+                    .iter()
+                    .zip(&columns)
+                    .map(|(t, c)| {
+                        let oid = by_name.get(&regclass_key(t.as_deref()?))?;
+                        // The column is an identifier: unquoted is folded.
+                        let c = c.as_deref()?;
+                        let column = match c.strip_prefix('"').and_then(|c| c.strip_suffix('"')) {
+                            Some(quoted) => quoted.replace("\"\"", "\""),
+                            None => c.to_lowercase(),
+                        };
+                        serials.get(&(*oid, column)).cloned()
+                    })
+                    .collect();
+                Ok(Arc::new(out))
+            })
+        }
+        "pg_sequence_last_value" => {
+            let last: HashMap<u32, i64> = resolver
+                .catalog
+                .items()
+                .filter_map(|item| match &item.details {
+                    ItemDetails::Sequence(def) => Some((item.oid, def.last_value()?)),
+                    _ => None,
+                })
+                .collect();
+            BoundFunction::udf(name, &[1], DataType::Int64, move |args| {
+                let out: arrow::array::Int64Array = oids(args, 0)?
+                    .into_iter()
+                    .map(|o| o.and_then(|o| last.get(&o).copied()))
+                    .collect();
+                Ok(Arc::new(out))
+            })
+        }
         "pg_get_userbyid" => {
             let user = resolver.session.user.clone();
             BoundFunction::udf(name, &[1], DataType::Utf8, move |args| {
@@ -454,4 +518,22 @@ fn index_definitions(resolver: &NameResolver) -> HashMap<u32, (String, Vec<Strin
         }
     }
     out
+}
+
+/// The key [`relation_oids`] files a `regclass` text under: unquoted parts
+/// lower-cased, quoted ones as written.
+pub(crate) fn regclass_key(text: &str) -> String {
+    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
+    match datafusion::sql::sqlparser::parser::Parser::new(&dialect)
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_object_name(false))
+    {
+        Ok(name) => name
+            .0
+            .iter()
+            .filter_map(|p| p.as_ident().map(crate::parser::normalize_ident))
+            .collect::<Vec<_>>()
+            .join("."),
+        Err(_) => text.to_lowercase(),
+    }
 }

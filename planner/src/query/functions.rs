@@ -12,7 +12,7 @@ use freshet_repr::sqlstate;
 
 /// Every function this module provides.
 pub fn all() -> Vec<Arc<ScalarUDF>> {
-    vec![
+    let mut out = vec![
         Arc::new(ScalarUDF::new_from_impl(PgTypeof {
             signature: Signature::any(1, Volatility::Immutable),
         })),
@@ -22,7 +22,9 @@ pub fn all() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::new_from_impl(EncodingToChar {
             signature: Signature::any(1, Volatility::Immutable),
         })),
-    ]
+    ];
+    out.extend(crate::query::json_build::functions());
+    out
 }
 
 /// `pg_encoding_to_char(encoding)`: the name of an encoding number. Freshet

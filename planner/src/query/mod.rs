@@ -7,6 +7,7 @@ pub mod bound_function;
 pub mod catalog_functions;
 pub mod engine;
 pub mod functions;
+pub mod json_build;
 pub mod keywords;
 pub mod pg_functions;
 pub mod provider;

@@ -298,7 +298,16 @@ impl<'a> PlanningContext<'a> {
         let desc = item
             .desc
             .as_ref()
-            .ok_or_else(|| plan_datafusion_err!("\"{}\" is not a relation", item.name))?;
+            .ok_or_else(|| match item.kind {
+                ItemKind::Sequence => crate::error::sqlstate_error(
+                    freshet_repr::sqlstate::FEATURE_NOT_SUPPORTED,
+                    format!(
+                        "reading sequence \"{}\" as a relation is not supported; use pg_sequences, nextval or currval",
+                        item.name
+                    ),
+                ),
+                _ => plan_datafusion_err!("\"{}\" is not a relation", item.name),
+            })?;
         let source: Arc<dyn TableSource> = match item.kind {
             ItemKind::Table | ItemKind::MaterializedView | ItemKind::Source => {
                 let mut defaults = HashMap::new();

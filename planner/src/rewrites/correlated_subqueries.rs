@@ -302,8 +302,16 @@ fn single_valued(q: &Query, is_aggregate: &dyn Fn(&str) -> bool) -> Option<Expr>
     let outer_only = split_outer_only(select, &bound);
     let item = only_item(select)?;
     let e = std::mem::replace(item, Expr::value(Value::Null));
-    *item = call(SINGLE_VALUE, e, vec![]);
-    let sub = Expr::Subquery(Box::new(q));
+    let reads_outer = used_qualifiers(&e).iter().any(|u| !bound.contains(u));
+    let sub = if reads_outer {
+        hoisted(&q, e, &bound)
+    } else {
+        let SetExpr::Select(select) = q.body.as_mut() else {
+            return None;
+        };
+        *only_item(select)? = call(SINGLE_VALUE, e, vec![]);
+        Expr::Subquery(Box::new(q))
+    };
     Some(match and_all(outer_only) {
         None => sub,
         Some(condition) => Expr::Case {
@@ -317,6 +325,102 @@ fn single_valued(q: &Query, is_aggregate: &dyn Fn(&str) -> bool) -> Option<Expr>
             else_result: None,
         },
     })
+}
+
+/// A scalar subquery whose item also reads the outer query, `(SELECT
+/// f(o.x, i.y) FROM i WHERE p)`: DataFusion cannot decorrelate an
+/// aggregate over outer columns, so each largest part of the item that
+/// reads only the subquery's own columns becomes a subquery of its own,
+/// `f(o.x, (SELECT single_value(i.y) FROM i WHERE p))`, and the whole is
+/// NULL when no row matches, as the original is: `CASE WHEN (SELECT
+/// count(*) FROM i WHERE p) > 0 THEN ... END`. (More than one row still
+/// fails with 21000, in each part.)
+fn hoisted(q: &Query, item: Expr, bound: &HashSet<String>) -> Expr {
+    struct Hoister<'a> {
+        q: &'a Query,
+        bound: &'a HashSet<String>,
+        depth: usize,
+    }
+    impl Hoister<'_> {
+        fn with_item(&self, item: Expr) -> Expr {
+            let mut q = self.q.clone();
+            if let SetExpr::Select(select) = q.body.as_mut()
+                && let Some(slot) = only_item(select)
+            {
+                *slot = item;
+            }
+            Expr::Subquery(Box::new(q))
+        }
+    }
+    impl VisitorMut for Hoister<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &mut Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if self.depth > 0 {
+                return ControlFlow::Continue(());
+            }
+            let reads_outer = used_qualifiers(expr)
+                .iter()
+                .any(|u| !self.bound.contains(u));
+            if !reads_outer && names_a_column(expr) {
+                let part = std::mem::replace(expr, Expr::value(Value::Null));
+                *expr = Expr::Nested(Box::new(self.with_item(call(SINGLE_VALUE, part, vec![]))));
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut hoister = Hoister { q, bound, depth: 0 };
+    let count = hoister.with_item(call(
+        "count",
+        Expr::value(Value::Number("1".into(), false)),
+        vec![],
+    ));
+    let mut item = item;
+    let _ = VisitMut::visit(&mut item, &mut hoister);
+    Expr::Case {
+        case_token: ast::helpers::attached_token::AttachedToken::empty(),
+        end_token: ast::helpers::attached_token::AttachedToken::empty(),
+        operand: None,
+        conditions: vec![ast::CaseWhen {
+            condition: Expr::BinaryOp {
+                left: Box::new(count),
+                op: BinaryOperator::Gt,
+                right: Box::new(Expr::value(Value::Number("0".into(), false))),
+            },
+            result: item,
+        }],
+        else_result: None,
+    }
+}
+
+/// Whether `expr` names a column (outside any subquery it holds).
+fn names_a_column(expr: &Expr) -> bool {
+    struct Finder(usize);
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &Query) -> ControlFlow<()> {
+            self.0 += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &Query) -> ControlFlow<()> {
+            self.0 -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            if self.0 == 0 && matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    expr.visit(&mut Finder(0)).is_break()
 }
 
 /// `ARRAY(SELECT e FROM unnest(a) x)` (no `WHERE`, grouping or order):

@@ -235,16 +235,30 @@ fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
                 **pattern = call("like_escape", vec![p, Expr::value(c.value)]);
             }
         }
-        // `nextval('name')`: the text names the sequence (an implicit
-        // cast to regclass in Postgres).
-        Expr::Function(f) if is_function(f, "nextval") => {
+        // `nextval('name')`, `currval('name')`, `setval('name', ...)`: the
+        // text names the sequence (an implicit cast to regclass in
+        // Postgres).
+        Expr::Function(f)
+            if ["nextval", "currval", "setval"]
+                .iter()
+                .any(|name| is_function(f, name)) =>
+        {
             if let Some(args) = plain_args(f)
-                && let [arg] = args.as_slice()
-                && string_literal(arg).is_some()
+                && let Some(first) = args.first()
+                && string_literal(first).is_some()
             {
-                let mut arg = arg.clone();
-                let oid = reg_cast(RegType::Class, &mut arg, names)?;
-                *expr = call("nextval", vec![oid]);
+                let mut first = first.clone();
+                let oid = reg_cast(RegType::Class, &mut first, names)?;
+                let name = f
+                    .name
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .map(|i| i.value.to_lowercase())
+                    .unwrap_or_default();
+                let mut rest = args;
+                rest[0] = oid;
+                *expr = call(&name, rest);
             }
         }
         Expr::Function(f) if is_function(f, "generate_subscripts") => {

@@ -647,6 +647,7 @@ pub fn drop_objects(
                 ObjectType::View => ObjectKind::View,
                 ObjectType::MaterializedView => ObjectKind::MaterializedView,
                 ObjectType::Index => ObjectKind::Index,
+                ObjectType::Sequence => ObjectKind::Sequence,
                 other => return Err(PlanError::unsupported(format!("DROP {other}"))),
             };
             for name in names {
@@ -680,6 +681,7 @@ pub fn drop_objects(
         }
         with_indexes
     };
+    crate::statements::sequence::check_sequence_drop(cx, &ids, cascade)?;
     Ok(Plan::Drop { ids, notices })
 }
 

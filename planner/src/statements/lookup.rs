@@ -21,6 +21,7 @@ pub(crate) fn expected_kind(kind: ObjectKind) -> (ItemKind, &'static str) {
         ObjectKind::Index => (ItemKind::Index, "an index"),
         ObjectKind::Source => (ItemKind::Source, "a source"),
         ObjectKind::Sink => (ItemKind::Sink, "a sink"),
+        ObjectKind::Sequence => (ItemKind::Sequence, "a sequence"),
     }
 }
 

@@ -212,26 +212,11 @@ pub fn show_columns(cx: &StatementContext, opts: &ShowStatementOptions) -> Resul
 /// `SHOW CREATE <kind> name`.
 pub fn show_create(cx: &StatementContext, kind: ObjectKind, name: &ObjectName) -> Result<Plan> {
     let item = cx.resolver().resolve_item(name)?;
-    let matches = matches!(
-        (kind, item.kind),
-        (ObjectKind::Table, ItemKind::Table)
-            | (ObjectKind::View, ItemKind::View)
-            | (ObjectKind::MaterializedView, ItemKind::MaterializedView)
-            | (ObjectKind::Index, ItemKind::Index)
-            | (ObjectKind::Source, ItemKind::Source)
-            | (ObjectKind::Sink, ItemKind::Sink)
-    );
-    if !matches {
+    let (expected_kind, expected) = crate::statements::lookup::expected_kind(kind);
+    if item.kind != expected_kind {
         return Err(PlanError::WrongObjectType {
             name: item.name.clone(),
-            expected: match kind {
-                ObjectKind::Table => "a table",
-                ObjectKind::View => "a view",
-                ObjectKind::MaterializedView => "a materialized view",
-                ObjectKind::Index => "an index",
-                ObjectKind::Source => "a source",
-                ObjectKind::Sink => "a sink",
-            },
+            expected,
         });
     }
     let sql = show_create_sql(cx, item.id)?;

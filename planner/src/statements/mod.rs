@@ -10,6 +10,7 @@ pub mod lookup;
 pub mod materialized;
 pub mod misc;
 pub mod options;
+pub mod sequence;
 pub mod subscribe;
 pub mod written_plan;
 
@@ -140,6 +141,22 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
         S::Delete(del) => dml::delete(cx, del),
         S::Truncate(t) => dml::truncate(cx, t),
         S::CreateTable(ct) => ddl::create_table(cx, ct),
+        S::CreateSequence {
+            temporary,
+            if_not_exists,
+            name,
+            data_type,
+            sequence_options,
+            owned_by,
+        } => sequence::create_sequence(
+            cx,
+            *temporary,
+            *if_not_exists,
+            name,
+            data_type.as_ref(),
+            sequence_options,
+            owned_by.as_ref(),
+        ),
         S::CreateView(cv) if cv.materialized => materialized::create_materialized_view(cx, cv),
         S::CreateView(cv) => ddl::create_view(cx, cv),
         S::CreateSchema {

@@ -80,7 +80,8 @@ pub struct Coordinator {
     keys: Arc<crate::keys::KeySets>,
     /// Where queries' physical plans run, and their memory budget.
     pub queries: QueryExecutor,
-    /// Values of `serial` and identity columns' sequences.
+    /// Values of sequences (`serial` and identity columns', `CREATE
+    /// SEQUENCE`'s).
     sequences: Arc<sequences::Sequences>,
 }
 
@@ -169,6 +170,15 @@ impl Coordinator {
     /// The DataFusion state new sessions start from.
     pub fn base_session_state(&self) -> &datafusion::execution::SessionState {
         &self.base_df
+    }
+
+    /// A new session's own sequence functions (`nextval` remembering what
+    /// it returned, `currval`, `lastval`, `setval`).
+    pub fn session_sequence_functions(&self) -> Vec<datafusion::logical_expr::ScalarUDF> {
+        freshet_planner::query::sequences::session_functions(
+            Arc::clone(&self.sequences) as _,
+            Arc::default(),
+        )
     }
 
     /// Execute one statement for a session.

@@ -101,6 +101,7 @@ pub fn command_tag(stmt: &Statement) -> String {
     match stmt {
         Statement::Sql(s) => match s.as_ref() {
             S::CreateTable(_) => "CREATE TABLE".into(),
+            S::CreateSequence { .. } => "CREATE SEQUENCE".into(),
             S::CreateView(v) if v.materialized => "CREATE MATERIALIZED VIEW".into(),
             S::CreateView(_) => "CREATE VIEW".into(),
             S::CreateIndex(_) => "CREATE INDEX".into(),

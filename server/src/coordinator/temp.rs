@@ -19,15 +19,23 @@ use super::{Coordinator, ExecCtx};
 use crate::error::{AdapterError, Result};
 use crate::session::Session;
 
-/// Whether `stmt` creates a temporary table (its planning needs the
+/// Whether `stmt` creates a temporary table or sequence (its planning needs the
 /// session's temporary schema).
 pub(super) fn creates_temporary(stmt: &freshet_planner::parser::Statement) -> bool {
     use freshet_planner::parser::Statement;
     match stmt {
-        Statement::Sql(s) => matches!(
-            s.as_ref(),
-            datafusion::sql::sqlparser::ast::Statement::CreateTable(ct) if ct.temporary
-        ),
+        Statement::Sql(s) => {
+            matches!(
+                s.as_ref(),
+                datafusion::sql::sqlparser::ast::Statement::CreateTable(ct) if ct.temporary
+            ) || matches!(
+                s.as_ref(),
+                datafusion::sql::sqlparser::ast::Statement::CreateSequence {
+                    temporary: true,
+                    ..
+                }
+            )
+        }
         Statement::CreateWithOptions { stmt, .. } => creates_temporary(stmt),
         _ => false,
     }

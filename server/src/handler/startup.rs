@@ -84,6 +84,7 @@ impl StartupHandler for FreshetHandler {
             ))));
         }
         let mut session = Session::new(user.clone(), database, self.coord.base_session_state());
+        session.add_functions(self.coord.session_sequence_functions());
         // Startup parameters act like SET; bad ones are refused like Postgres does.
         for (key, value) in &metadata {
             let name = key.to_lowercase();

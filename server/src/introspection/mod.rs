@@ -2,6 +2,7 @@
 
 mod dependencies;
 mod pg_catalog;
+mod sequences;
 
 use std::sync::Arc;
 
@@ -258,6 +259,7 @@ impl QueryReader {
                 .collect(),
             Builtin::PgRewrite => self.pg_rewrite(),
             Builtin::PgDepend => self.pg_depend(),
+            Builtin::PgSequence => self.pg_sequence(),
             Builtin::PgAttrdef => self.pg_attrdef(),
             Builtin::PgConstraint => self.pg_constraint(),
             Builtin::KeyColumnUsage => self.key_column_usage(),

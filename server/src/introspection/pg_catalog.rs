@@ -45,6 +45,7 @@ pub(super) fn relkind(kind: ItemKind) -> &'static str {
         ItemKind::View => "v",
         ItemKind::MaterializedView => "m",
         ItemKind::Index => "i",
+        ItemKind::Sequence => "S",
     }
 }
 
@@ -52,7 +53,7 @@ pub(super) fn relkind(kind: ItemKind) -> &'static str {
 /// none).
 fn relam(kind: ItemKind) -> u32 {
     match kind {
-        ItemKind::View => 0,
+        ItemKind::View | ItemKind::Sequence => 0,
         ItemKind::Index => BTREE_AM_OID,
         _ => HEAP_AM_OID,
     }
