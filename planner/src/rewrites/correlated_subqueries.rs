@@ -11,6 +11,10 @@
 //! - conjuncts of its `WHERE` that read only the outer query (`AND
 //!   a.atthasdef`) move out of it, as `CASE WHEN <them> THEN (SELECT ...)
 //!   END` (no row when they do not hold is NULL either way);
+//! - if its item reads the outer query too (SQLAlchemy's
+//!   `json_build_object(..., a.attidentity = 'a', ...)`), each part of the
+//!   item reading only the subquery becomes a subquery of its own (see
+//!   `hoisted`);
 //! - `[NOT] EXISTS (...)` in a select list becomes a count compared with
 //!   zero;
 //! - `ARRAY(SELECT e FROM ... [ORDER BY o])` becomes `(SELECT
