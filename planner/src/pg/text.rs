@@ -56,9 +56,14 @@ pub fn canonical_uuid(s: &str) -> Option<String> {
 /// separators.
 pub fn canonical_jsonb(s: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_str(s).ok()?;
+    Some(jsonb_text(&v))
+}
+
+/// A JSON value's canonical `jsonb` text (see [`canonical_jsonb`]).
+pub fn jsonb_text(v: &serde_json::Value) -> String {
     let mut out = String::new();
-    write_jsonb(&v, &mut out);
-    Some(out)
+    write_jsonb(v, &mut out);
+    out
 }
 
 fn write_jsonb(v: &serde_json::Value, out: &mut String) {

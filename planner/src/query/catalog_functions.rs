@@ -69,14 +69,14 @@ pub fn catalog_function(name: &str, resolver: &NameResolver) -> Option<Arc<Scala
                     .iter()
                     .zip(&columns)
                     .map(|(t, c)| {
-                        let oid = by_name.get(&regclass_key(t.as_deref()?))?;
+                        let oid = lookup_relation(&by_name, t.as_deref()?).ok()?;
                         // The column is an identifier: unquoted is folded.
                         let c = c.as_deref()?;
                         let column = match c.strip_prefix('"').and_then(|c| c.strip_suffix('"')) {
                             Some(quoted) => quoted.replace("\"\"", "\""),
                             None => c.to_lowercase(),
                         };
-                        serials.get(&(*oid, column)).cloned()
+                        serials.get(&(oid, column)).cloned()
                     })
                     .collect();
                 Ok(Arc::new(out))
@@ -366,7 +366,10 @@ pub(crate) fn relation_oids(resolver: &NameResolver) -> HashMap<String, u32> {
 
 /// The oid `text::regclass` gives: a number is the oid itself; a name is
 /// looked up (42P01 if nothing has it).
-fn lookup_relation(by_name: &HashMap<String, u32>, text: &str) -> datafusion::common::Result<u32> {
+pub(crate) fn lookup_relation(
+    by_name: &HashMap<String, u32>,
+    text: &str,
+) -> datafusion::common::Result<u32> {
     let text = text.trim();
     if let Ok(oid) = text.parse::<u32>() {
         return Ok(oid);
@@ -518,22 +521,4 @@ fn index_definitions(resolver: &NameResolver) -> HashMap<u32, (String, Vec<Strin
         }
     }
     out
-}
-
-/// The key [`relation_oids`] files a `regclass` text under: unquoted parts
-/// lower-cased, quoted ones as written.
-pub(crate) fn regclass_key(text: &str) -> String {
-    let dialect = datafusion::sql::sqlparser::dialect::PostgreSqlDialect {};
-    match datafusion::sql::sqlparser::parser::Parser::new(&dialect)
-        .try_with_sql(text)
-        .and_then(|mut p| p.parse_object_name(false))
-    {
-        Ok(name) => name
-            .0
-            .iter()
-            .filter_map(|p| p.as_ident().map(crate::parser::normalize_ident))
-            .collect::<Vec<_>>()
-            .join("."),
-        Err(_) => text.to_lowercase(),
-    }
 }

@@ -111,8 +111,9 @@ impl ScalarUDFImpl for BuildObject {
                 };
                 object.insert(key, json_value(value, &types[2 * pair + 1], row)?);
             }
-            let text = serde_json::Value::Object(object).to_string();
-            out.push(crate::pg::text::canonical_jsonb(&text));
+            out.push(Some(crate::pg::text::jsonb_text(
+                &serde_json::Value::Object(object),
+            )));
         }
         Ok(ColumnarValue::Array(
             Arc::new(StringArray::from(out)) as ArrayRef

@@ -71,7 +71,6 @@ pub fn session_functions(
             signature: oid_signature(),
         }),
         ScalarUDF::new_from_impl(LastVal {
-            source: Arc::clone(&source),
             session: Arc::clone(&session),
             signature: Signature::exact(vec![], Volatility::Volatile),
         }),
@@ -270,7 +269,6 @@ impl ScalarUDFImpl for CurrVal {
 /// returned.
 #[derive(Debug)]
 struct LastVal {
-    source: Arc<dyn SequenceSource>,
     session: Arc<SessionSequences>,
     signature: Signature,
 }
@@ -301,7 +299,6 @@ impl ScalarUDFImpl for LastVal {
                     "lastval is not yet defined in this session".into(),
                 )
             })?;
-        let _ = &self.source;
         Ok(ColumnarValue::Array(
             Arc::new(Int64Array::from(vec![value; args.number_rows])) as ArrayRef,
         ))

@@ -165,10 +165,7 @@ fn as_value(left: &Expr, subquery: &Query, negated: bool) -> Result<Option<Expr>
     } else {
         format!("({case})")
     };
-    Ok(Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(&sql)
-        .and_then(|mut p| p.parse_expr())
-        .ok())
+    Ok(parse_expr(&sql))
 }
 
 /// The one item of a plain `SELECT e FROM ... [WHERE ...]` (no grouping,
@@ -202,24 +199,23 @@ fn counting(q: &Query, extra: Option<String>) -> Option<Query> {
     let SetExpr::Select(select) = q.body.as_mut() else {
         return None;
     };
-    let count = Parser::new(&PostgreSqlDialect {})
-        .try_with_sql("count(*)")
-        .and_then(|mut p| p.parse_expr())
-        .ok()?;
+    let count = parse_expr("count(*)")?;
     select.projection = vec![SelectItem::UnnamedExpr(count)];
     if let Some(extra) = extra {
         let condition = match &select.selection {
             Some(w) => format!("({w}) AND {extra}"),
             None => extra,
         };
-        select.selection = Some(
-            Parser::new(&PostgreSqlDialect {})
-                .try_with_sql(&condition)
-                .and_then(|mut p| p.parse_expr())
-                .ok()?,
-        );
+        select.selection = Some(parse_expr(&condition)?);
     }
     Some(q)
+}
+
+fn parse_expr(sql: &str) -> Option<Expr> {
+    Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_expr())
+        .ok()
 }
 
 fn parse_query(sql: &str) -> Option<Query> {

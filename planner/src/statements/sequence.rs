@@ -27,7 +27,7 @@ pub fn create_sequence(
             "CREATE SEQUENCE ... OWNED BY a column (use a serial or identity column)",
         ));
     }
-    let def = sequence_def(name, data_type, options)?;
+    let def = sequence_def(data_type, options)?;
     let resolver = cx.resolver();
     let (schema, name) = if temporary {
         resolver.create_temp_target(name)?
@@ -63,11 +63,7 @@ pub fn create_sequence(
 
 /// The options with PostgreSQL's defaults filled in, checked as
 /// PostgreSQL checks them (22023 with its messages).
-fn sequence_def(
-    name: &ObjectName,
-    data_type: Option<&DataType>,
-    options: &[SequenceOptions],
-) -> Result<SequenceDef> {
+fn sequence_def(data_type: Option<&DataType>, options: &[SequenceOptions]) -> Result<SequenceDef> {
     let (width, type_min, type_max) = match data_type {
         None => (8, i64::MIN, i64::MAX),
         Some(t) => match crate::pg::types::pg_type_of(t) {
@@ -156,7 +152,6 @@ fn sequence_def(
             "CACHE ({cache}) must be greater than zero"
         )));
     }
-    let _ = name;
     Ok(SequenceDef {
         width,
         increment,
@@ -251,8 +246,8 @@ pub(crate) fn check_sequence_drop(
     Ok(())
 }
 
-/// The names (as `regclass` text reads them) of the sequences a default
-/// expression's `nextval('...')` calls draw from.
+/// The `regclass` texts naming the sequences a default expression's
+/// `nextval('...')` calls draw from.
 fn sequences_named(sql: &str) -> Vec<String> {
     use datafusion::sql::sqlparser::ast::{Visit, Visitor};
     use std::ops::ControlFlow;
@@ -277,8 +272,7 @@ fn sequences_named(sql: &str) -> Vec<String> {
                 if let Expr::Value(v) = arg
                     && let ast::Value::SingleQuotedString(text) = &v.value
                 {
-                    self.0
-                        .push(crate::query::catalog_functions::regclass_key(text));
+                    self.0.push(text.clone());
                 }
             }
             ControlFlow::Continue(())
@@ -306,7 +300,6 @@ mod tests {
             panic!("{sql}")
         };
         let ast::Statement::CreateSequence {
-            name,
             data_type,
             sequence_options,
             ..
@@ -314,7 +307,7 @@ mod tests {
         else {
             panic!("{sql}")
         };
-        sequence_def(name, data_type.as_ref(), sequence_options)
+        sequence_def(data_type.as_ref(), sequence_options)
     }
 
     #[test]

@@ -76,71 +76,103 @@ impl SequenceSource for Sequences {
             .ok()
             .and_then(|c| {
                 let state = c.catalog_state();
-                find_sequence(&state, oid).map(|found| match found {
-                    Found::Serial(k, item) => match &item.details {
-                        ItemDetails::Table { serials, .. } => serials[k].sequence.clone(),
-                        _ => item.name.clone(),
-                    },
-                    Found::Standalone(item) => item.name.clone(),
+                let (item, place) = state
+                    .items()
+                    .find_map(|i| Some((i, sequence_of(i, oid)?)))?;
+                Some(match (&item.details, place) {
+                    (ItemDetails::Table { serials, .. }, Some(k)) => serials[k].sequence.clone(),
+                    _ => item.name.clone(),
                 })
             })
             .unwrap_or_else(|| oid.to_string())
     }
 }
 
-/// A sequence by oid: a table column's or a standalone one.
-enum Found<'a> {
-    /// The `k`-th serial of a table.
-    Serial(usize, &'a freshet_catalog::Item),
-    /// A `CREATE SEQUENCE` sequence.
-    Standalone(&'a freshet_catalog::Item),
-}
-
-fn find_sequence(state: &freshet_catalog::CatalogState, oid: u32) -> Option<Found<'_>> {
-    state.items().find_map(|item| match &item.details {
+/// Where in an item the sequence `oid` lives: the position of a table's
+/// serial, or the item itself (`None` inside: a `CREATE SEQUENCE` one).
+fn sequence_of(item: &freshet_catalog::Item, oid: u32) -> Option<Option<usize>> {
+    match &item.details {
         ItemDetails::Table { serials, .. } => serials
             .iter()
             .position(|s| serial_sequence_oid(item.oid, s.column) == oid)
-            .map(|k| Found::Serial(k, item)),
+            .map(Some),
         ItemDetails::Sequence(_) if item.oid == oid && item.kind == ItemKind::Sequence => {
-            Some(Found::Standalone(item))
+            Some(None)
         }
         _ => None,
-    })
+    }
 }
 
-fn no_such_sequence(oid: u32) -> AdapterError {
-    AdapterError::data(
-        sqlstate::UNDEFINED_OBJECT,
-        format!(
-            "sequence with oid {oid} does not exist (a table or sequence created in an open transaction block is usable only after COMMIT)"
-        ),
-    )
+/// A sequence's state, to change in a copy of its item's details.
+enum SequenceMut<'a> {
+    /// A `serial`/identity column's.
+    Serial(&'a mut Serial),
+    /// A `CREATE SEQUENCE` sequence's, with its name.
+    Standalone(&'a str, &'a mut SequenceDef),
+}
+
+/// The sequence `oid` within `details` (a copy of `item`'s).
+fn sequence_in<'a>(
+    details: &'a mut ItemDetails,
+    item: &'a freshet_catalog::Item,
+    oid: u32,
+) -> Option<SequenceMut<'a>> {
+    let place = sequence_of(item, oid)?;
+    match (details, place) {
+        (ItemDetails::Table { serials, .. }, Some(k)) => {
+            serials.get_mut(k).map(SequenceMut::Serial)
+        }
+        (ItemDetails::Sequence(def), None) => Some(SequenceMut::Standalone(&item.name, def)),
+        _ => None,
+    }
 }
 
 impl Coordinator {
+    /// Change the sequence `oid` with `change` and commit the change as
+    /// one catalog transaction; `change`'s error commits nothing.
+    async fn change_sequence<T>(
+        &self,
+        oid: u32,
+        change: impl FnOnce(SequenceMut<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let catalog = self.catalog.lock().await;
+        let state = catalog.state();
+        let Some(item) = state.items().find(|i| sequence_of(i, oid).is_some()) else {
+            return Err(AdapterError::data(
+                sqlstate::UNDEFINED_OBJECT,
+                format!(
+                    "sequence with oid {oid} does not exist (a table or sequence created in an open transaction block is usable only after COMMIT)"
+                ),
+            ));
+        };
+        let mut details = item.details.clone();
+        let sequence = sequence_in(&mut details, item, oid)
+            .ok_or_else(|| AdapterError::Internal(format!("sequence {oid} not in its item")))?;
+        let out = change(sequence)?;
+        self.transact_locked(
+            catalog,
+            vec![Op::UpdateDetails {
+                id: item.id,
+                details,
+            }],
+            Vec::new(),
+            Prepared::new(),
+        )?;
+        Ok(out)
+    }
+
     /// Reserve at least `n` values of the sequence `oid` (fewer only where
     /// a sequence ends): one catalog transaction advancing the table's
     /// [`Serial`] or the sequence's [`SequenceDef`]. Returns the values in
     /// the order they are to be handed out.
     pub(super) async fn reserve_sequence(&self, oid: u32, n: usize) -> Result<Vec<i64>> {
-        let catalog = self.catalog.lock().await;
-        let state = catalog.state();
-        let Some(found) = find_sequence(&state, oid) else {
-            return Err(no_such_sequence(oid));
-        };
-        let (id, details, values) = match found {
-            Found::Serial(k, item) => {
-                let mut details = item.details.clone();
-                let ItemDetails::Table { serials, .. } = &mut details else {
-                    return Err(AdapterError::Internal("a serial outside a table".into()));
-                };
-                let Serial {
-                    sequence,
-                    next,
-                    max,
-                    ..
-                } = &mut serials[k];
+        self.change_sequence(oid, |sequence| match sequence {
+            SequenceMut::Serial(Serial {
+                sequence,
+                next,
+                max,
+                ..
+            }) => {
                 let start = *next;
                 if start > *max {
                     return Err(AdapterError::data(
@@ -154,13 +186,9 @@ impl Coordinator {
                     .saturating_add(i64::try_from(n).unwrap_or(i64::MAX))
                     .min(max.saturating_add(1));
                 *next = end;
-                (item.id, details, (start..end).collect())
+                Ok((start..end).collect())
             }
-            Found::Standalone(item) => {
-                let ItemDetails::Sequence(def) = &item.details else {
-                    return Err(AdapterError::Internal("a sequence without options".into()));
-                };
-                let mut def: SequenceDef = def.as_ref().clone();
+            SequenceMut::Standalone(name, def) => {
                 let values = def.reserve(n);
                 if values.is_empty() {
                     let (which, bound) = if def.increment > 0 {
@@ -170,32 +198,18 @@ impl Coordinator {
                     };
                     return Err(AdapterError::data(
                         sqlstate::SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
-                        format!(
-                            "nextval: reached {which} value of sequence \"{}\" ({bound})",
-                            item.name
-                        ),
+                        format!("nextval: reached {which} value of sequence \"{name}\" ({bound})"),
                     ));
                 }
-                (item.id, ItemDetails::Sequence(Box::new(def)), values)
+                Ok(values)
             }
-        };
-        self.transact_locked(
-            catalog,
-            vec![Op::UpdateDetails { id, details }],
-            Vec::new(),
-            Prepared::new(),
-        )?;
-        Ok(values)
+        })
+        .await
     }
 
     /// `setval`: the sequence `oid` goes on from `value` (the one after it
     /// when `is_called`), durably; 22003 outside its bounds.
     pub(super) async fn set_sequence(&self, oid: u32, value: i64, is_called: bool) -> Result<()> {
-        let catalog = self.catalog.lock().await;
-        let state = catalog.state();
-        let Some(found) = find_sequence(&state, oid) else {
-            return Err(no_such_sequence(oid));
-        };
         let out_of_bounds = |name: &str, min: i64, max: i64| {
             AdapterError::data(
                 sqlstate::NUMERIC_VALUE_OUT_OF_RANGE,
@@ -204,46 +218,32 @@ impl Coordinator {
                 ),
             )
         };
-        let (id, details) = match found {
-            Found::Serial(k, item) => {
-                let mut details = item.details.clone();
-                let ItemDetails::Table { serials, .. } = &mut details else {
-                    return Err(AdapterError::Internal("a serial outside a table".into()));
-                };
-                let serial = &mut serials[k];
-                if !(1..=serial.max).contains(&value) {
-                    return Err(out_of_bounds(&serial.sequence, 1, serial.max));
+        self.change_sequence(oid, |sequence| {
+            match sequence {
+                SequenceMut::Serial(serial) => {
+                    if !(1..=serial.max).contains(&value) {
+                        return Err(out_of_bounds(&serial.sequence, 1, serial.max));
+                    }
+                    serial.next = if is_called {
+                        value.saturating_add(1)
+                    } else {
+                        value
+                    };
                 }
-                serial.next = if is_called {
-                    value.saturating_add(1)
-                } else {
-                    value
-                };
-                (item.id, details)
+                SequenceMut::Standalone(name, def) => {
+                    if !(def.min..=def.max).contains(&value) {
+                        return Err(out_of_bounds(name, def.min, def.max));
+                    }
+                    def.next = Some(value);
+                    def.called = is_called;
+                    if is_called {
+                        // The set value counts as handed out.
+                        let _ = def.reserve(1);
+                    }
+                }
             }
-            Found::Standalone(item) => {
-                let ItemDetails::Sequence(def) = &item.details else {
-                    return Err(AdapterError::Internal("a sequence without options".into()));
-                };
-                let mut def: SequenceDef = def.as_ref().clone();
-                if !(def.min..=def.max).contains(&value) {
-                    return Err(out_of_bounds(&item.name, def.min, def.max));
-                }
-                def.next = Some(value);
-                def.called = is_called;
-                if is_called {
-                    // The set value counts as handed out.
-                    let _ = def.reserve(1);
-                }
-                (item.id, ItemDetails::Sequence(Box::new(def)))
-            }
-        };
-        self.transact_locked(
-            catalog,
-            vec![Op::UpdateDetails { id, details }],
-            Vec::new(),
-            Prepared::new(),
-        )?;
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 }
