@@ -13,6 +13,7 @@ mod durable;
 mod error;
 mod implications;
 mod objects;
+mod sources;
 mod state;
 mod transact;
 
@@ -23,6 +24,9 @@ pub use implications::{Implication, implications};
 pub use objects::{
     CatalogObject, Database, DefaultExpr, Identity, Item, ItemDetails, ItemKind, ItemOptions,
     Schema, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
+};
+pub use sources::{
+    Ingestion, LoadGenerator, LoadGeneratorSpec, SourceConnector, SourceDetails, SourceShape,
 };
 pub use state::{CatalogState, FIRST_USER_OID};
 pub use transact::{ItemDef, Op};

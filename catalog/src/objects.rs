@@ -61,7 +61,8 @@ impl ItemKind {
         }
     }
 
-    /// Whether the item has a storage collection of its own.
+    /// Whether items of this kind may have a storage collection of their
+    /// own ([`Item::has_collection`] says whether one does).
     pub fn has_collection(&self) -> bool {
         matches!(
             self,
@@ -98,6 +99,23 @@ pub struct Item {
     /// `WITH (...)` options: history retention, refresh schedule.
     #[serde(default)]
     pub options: Box<ItemOptions>,
+}
+
+impl Item {
+    /// Whether the item has a storage collection: tables, materialized
+    /// views, and sources that hold rows (a source with several outputs
+    /// writes them to its subsources and holds none itself).
+    pub fn has_collection(&self) -> bool {
+        self.kind.has_collection() && self.desc.is_some()
+    }
+
+    /// The item's source details, if it is a source or part of one.
+    pub fn source_details(&self) -> Option<&crate::sources::SourceDetails> {
+        match &self.details {
+            ItemDetails::Source(d) => Some(d),
+            _ => None,
+        }
+    }
 }
 
 /// Options a table, materialized view or index is created with (and that
@@ -208,7 +226,9 @@ pub enum ItemDetails {
     },
     /// A standalone sequence's options and how far it is handed out.
     Sequence(Box<SequenceDef>),
-    /// Reserved for sources and sinks.
+    /// A source, or one of the relations a source writes.
+    Source(Box<crate::sources::SourceDetails>),
+    /// Reserved for sinks.
     Other,
 }
 

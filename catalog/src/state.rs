@@ -156,7 +156,7 @@ impl CatalogState {
     pub fn collections_behind(&self, id: GlobalId) -> Vec<GlobalId> {
         self.transitive_references(id)
             .into_iter()
-            .filter(|r| self.items.get(r).is_some_and(|i| i.kind.has_collection()))
+            .filter(|r| self.items.get(r).is_some_and(|i| i.has_collection()))
             .collect()
     }
 

@@ -48,6 +48,16 @@ pub enum Op {
     },
     /// Create an item.
     CreateItem(ItemDef),
+    /// Create a source and the relations it writes (subsources, its
+    /// progress relation). Each part is made to reference the source and
+    /// its [`SourceDetails`](crate::SourceDetails) to name it, so the
+    /// group is one object as far as dependencies go.
+    CreateSource {
+        /// The source itself.
+        source: ItemDef,
+        /// Its subsources and progress relation.
+        parts: Vec<ItemDef>,
+    },
     /// Drop these objects. Anything depending on them must be in the set
     /// too (the caller expands `CASCADE` with
     /// [`CatalogState::transitive_dependents`]).
@@ -101,14 +111,40 @@ pub(crate) fn transact(
     // it (into a reserved range), never the state's counter.
     let mut high = next.next_id;
     for op in ops {
-        let changes = plan_op(&mut next, op, &mut created)?;
+        diff.changes.extend(apply_op(&mut next, op, &mut created)?);
         high = high.max(next.next_id);
-        let step = CatalogDiff { changes };
-        next.apply(&step)?;
-        diff.changes.extend(step.changes);
     }
     next.next_id = high;
     Ok((next, diff, created))
+}
+
+/// Plan `op` against `state` and apply it there, returning its changes.
+fn apply_op(
+    state: &mut CatalogState,
+    op: Op,
+    created: &mut Vec<GlobalId>,
+) -> Result<Vec<Change>, CatalogError> {
+    if let Op::CreateSource { source, parts } = op {
+        let mut changes = apply_op(state, Op::CreateItem(source), created)?;
+        let Some(&source_id) = created.last() else {
+            return Err(CatalogError::InvalidDefinition(
+                "a source was created without an id".into(),
+            ));
+        };
+        for mut part in parts {
+            part.references.push(source_id);
+            if let ItemDetails::Source(d) = &mut part.details {
+                d.set_source(source_id);
+            }
+            changes.extend(apply_op(state, Op::CreateItem(part), created)?);
+        }
+        return Ok(changes);
+    }
+    let step = CatalogDiff {
+        changes: plan_op(state, op, created)?,
+    };
+    state.apply(&step)?;
+    Ok(step.changes)
 }
 
 fn plan_op(
@@ -170,6 +206,11 @@ fn plan_op(
             let id = state.allocate_id();
             created.push(id);
             vec![Change::Added(CatalogObject::Item(item_from_def(id, def)))]
+        }
+        Op::CreateSource { .. } => {
+            return Err(CatalogError::InvalidDefinition(
+                "a source group is created by apply_op".into(),
+            ));
         }
         Op::Drop(ids) => {
             let set: BTreeSet<GlobalId> = ids.iter().copied().collect();

@@ -216,6 +216,9 @@ pub enum Plan {
     CreateMaterializedView(Box<CreateMaterializedViewPlan>),
     /// `CREATE [DEFAULT] INDEX`.
     CreateIndex(Box<CreateIndexPlan>),
+    /// `CREATE SOURCE`: checked; the server learns what it writes and
+    /// makes its catalog items.
+    CreateSource(Box<crate::statements::source::CreateSourcePlan>),
     /// `ALTER ... SET/RESET (RETAIN HISTORY ...)`.
     SetOptions {
         /// The item.

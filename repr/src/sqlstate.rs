@@ -131,3 +131,6 @@ pub const CONNECTION_FAILURE: &str = "08006";
 pub const SUCCESSFUL_COMPLETION: &str = "00000";
 /// `22004` null value not allowed (`set_config(NULL, ...)`).
 pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";
+/// An upstream system a source or sink reads cannot be reached
+/// (PostgreSQL's foreign-data-wrapper class).
+pub const FDW_UNABLE_TO_ESTABLISH_CONNECTION: &str = "HV00N";

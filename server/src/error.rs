@@ -89,6 +89,10 @@ pub enum AdapterError {
     /// (its read fails with the error the query would raise ad hoc).
     #[error("{}", .0.message)]
     Dataflow(freshet_compute::DataflowError),
+    /// From a source's connector (describing what it writes, starting
+    /// its ingestion).
+    #[error(transparent)]
+    Source(#[from] freshet_sources::SourceError),
     /// Arrow refused a conversion (a bug, or a value it cannot hold).
     #[error(transparent)]
     Arrow(#[from] arrow::error::ArrowError),
@@ -233,6 +237,7 @@ impl AdapterError {
             AdapterError::Compute(_) => (sqlstate::INTERNAL_ERROR, self.to_string()),
             AdapterError::Dataflow(e) => (e.sqlstate(), e.message.clone()),
             AdapterError::Arrow(_) => (sqlstate::INTERNAL_ERROR, self.to_string()),
+            AdapterError::Source(e) => (source_code(e), e.to_string()),
             AdapterError::UnknownCursor(_) => (sqlstate::INVALID_CURSOR_NAME, self.to_string()),
             AdapterError::DuplicateCursor(_) => (sqlstate::DUPLICATE_CURSOR, self.to_string()),
             AdapterError::Internal(_) => (sqlstate::INTERNAL_ERROR, self.to_string()),
@@ -332,6 +337,19 @@ impl From<PgWireError> for AdapterError {
 impl From<AdapterError> for PgWireError {
     fn from(e: AdapterError) -> Self {
         PgWireError::UserError(Box::new(e.to_error_info()))
+    }
+}
+
+fn source_code(e: &freshet_sources::SourceError) -> &'static str {
+    use freshet_sources::SourceError as E;
+    match e {
+        E::Storage(e) => storage_code(e),
+        // PostgreSQL's class for a foreign data source that cannot be
+        // reached or answers wrongly (08 would say the client's own
+        // connection failed).
+        E::Upstream(_) => sqlstate::FDW_UNABLE_TO_ESTABLISH_CONNECTION,
+        E::Invalid(_) => sqlstate::INVALID_PARAMETER_VALUE,
+        E::Arrow(_) | E::Internal(_) => sqlstate::INTERNAL_ERROR,
     }
 }
 

@@ -69,6 +69,8 @@ pub enum Builtin {
     PgDepend,
     /// `pg_catalog.pg_sequence`: `CREATE SEQUENCE`'s sequences
     PgSequence,
+    /// `freshet_internal.source_statuses`: each source's ingestion
+    SourceStatuses,
 }
 
 /// Where a built-in relation's rows come from.

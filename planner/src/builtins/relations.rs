@@ -1029,6 +1029,24 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         ],
         source: Empty,
     },
+    BuiltinRelation {
+        schema: "freshet_internal",
+        name: "source_statuses",
+        columns: &[
+            ("object_id", Text),
+            ("name", Text),
+            ("type", Text),
+            ("status", Text),
+            ("error", Text),
+            ("records_ingested", Int8),
+            ("bytes_ingested", Int8),
+            ("upper", Numeric),
+            ("progress", Text),
+            ("last_ingest_at", TimestampTz),
+            ("last_status_change_at", TimestampTz),
+        ],
+        source: Rows(Builtin::SourceStatuses),
+    },
 ];
 
 /// The columns of `pg_stat_all_tables` and `pg_stat_user_tables`.

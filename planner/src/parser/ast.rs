@@ -35,8 +35,25 @@ pub enum Statement {
     ExplainTimestamp(Box<ast::Statement>),
     /// `EXPLAIN MATERIALIZED VIEW name`.
     ExplainMaterializedView(ObjectName),
-    /// `SHOW CREATE MATERIALIZED VIEW name`.
-    ShowCreateMaterializedView(ObjectName),
+    /// `SHOW CREATE {MATERIALIZED VIEW | SOURCE} name` (the kinds
+    /// sqlparser does not parse here).
+    ShowCreate(ObjectKind, ObjectName),
+    /// `SHOW SOURCES [{FROM | IN} schema]`.
+    ShowSources(Option<ObjectName>),
+    /// `CREATE SOURCE ...`.
+    CreateSource(Box<super::source::CreateSourceStatement>),
+    /// `DROP {SOURCE} [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`: the
+    /// kinds sqlparser's `DROP` does not know.
+    DropObjects {
+        /// What kind of object.
+        kind: ObjectKind,
+        /// Whether a missing object is a notice rather than an error.
+        if_exists: bool,
+        /// The objects.
+        names: Vec<ObjectName>,
+        /// `CASCADE`: drop what depends on them too.
+        cascade: bool,
+    },
     /// `EXPLAIN INDEX name`.
     ExplainIndex(ObjectName),
     /// `SHOW INDEXES [ON name]`.
@@ -297,8 +314,25 @@ impl std::fmt::Display for Statement {
                 "CREATE DEFAULT INDEX {}ON {on}",
                 if *if_not_exists { "IF NOT EXISTS " } else { "" }
             ),
-            Statement::ShowCreateMaterializedView(n) => {
-                write!(f, "SHOW CREATE MATERIALIZED VIEW {n}")
+            Statement::ShowCreate(kind, n) => write!(f, "SHOW CREATE {} {n}", kind.keyword()),
+            Statement::ShowSources(None) => write!(f, "SHOW SOURCES"),
+            Statement::ShowSources(Some(s)) => write!(f, "SHOW SOURCES FROM {s}"),
+            Statement::CreateSource(s) => write!(f, "{s}"),
+            Statement::DropObjects {
+                kind,
+                if_exists,
+                names,
+                cascade,
+            } => {
+                let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+                write!(
+                    f,
+                    "DROP {} {}{}{}",
+                    kind.keyword(),
+                    if *if_exists { "IF EXISTS " } else { "" },
+                    names.join(", "),
+                    if *cascade { " CASCADE" } else { "" }
+                )
             }
             Statement::Maintenance { kind, tables } => {
                 write!(

@@ -29,6 +29,9 @@ pub(super) fn parse_create(parser: &mut Parser) -> Result<Statement, ParserError
             if_not_exists,
         });
     }
+    if super::is_word(parser, 1, "source") {
+        return super::source::parse_create_source(parser);
+    }
     if let Some(seq) = super::sequence::parse_create_sequence(parser)? {
         return Ok(Statement::Sql(Box::new(seq)));
     }

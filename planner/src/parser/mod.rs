@@ -20,6 +20,7 @@ pub mod item_options;
 mod maintenance;
 mod sequence;
 mod show;
+pub mod source;
 pub(crate) mod stream;
 
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -77,6 +78,10 @@ pub(crate) fn parse_statement(parser: &mut Parser) -> Result<Statement, ParserEr
         Token::Word(w) if w.quote_style.is_none() => match w.keyword {
             Keyword::CREATE => create::parse_create(parser),
             Keyword::ALTER => alter::parse_alter(parser),
+            Keyword::DROP => match source::parse_drop(parser)? {
+                Some(stmt) => Ok(stmt),
+                None => sql(parser),
+            },
             Keyword::EXPLAIN => explain::parse_explain(parser),
             Keyword::SHOW => show::parse_show(parser),
             Keyword::COPY | Keyword::DECLARE | Keyword::FETCH => stream::parse_stream(parser),

@@ -306,6 +306,13 @@ impl<'a> PlanningContext<'a> {
                         item.name
                     ),
                 ),
+                ItemKind::Source => crate::error::sqlstate_error(
+                    freshet_repr::sqlstate::WRONG_OBJECT_TYPE,
+                    format!(
+                        "source \"{}\" writes its data to its subsources; read those (SHOW SOURCES lists them)",
+                        item.name
+                    ),
+                ),
                 _ => plan_datafusion_err!("\"{}\" is not a relation", item.name),
             })?;
         let source: Arc<dyn TableSource> = match item.kind {

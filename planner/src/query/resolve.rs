@@ -363,7 +363,7 @@ impl<'a> NameResolver<'a> {
             }
             match self.catalog.item(id) {
                 Some(item) if item.kind == ItemKind::View => stack.extend(&item.references),
-                Some(item) if item.kind.has_collection() => {
+                Some(item) if item.has_collection() => {
                     out.insert(id);
                 }
                 _ => {}

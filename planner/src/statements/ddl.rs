@@ -650,21 +650,78 @@ pub fn drop_objects(
                 ObjectType::Sequence => ObjectKind::Sequence,
                 other => return Err(PlanError::unsupported(format!("DROP {other}"))),
             };
-            for name in names {
-                match lookup_kind(cx, name, kind)? {
-                    Some(id) => ids.push(id),
-                    None if if_exists => notices.push(format!(
-                        "{} \"{name}\" does not exist, skipping",
-                        expected_kind(kind)
-                            .1
-                            .trim_start_matches("a ")
-                            .trim_start_matches("an ")
-                    )),
-                    None => return Err(missing_message(kind, name)),
-                }
-            }
+            return drop_items(cx, kind, names, if_exists, cascade);
         }
     }
+    drop_plan(cx, ids, notices, cascade)
+}
+
+/// `DROP <kind> ...` of items (tables, views, sources, ...).
+pub fn drop_items(
+    cx: &StatementContext,
+    kind: ObjectKind,
+    names: &[ObjectName],
+    if_exists: bool,
+    cascade: bool,
+) -> Result<Plan> {
+    let mut ids = Vec::new();
+    let mut notices = Vec::new();
+    for name in names {
+        match lookup_kind(cx, name, kind)? {
+            Some(id) => ids.push(id),
+            None if if_exists => notices.push(format!(
+                "{} \"{name}\" does not exist, skipping",
+                expected_kind(kind)
+                    .1
+                    .trim_start_matches("a ")
+                    .trim_start_matches("an ")
+            )),
+            None => return Err(missing_message(kind, name)),
+        }
+    }
+    // A source goes with its subsources and progress relation, which
+    // cannot be dropped alone.
+    for id in ids.clone() {
+        let item = cx.catalog.get_item(id)?;
+        match item.source_details() {
+            Some(freshet_catalog::SourceDetails::Ingestion(_)) => ids.extend(
+                cx.catalog
+                    .dependents(id)
+                    .into_iter()
+                    .filter(|d| {
+                        cx.catalog
+                            .item(*d)
+                            .and_then(|i| i.source_details())
+                            .is_some_and(|s| s.source(*d) == id)
+                    })
+                    .filter(|d| !ids.contains(d))
+                    .collect::<Vec<_>>(),
+            ),
+            Some(part) => {
+                let source = part.source(id);
+                if !ids.contains(&source) {
+                    return Err(PlanError::InvalidParameter(format!(
+                        "cannot drop {} \"{}\" alone: it is written by source \"{}\"; drop that source instead",
+                        part.type_name(),
+                        item.name,
+                        cx.catalog.item(source).map_or("?", |s| s.name.as_str())
+                    )));
+                }
+            }
+            None => {}
+        }
+    }
+    drop_plan(cx, ids, notices, cascade)
+}
+
+/// The plan of a `DROP` of `ids`: with everything depending on them
+/// (`CASCADE`) or with just their indexes.
+fn drop_plan(
+    cx: &StatementContext,
+    ids: Vec<GlobalId>,
+    notices: Vec<String>,
+    cascade: bool,
+) -> Result<Plan> {
     let ids = if cascade {
         cx.catalog.transitive_dependents(&ids).into_iter().collect()
     } else {
@@ -765,6 +822,7 @@ fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
                 1,
             ))
         }
+        ItemKind::Source => crate::statements::source::show_create_source(cx, item),
         _ => {
             let mut stmts = datafusion::sql::sqlparser::parser::Parser::parse_sql(
                 &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},

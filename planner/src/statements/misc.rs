@@ -65,8 +65,19 @@ fn show_schema_id(
     cx: &StatementContext,
     opts: &ShowStatementOptions,
 ) -> Result<freshet_repr::GlobalId> {
+    schema_to_show(
+        cx,
+        opts.show_in.as_ref().and_then(|i| i.parent_name.as_ref()),
+    )
+}
+
+/// The schema named, else the first existing schema on the search path.
+fn schema_to_show(
+    cx: &StatementContext,
+    name: Option<&ObjectName>,
+) -> Result<freshet_repr::GlobalId> {
     let resolver = cx.resolver();
-    if let Some(name) = opts.show_in.as_ref().and_then(|i| i.parent_name.as_ref()) {
+    if let Some(name) = name {
         return Ok(resolver.resolve_schema(name)?.id);
     }
     let db = resolver.database()?;
@@ -122,6 +133,31 @@ pub fn show_items(
     text_rows(
         &[("name", PgType::Text)],
         names.into_iter().map(|n| vec![Some(n)]).collect(),
+    )
+}
+
+/// `SHOW SOURCES [FROM schema]`: each source and the relations it
+/// writes, with their type (`load-generator`, `subsource`, `progress`,
+/// ...), as Materialize lists them.
+pub fn show_sources(cx: &StatementContext, schema: Option<&ObjectName>) -> Result<Plan> {
+    let schema = schema_to_show(cx, schema)?;
+    let mut rows: Vec<(String, &'static str)> = cx
+        .catalog
+        .items()
+        .filter(|i| i.schema_id == schema && i.kind == ItemKind::Source)
+        .map(|i| {
+            (
+                i.name.clone(),
+                i.source_details().map_or("source", |d| d.type_name()),
+            )
+        })
+        .collect();
+    rows.sort();
+    text_rows(
+        &[("name", PgType::Text), ("type", PgType::Text)],
+        rows.into_iter()
+            .map(|(n, t)| vec![Some(n), Some(t.to_string())])
+            .collect(),
     )
 }
 

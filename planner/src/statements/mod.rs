@@ -11,6 +11,7 @@ pub mod materialized;
 pub mod misc;
 pub mod options;
 pub mod sequence;
+pub mod source;
 pub mod subscribe;
 pub mod written_plan;
 
@@ -41,9 +42,15 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
         Statement::CreateDefaultIndex { on, if_not_exists } => {
             crate::statements::index::create_index(cx, None, on, None, *if_not_exists)
         }
-        Statement::ShowCreateMaterializedView(name) => {
-            misc::show_create(cx, ObjectKind::MaterializedView, name)
-        }
+        Statement::ShowCreate(kind, name) => misc::show_create(cx, *kind, name),
+        Statement::ShowSources(schema) => misc::show_sources(cx, schema.as_ref()),
+        Statement::CreateSource(s) => source::create_source(cx, s),
+        Statement::DropObjects {
+            kind,
+            if_exists,
+            names,
+            cascade,
+        } => ddl::drop_items(cx, *kind, names, *if_exists, *cascade),
         Statement::AlterRename {
             kind,
             if_exists,

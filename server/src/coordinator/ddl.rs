@@ -311,6 +311,45 @@ impl Coordinator {
         Ok(())
     }
 
+    /// `CREATE SOURCE`: learn what its connector writes, then commit the
+    /// source with its subsources and progress relation; applying that
+    /// starts its ingestion.
+    pub(super) async fn create_source(
+        &self,
+        tag: String,
+        plan: freshet_planner::statements::source::CreateSourcePlan,
+        ctx: &mut ExecCtx,
+    ) -> Result<ExecuteResponse> {
+        if plan.if_not_exists
+            && self
+                .catalog_state()
+                .item_by_name(plan.schema_id, &plan.name)
+                .is_some()
+        {
+            ctx.notice(format!("source \"{}\" already exists, skipping", plan.name));
+            return Ok(ExecuteResponse::Command(tag));
+        }
+        let shape = freshet_sources::shape(&plan.connector)?;
+        let op = freshet_planner::statements::source::source_ops(
+            &plan,
+            shape,
+            freshet_storage::wall_clock_ms(),
+        )?;
+        let ids = self.transact_holding(vec![op], Vec::new(), None).await?;
+        // Answer once the snapshot is durable (or the source stalled), so
+        // that a read right after sees it.
+        if let Some(id) = ids.first() {
+            let state = self.sources.wait_started(*id).await;
+            if state == freshet_sources::SourceState::Stalled {
+                ctx.notice(format!(
+                    "source \"{}\" is stalled; see freshet_internal.source_statuses",
+                    plan.name
+                ));
+            }
+        }
+        Ok(ExecuteResponse::Command(tag))
+    }
+
     /// `CREATE MATERIALIZED VIEW`: choose the time its inputs are read at
     /// (the strict-serializable read time, or an earlier `REFRESH AT`),
     /// hold them there, and commit the view with that `as_of`.
@@ -442,6 +481,8 @@ fn unchanged_since(
     for op in ops {
         match op {
             Op::CreateItem(def) => named.extend(def.references.iter().copied()),
+            // Refused in blocks; what it names is only what it creates.
+            Op::CreateSource { .. } => {}
             Op::ReplaceItem { id, def } => {
                 named.insert(*id);
                 named.extend(def.references.iter().copied());

@@ -2,11 +2,14 @@
 //! dataflows (from their written plans) and read policies, in order. Boot
 //! runs the same code over the whole catalog.
 
-use freshet_catalog::{CatalogDiff, Implication, ItemDetails, ItemKind, Op, implications};
+use freshet_catalog::{
+    CatalogDiff, Implication, ItemDetails, ItemKind, Op, SourceDetails, implications,
+};
 use freshet_compute_types::DataflowDesc;
 use freshet_planner::ItemDataflow;
 use freshet_planner::statements::written_plan;
 use freshet_repr::GlobalId;
+use freshet_sources::{IngestionTarget, OutputTarget};
 use freshet_storage::{CollectionKind, ReadHold, ReadPolicy};
 
 use super::Coordinator;
@@ -93,6 +96,15 @@ impl Coordinator {
                     }
                 }
                 Implication::DropDataflow(id) => self.compute.drop_dataflow(id)?,
+                Implication::StartIngestion(id) => {
+                    if let Err(e) = self.start_ingestion(id) {
+                        if !booting {
+                            return Err(e);
+                        }
+                        tracing::error!(source = %id, error = %e, "cannot start ingestion at boot; the source stays as it is");
+                    }
+                }
+                Implication::StopIngestion(id) => self.sources.stop(id),
                 Implication::ExportSink(id) | Implication::DropSinkExport(id) => {
                     return Err(AdapterError::Internal(format!(
                         "implication for {id} requires sinks, which this build does not run"
@@ -100,6 +112,57 @@ impl Coordinator {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Start the ingestion of source `id`, writing the collections of
+    /// its group: its own (a single-output source), its subsources', its
+    /// progress relation's.
+    fn start_ingestion(&self, id: GlobalId) -> Result<()> {
+        let catalog = self.catalog_state();
+        let item = catalog.get_item(id)?;
+        let Some(SourceDetails::Ingestion(ingestion)) = item.source_details() else {
+            return Err(AdapterError::Internal(format!("{id} is not a source")));
+        };
+        let shape = freshet_sources::shape(&ingestion.connector)?;
+        let target = |upstream: &str, part: &freshet_catalog::Item| OutputTarget {
+            upstream: upstream.to_string(),
+            id: part.id,
+            schema: part.desc.clone().unwrap_or_default().arrow_schema(),
+        };
+        let parts: Vec<&freshet_catalog::Item> = catalog
+            .dependents(id)
+            .into_iter()
+            .filter_map(|d| catalog.item(d))
+            .filter(|p| p.source_details().is_some_and(|s| s.source(p.id) == id))
+            .collect();
+        let mut outputs = Vec::new();
+        for (upstream, _) in &shape.outputs {
+            let part = if item.has_collection() {
+                Some(item)
+            } else {
+                parts.iter().copied().find(|p| {
+                    matches!(p.source_details(),
+                        Some(SourceDetails::Output { upstream: u, .. }) if u == upstream)
+                })
+            };
+            let part = part.ok_or_else(|| {
+                AdapterError::Internal(format!("source {id} has no relation for {upstream}"))
+            })?;
+            outputs.push(target(upstream, part));
+        }
+        let progress = parts
+            .iter()
+            .find(|p| matches!(p.source_details(), Some(SourceDetails::Progress { .. })))
+            .ok_or_else(|| {
+                AdapterError::Internal(format!("source {id} has no progress relation"))
+            })?;
+        self.sources.start(IngestionTarget {
+            source: id,
+            ingestion: ingestion.as_ref().clone(),
+            outputs,
+            progress: target("progress", progress),
+        })?;
         Ok(())
     }
 

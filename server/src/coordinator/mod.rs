@@ -63,6 +63,8 @@ pub struct Coordinator {
     pub storage: Arc<Storage>,
     /// Compute: the timely workers maintaining materialized views.
     pub compute: Arc<ComputeController>,
+    /// The ingestions of sources (started and stopped by implications).
+    pub sources: Arc<freshet_sources::Sources>,
     base_df: datafusion::execution::SessionState,
     table_locks: Mutex<HashMap<GlobalId, Arc<tokio::sync::Mutex<()>>>>,
     /// Cancel-request registry (pgwire).
@@ -117,11 +119,16 @@ impl Coordinator {
         let compute = Arc::new(ComputeController::start(workers, Arc::clone(&storage))?);
         let catalog = Catalog::open(fence)?;
         let state = catalog.state();
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            AdapterError::Internal("the coordinator must open inside a tokio runtime".into())
+        })?;
+        let sources = Arc::new(freshet_sources::Sources::new(Arc::clone(&storage), runtime));
         let coord = Coordinator {
             catalog: tokio::sync::Mutex::new(catalog),
             state: RwLock::new(Arc::clone(&state)),
             storage,
             compute,
+            sources,
             base_df,
             table_locks: Mutex::new(HashMap::new()),
             connections: Arc::new(ConnectionManager::new()),
@@ -254,6 +261,7 @@ impl Coordinator {
         Arc::new(QueryReader {
             storage: Arc::clone(&self.storage),
             compute: Arc::clone(&self.compute),
+            sources: Arc::clone(&self.sources),
             catalog: self.catalog_for(session),
             database: session.database.clone(),
             vars: (session.vars.clone(), session.reset_vars.clone()),

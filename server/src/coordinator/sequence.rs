@@ -92,6 +92,14 @@ impl Coordinator {
                 self.create_materialized_view(session, tag, *create, ctx)
                     .await
             }
+            Plan::CreateSource(create) => {
+                if session.status != TxnStatus::Idle {
+                    // As in Materialize: a source starts ingesting when
+                    // it is created, which a block could not undo.
+                    return Err(AdapterError::InTransactionBlock(tag));
+                }
+                self.create_source(tag, *create, ctx).await
+            }
             Plan::Drop { ids, notices } => {
                 for n in notices {
                     ctx.notice(n);

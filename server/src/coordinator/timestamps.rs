@@ -234,7 +234,7 @@ impl Coordinator {
             .collect();
         let mut out: BTreeSet<GlobalId> = catalog
             .items()
-            .filter(|i| schemas.contains(&i.schema_id) && i.kind.has_collection())
+            .filter(|i| schemas.contains(&i.schema_id) && i.has_collection())
             .map(|i| i.id)
             .collect();
         out.extend(inputs);

@@ -3,6 +3,7 @@
 mod dependencies;
 mod pg_catalog;
 mod sequences;
+mod sources;
 
 use std::sync::Arc;
 
@@ -27,6 +28,8 @@ pub struct QueryReader {
     pub storage: Arc<Storage>,
     /// Compute (for `freshet_internal.dataflows`).
     pub compute: Arc<freshet_compute::ComputeController>,
+    /// Source ingestions (for `freshet_internal.source_statuses`).
+    pub sources: Arc<freshet_sources::Sources>,
     /// The catalog version planned against.
     pub catalog: Arc<CatalogState>,
     /// The session's database.
@@ -260,6 +263,7 @@ impl QueryReader {
             Builtin::PgRewrite => self.pg_rewrite(),
             Builtin::PgDepend => self.pg_depend(),
             Builtin::PgSequence => self.pg_sequence(),
+            Builtin::SourceStatuses => self.source_statuses(),
             Builtin::PgAttrdef => self.pg_attrdef(),
             Builtin::PgConstraint => self.pg_constraint(),
             Builtin::KeyColumnUsage => self.key_column_usage(),

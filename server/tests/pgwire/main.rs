@@ -20,6 +20,7 @@ mod primary_keys;
 mod protocol;
 mod protocol_fuzz;
 mod psql_smoke;
+mod sources;
 mod subscribe;
 mod time_travel;
 mod transactions;

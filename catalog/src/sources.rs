@@ -1,0 +1,197 @@
+//! What the catalog records of a source: how its data arrives and which
+//! relations it writes.
+//!
+//! A source is a group of items created by one `CREATE SOURCE`: the
+//! source itself (whose details say how data is ingested), the relations
+//! it writes when it has several (`FOR ALL TABLES`: one item per output,
+//! Materialize's *subsources*), and its progress relation (the offset,
+//! counter or log position the ingestion has durably reached). The parts
+//! reference the source, so they are its dependents and go with it.
+
+use freshet_repr::{GlobalId, RelationDesc};
+use serde::{Deserialize, Serialize};
+
+/// The role of a source item within its group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SourceDetails {
+    /// The source itself: what it ingests from. It holds rows only if it
+    /// has a single output (its `desc` is then that output's columns).
+    Ingestion(Box<Ingestion>),
+    /// One relation a multi-output source writes.
+    Output {
+        /// The source that writes it.
+        source: GlobalId,
+        /// The upstream relation's name (a generator's relation, an
+        /// upstream table), which the ingestion knows it by.
+        upstream: String,
+    },
+    /// The source's progress relation: one row saying how far ingestion
+    /// has durably come, written in the same atomic append as the data.
+    Progress {
+        /// The source it tracks.
+        source: GlobalId,
+    },
+}
+
+impl SourceDetails {
+    /// The source the item belongs to (itself, for the source).
+    pub fn source(&self, own: GlobalId) -> GlobalId {
+        match self {
+            SourceDetails::Ingestion(_) => own,
+            SourceDetails::Output { source, .. } | SourceDetails::Progress { source } => *source,
+        }
+    }
+
+    /// Record the source's id in a part created with it (its id is known
+    /// only once the catalog transaction allocates it).
+    pub(crate) fn set_source(&mut self, id: GlobalId) {
+        match self {
+            SourceDetails::Ingestion(_) => {}
+            SourceDetails::Output { source, .. } | SourceDetails::Progress { source } => {
+                *source = id
+            }
+        }
+    }
+
+    /// The word `SHOW SOURCES` uses for the item's type.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            SourceDetails::Ingestion(i) => i.connector.type_name(),
+            SourceDetails::Output { .. } => "subsource",
+            SourceDetails::Progress { .. } => "progress",
+        }
+    }
+}
+
+/// How a source ingests, and when it was created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ingestion {
+    /// Where the data comes from.
+    pub connector: SourceConnector,
+    /// Wall-clock milliseconds at creation: generators date what they
+    /// generate from it, so a restart regenerates the same rows.
+    pub created_at: u64,
+}
+
+/// Where a source's data comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SourceConnector {
+    /// `FROM LOAD GENERATOR ...`: data made up by Freshet.
+    LoadGenerator(LoadGeneratorSpec),
+}
+
+impl SourceConnector {
+    /// The source type as `SHOW SOURCES` and `source_statuses` name it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            SourceConnector::LoadGenerator(_) => "load-generator",
+        }
+    }
+}
+
+/// The load generators Freshet has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LoadGenerator {
+    /// `COUNTER`: one `bigint` counting up per tick.
+    Counter,
+    /// `AUCTION`: organizations, users, accounts, auctions and bids.
+    Auction,
+    /// `MARKETING`: customers, impressions, clicks, leads, coupons,
+    /// conversion predictions.
+    Marketing,
+    /// `TPCH`: the eight TPC-H relations at a scale factor, then orders
+    /// changing.
+    Tpch,
+    /// `KEY VALUE`: keyed `bytea` values updated in rounds.
+    KeyValue,
+    /// `NEXMARK`: persons, auctions and bids of the Nexmark benchmark.
+    Nexmark,
+}
+
+impl LoadGenerator {
+    /// The generator's name in SQL.
+    pub fn sql_name(&self) -> &'static str {
+        match self {
+            LoadGenerator::Counter => "COUNTER",
+            LoadGenerator::Auction => "AUCTION",
+            LoadGenerator::Marketing => "MARKETING",
+            LoadGenerator::Tpch => "TPCH",
+            LoadGenerator::KeyValue => "KEY VALUE",
+            LoadGenerator::Nexmark => "NEXMARK",
+        }
+    }
+}
+
+/// A load generator and its options (already checked and defaulted by
+/// the planner).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadGeneratorSpec {
+    /// Which generator.
+    pub generator: LoadGenerator,
+    /// `TICK INTERVAL`, in milliseconds; `None`: nothing changes after
+    /// the snapshot (TPCH's and KEY VALUE's default, as Materialize's).
+    pub tick_ms: Option<u64>,
+    /// `AS OF`: the first tick to produce (earlier ticks are skipped).
+    pub as_of: u64,
+    /// `UP TO`: produce ticks before this one only.
+    pub up_to: Option<u64>,
+    /// `SEED`: what every random choice derives from.
+    pub seed: u64,
+    /// `MAX CARDINALITY` (COUNTER): keep only the newest values.
+    pub max_cardinality: Option<u64>,
+    /// `SCALE FACTOR` (TPCH), as written (a decimal).
+    pub scale_factor: Option<String>,
+    /// `KEYS` (KEY VALUE).
+    pub keys: Option<u64>,
+    /// `VALUE SIZE` in bytes (KEY VALUE).
+    pub value_size: Option<u64>,
+    /// `PARTITIONS` (KEY VALUE).
+    pub partitions: Option<u64>,
+    /// `BATCH SIZE`: keys updated per tick (KEY VALUE).
+    pub batch_size: Option<u64>,
+    /// `SNAPSHOT ROUNDS` (KEY VALUE): rounds over every key in the
+    /// snapshot (its last round's values are what the snapshot holds).
+    pub snapshot_rounds: Option<u64>,
+    /// `EVENTS PER SECOND` (NEXMARK).
+    pub events_per_second: Option<u64>,
+    /// `TOTAL EVENTS` (NEXMARK): stop after this many events.
+    pub total_events: Option<u64>,
+}
+
+impl LoadGeneratorSpec {
+    /// A spec with every option at its default.
+    pub fn new(generator: LoadGenerator) -> Self {
+        LoadGeneratorSpec {
+            generator,
+            tick_ms: match generator {
+                LoadGenerator::Tpch | LoadGenerator::KeyValue => None,
+                LoadGenerator::Nexmark => Some(100),
+                _ => Some(1_000),
+            },
+            as_of: 0,
+            up_to: None,
+            seed: 0,
+            max_cardinality: None,
+            scale_factor: None,
+            keys: None,
+            value_size: None,
+            partitions: None,
+            batch_size: None,
+            snapshot_rounds: None,
+            events_per_second: None,
+            total_events: None,
+        }
+    }
+}
+
+/// What a connector writes: its relations, by the names upstream knows
+/// them by, and the columns of its progress relation. The connector says
+/// (for an upstream database, after asking it); the catalog items of a
+/// new source are made from it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceShape {
+    /// Each relation written, by upstream name, in order.
+    pub outputs: Vec<(String, RelationDesc)>,
+    /// The progress relation's columns.
+    pub progress: RelationDesc,
+}

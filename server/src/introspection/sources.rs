@@ -1,0 +1,54 @@
+//! `freshet_internal.source_statuses`: every source of the session's
+//! database with what its ingestion reports (state, last error, what it
+//! ingested, how far it came) and its collections' upper.
+
+use freshet_catalog::SourceDetails;
+
+use super::{QueryReader, Row};
+
+/// Wall-clock milliseconds as a `timestamptz` text value.
+fn timestamp_text(ms: u64) -> Option<String> {
+    let t = chrono::DateTime::from_timestamp_millis(i64::try_from(ms).ok()?)?;
+    Some(t.format("%Y-%m-%d %H:%M:%S%.3f+00").to_string())
+}
+
+impl QueryReader {
+    pub(super) fn source_statuses(&self) -> Vec<Row> {
+        let schemas = self.schemas_in_db();
+        let statuses = self.sources.statuses();
+        self.catalog
+            .items()
+            .filter(|item| schemas.iter().any(|s| s.id == item.schema_id))
+            .filter_map(|item| match item.source_details() {
+                Some(SourceDetails::Ingestion(ingestion)) => Some((item, ingestion)),
+                _ => None,
+            })
+            .map(|(item, ingestion)| {
+                let status = statuses.iter().find(|s| s.id == item.id);
+                // Every relation of a source shares the log's upper; its
+                // progress relation always exists.
+                let upper = self
+                    .catalog
+                    .dependents(item.id)
+                    .into_iter()
+                    .find_map(|d| self.storage.frontiers(d).ok())
+                    .and_then(|(_, upper)| upper.as_option().copied());
+                vec![
+                    Some(item.id.to_string()),
+                    self.name_of(item.id),
+                    Some(ingestion.connector.type_name().to_string()),
+                    Some(status.map_or("starting", |s| s.state.name()).to_string()),
+                    status.and_then(|s| s.error.clone()),
+                    Some(status.map_or(0, |s| s.records).to_string()),
+                    Some(status.map_or(0, |s| s.bytes).to_string()),
+                    upper.map(|u| u.to_string()),
+                    status.and_then(|s| s.progress.clone()),
+                    status
+                        .and_then(|s| s.last_ingest_at)
+                        .and_then(timestamp_text),
+                    status.and_then(|s| timestamp_text(s.changed_at)),
+                ]
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,167 @@
+//! Source ingestion.
+//!
+//! A source's data enters storage the way table writes do: through the
+//! transaction log's group commit ([`Storage::commit`]). Each append carries
+//! the source's new rows *and* the new row of its progress relation (the
+//! tick, offset or log position reached), so the two are durable together
+//! or not at all: after any crash, ingestion resumes exactly where the
+//! durable data ends. Because source collections share the log's upper
+//! with tables, a source that stalls never holds back a read; how stale it
+//! is shows in its status.
+//!
+//! [`Sources`] runs one task per ingesting source, started and stopped by
+//! the catalog's implications (boot included); [`shape`] says what a
+//! connector writes, from which `CREATE SOURCE` makes its catalog items.
+
+mod datum;
+mod error;
+mod load_gen;
+mod progress;
+mod status;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use freshet_catalog::{Ingestion, SourceConnector, SourceShape};
+use freshet_repr::GlobalId;
+use freshet_storage::Storage;
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+pub use datum::{Datum, Update, write_updates};
+pub use error::{Result, SourceError};
+pub use status::{SourceState, SourceStatus, StatusCell};
+
+/// A collection an ingestion writes.
+#[derive(Clone, Debug)]
+pub struct OutputTarget {
+    /// The name upstream knows the relation by (a generator's relation).
+    pub upstream: String,
+    /// The collection.
+    pub id: GlobalId,
+    /// Its columns.
+    pub schema: SchemaRef,
+}
+
+/// Everything an ingestion needs to run: what to ingest and where to
+/// write it.
+#[derive(Clone, Debug)]
+pub struct IngestionTarget {
+    /// The source.
+    pub source: GlobalId,
+    /// How it ingests.
+    pub ingestion: Ingestion,
+    /// The collections of its relations.
+    pub outputs: Vec<OutputTarget>,
+    /// Its progress relation's collection.
+    pub progress: OutputTarget,
+}
+
+/// What a connector writes.
+pub fn shape(connector: &SourceConnector) -> Result<SourceShape> {
+    match connector {
+        SourceConnector::LoadGenerator(spec) => Ok(load_gen::shape(spec)),
+    }
+}
+
+struct Running {
+    status: StatusCell,
+    stop: watch::Sender<bool>,
+}
+
+/// The running ingestions of this process.
+pub struct Sources {
+    storage: Arc<Storage>,
+    runtime: tokio::runtime::Handle,
+    running: Mutex<BTreeMap<GlobalId, Running>>,
+}
+
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sources")
+            .field("running", &self.running.lock().keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Sources {
+    /// Ingestions writing to `storage`, run as tasks on `runtime`.
+    pub fn new(storage: Arc<Storage>, runtime: tokio::runtime::Handle) -> Self {
+        Sources {
+            storage,
+            runtime,
+            running: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Start ingesting for `target` (nothing if it already runs). The task
+    /// first reads how far the source durably came, then goes on from
+    /// there.
+    pub fn start(&self, target: IngestionTarget) -> Result<()> {
+        let mut running = self.running.lock();
+        if running.contains_key(&target.source) {
+            return Ok(());
+        }
+        let status = StatusCell::new(target.source);
+        let (stop, stopped) = watch::channel(false);
+        let task = match &target.ingestion.connector {
+            SourceConnector::LoadGenerator(spec) => load_gen::run(
+                Arc::clone(&self.storage),
+                target.clone(),
+                spec.clone(),
+                status.clone(),
+                stopped,
+            )?,
+        };
+        self.runtime.spawn(task);
+        running.insert(target.source, Running { status, stop });
+        tracing::info!(source = %target.source, "ingestion started");
+        Ok(())
+    }
+
+    /// Stop a source's ingestion. An append already handed to storage may
+    /// still commit; nothing after it does.
+    pub fn stop(&self, id: GlobalId) {
+        if let Some(r) = self.running.lock().remove(&id) {
+            let _ = r.stop.send(true);
+            tracing::info!(source = %id, "ingestion stopped");
+        }
+    }
+
+    /// Wait until source `id` has left `starting` (its snapshot is
+    /// durable, or it stalled or failed trying): `CREATE SOURCE` answers
+    /// then, so a read right after it sees the snapshot. Returns at once
+    /// for a source that is not running.
+    pub async fn wait_started(&self, id: GlobalId) -> SourceState {
+        let Some(mut changes) = self.running.lock().get(&id).map(|r| r.status.watch()) else {
+            return SourceState::Failed;
+        };
+        loop {
+            let state = *changes.borrow_and_update();
+            if state != SourceState::Starting {
+                return state;
+            }
+            if changes.changed().await.is_err() {
+                return SourceState::Failed;
+            }
+        }
+    }
+
+    /// The status of every running source.
+    pub fn statuses(&self) -> Vec<SourceStatus> {
+        self.running
+            .lock()
+            .values()
+            .map(|r| r.status.get())
+            .collect()
+    }
+}
+
+impl Drop for Sources {
+    fn drop(&mut self) {
+        for (_, r) in std::mem::take(&mut *self.running.lock()) {
+            let _ = r.stop.send(true);
+        }
+    }
+}
