@@ -10,5 +10,5 @@ mod plan;
 pub mod wire;
 
 pub use error::WireError;
-pub use plan::{DataflowDesc, Export, JoinKind, RelPlan};
+pub use plan::{DataflowDesc, Export, JoinKind, RelPlan, TimeBound, TimeOp};
 pub use wire::{PlanCodec, format_version};

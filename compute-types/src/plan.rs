@@ -33,6 +33,49 @@ pub enum JoinKind {
     LeftAnti,
 }
 
+/// How a temporal filter compares the logical time with a bound:
+/// `mz_now() <op> bound`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeOp {
+    /// `mz_now() = bound`
+    Eq,
+    /// `mz_now() < bound`
+    Lt,
+    /// `mz_now() <= bound`
+    LtEq,
+    /// `mz_now() > bound`
+    Gt,
+    /// `mz_now() >= bound`
+    GtEq,
+}
+
+impl TimeOp {
+    /// The SQL operator.
+    pub fn symbol(&self) -> &'static str {
+        match self {
+            TimeOp::Eq => "=",
+            TimeOp::Lt => "<",
+            TimeOp::LtEq => "<=",
+            TimeOp::Gt => ">",
+            TimeOp::GtEq => ">=",
+        }
+    }
+}
+
+/// One conjunct of a temporal filter: `mz_now() · units <op> expr`, with
+/// `expr` over the input row and `units` its units per millisecond of
+/// logical time (1 when it compares with `mz_now()` itself, 1000 when
+/// with a timestamp's microseconds).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimeBound {
+    /// The comparison.
+    pub op: TimeOp,
+    /// The bound, over the input row.
+    pub expr: Expr,
+    /// Units of `expr` per millisecond.
+    pub units: i64,
+}
+
 /// A relational operator.
 #[derive(Clone)]
 pub enum RelPlan {
@@ -115,6 +158,18 @@ pub enum RelPlan {
         /// Output schema.
         schema: SchemaRef,
     },
+    /// A temporal filter: each input row is in the output from the first
+    /// time every bound holds until the first time one fails (`WHERE
+    /// mz_now() <= ts + INTERVAL '5 minutes'`): inserted and retracted at
+    /// those times, without the input changing.
+    TemporalFilter {
+        /// Input.
+        input: Box<RelPlan>,
+        /// The input schema as the bounds name it.
+        input_schema: DFSchemaRef,
+        /// The conjuncts, all of which must hold.
+        bounds: Vec<TimeBound>,
+    },
     /// Each distinct row once.
     Distinct {
         /// Input.
@@ -177,7 +232,7 @@ impl RelPlan {
             | RelPlan::Window { schema, .. }
             | RelPlan::TopK { schema, .. }
             | RelPlan::Union { schema, .. } => Arc::clone(schema),
-            RelPlan::Distinct { input } => input.schema(),
+            RelPlan::Distinct { input } | RelPlan::TemporalFilter { input, .. } => input.schema(),
         }
     }
 
@@ -214,6 +269,7 @@ impl RelPlan {
             | RelPlan::Reduce { input, .. }
             | RelPlan::Window { input, .. }
             | RelPlan::TopK { input, .. }
+            | RelPlan::TemporalFilter { input, .. }
             | RelPlan::Distinct { input } => input.visit(f),
             RelPlan::Join { left, right, .. } => {
                 left.visit(f);
@@ -252,6 +308,21 @@ impl RelPlan {
                     Some(p) => writeln!(f, "{pad}Map/Filter [{}] where {p}", list(projection))?,
                     None => writeln!(f, "{pad}Map [{}]", list(projection))?,
                 }
+                input.fmt_indent(f, depth + 1)
+            }
+            RelPlan::TemporalFilter { input, bounds, .. } => {
+                let conjuncts: Vec<String> = bounds
+                    .iter()
+                    .map(|b| {
+                        let now = if b.units == 1 {
+                            "mz_now()".to_string()
+                        } else {
+                            format!("mz_now() * {}", b.units)
+                        };
+                        format!("{now} {} {}", b.op.symbol(), b.expr)
+                    })
+                    .collect();
+                writeln!(f, "{pad}TemporalFilter {}", conjuncts.join(" AND "))?;
                 input.fmt_indent(f, depth + 1)
             }
             RelPlan::Join {

@@ -25,7 +25,7 @@ use freshet_repr::GlobalId;
 use prost::Message;
 
 use crate::error::{Result, WireError};
-use crate::plan::{DataflowDesc, Export, JoinKind, RelPlan};
+use crate::plan::{DataflowDesc, Export, JoinKind, RelPlan, TimeBound, TimeOp};
 
 /// The version of the messages below; bump it on an incompatible change.
 const PLAN_FORMAT: u32 = 1;
@@ -176,6 +176,24 @@ impl PlanCodec {
                 projection: serialize_exprs(projection, ext)?,
                 schema: Some(schema_to_proto(schema)?),
             })),
+            RelPlan::TemporalFilter {
+                input,
+                input_schema,
+                bounds,
+            } => Node::TemporalFilter(Box::new(TemporalFilterProto {
+                input: boxed(input)?,
+                input_schema: Some(dfschema_to_proto(input_schema)?),
+                bounds: bounds
+                    .iter()
+                    .map(|b| {
+                        Ok(TimeBoundProto {
+                            op: time_op_to_proto(b.op),
+                            expr: Some(serialize_expr(&b.expr, ext)?),
+                            units: b.units,
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            })),
             RelPlan::Join {
                 left,
                 right,
@@ -321,6 +339,22 @@ impl PlanCodec {
             Node::Distinct(d) => RelPlan::Distinct {
                 input: input(&d.input)?,
             },
+            Node::TemporalFilter(t) => RelPlan::TemporalFilter {
+                input: input(&t.input)?,
+                input_schema: dfschema_from_proto(&t.input_schema)?,
+                bounds: t
+                    .bounds
+                    .iter()
+                    .map(|b| {
+                        Ok(TimeBound {
+                            op: time_op_from_proto(b.op)?,
+                            expr: expr(&b.expr)?
+                                .ok_or_else(|| wire_error("a bound without its expression"))?,
+                            units: b.units,
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            },
             Node::Window(w) => RelPlan::Window {
                 input: input(&w.input)?,
                 input_schema: dfschema_from_proto(&w.input_schema)?,
@@ -380,6 +414,27 @@ fn id_from_proto(id: &IdProto) -> GlobalId {
         (false, true) => GlobalId::Transient(id.value),
         (false, false) => GlobalId::User(id.value),
     }
+}
+
+fn time_op_to_proto(op: TimeOp) -> i32 {
+    match op {
+        TimeOp::Eq => 0,
+        TimeOp::Lt => 1,
+        TimeOp::LtEq => 2,
+        TimeOp::Gt => 3,
+        TimeOp::GtEq => 4,
+    }
+}
+
+fn time_op_from_proto(op: i32) -> Result<TimeOp> {
+    Ok(match op {
+        0 => TimeOp::Eq,
+        1 => TimeOp::Lt,
+        2 => TimeOp::LtEq,
+        3 => TimeOp::Gt,
+        4 => TimeOp::GtEq,
+        other => return Err(wire_error(format!("unknown time comparison {other}"))),
+    })
 }
 
 fn join_kind_to_proto(kind: JoinKind) -> i32 {
@@ -509,7 +564,7 @@ struct IdProto {
 /// One relational operator.
 #[derive(Clone, PartialEq, Message)]
 struct RelProto {
-    #[prost(oneof = "Node", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
+    #[prost(oneof = "Node", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11")]
     node: Option<Node>,
 }
 
@@ -539,6 +594,8 @@ mod rel_proto {
         Union(UnionProto),
         #[prost(message, tag = "10")]
         ArrangedGet(ArrangedGetProto),
+        #[prost(message, tag = "11")]
+        TemporalFilter(Box<TemporalFilterProto>),
     }
 }
 
@@ -621,6 +678,26 @@ struct ReduceProto {
     aggregates: Vec<protobuf::LogicalExprNode>,
     #[prost(message, optional, tag = "5")]
     schema: Option<protobuf::Schema>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TemporalFilterProto {
+    #[prost(message, optional, boxed, tag = "1")]
+    input: Option<Box<RelProto>>,
+    #[prost(message, optional, tag = "2")]
+    input_schema: Option<protobuf::DfSchema>,
+    #[prost(message, repeated, tag = "3")]
+    bounds: Vec<TimeBoundProto>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct TimeBoundProto {
+    #[prost(int32, tag = "1")]
+    op: i32,
+    #[prost(message, optional, tag = "2")]
+    expr: Option<protobuf::LogicalExprNode>,
+    #[prost(int64, tag = "3")]
+    units: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -730,10 +807,26 @@ mod tests {
         };
         let (l, r) = (qualified("l"), qualified("r"));
         let pair = Arc::new(l.join(&r).expect("pair schema"));
+        let temporal = RelPlan::TemporalFilter {
+            input: Box::new(get),
+            input_schema: Arc::clone(&df),
+            bounds: vec![
+                TimeBound {
+                    op: TimeOp::GtEq,
+                    expr: col("v"),
+                    units: 1,
+                },
+                TimeBound {
+                    op: TimeOp::Lt,
+                    expr: col("v") + lit(5_000_i64),
+                    units: 1_000,
+                },
+            ],
+        };
         let join = RelPlan::Join {
             left: Box::new(mfp),
             right: Box::new(RelPlan::Distinct {
-                input: Box::new(get),
+                input: Box::new(temporal),
             }),
             left_schema: l,
             right_schema: r,

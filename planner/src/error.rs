@@ -71,6 +71,17 @@ pub enum PlanError {
         /// "a table", "a view", ...
         expected: &'static str,
     },
+    /// A write to a relation that is not a table (a view, a source):
+    /// PostgreSQL's `cannot insert into view "v"`.
+    #[error("cannot {verb} {kind} \"{name}\"")]
+    NotWritable {
+        /// What the statement does (`insert into`, `delete from`, ...).
+        verb: String,
+        /// The relation's kind (`view`, `source`, ...).
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
     /// A column is listed twice.
     #[error("column \"{0}\" specified more than once")]
     DuplicateColumn(String),

@@ -365,7 +365,9 @@ fn plan_code(e: &PlanError) -> (&'static str, String) {
         PlanError::UnknownColumn(_) | PlanError::UnknownColumnOf { .. } => {
             sqlstate::UNDEFINED_COLUMN
         }
-        PlanError::WrongObjectType { .. } => sqlstate::WRONG_OBJECT_TYPE,
+        PlanError::WrongObjectType { .. } | PlanError::NotWritable { .. } => {
+            sqlstate::WRONG_OBJECT_TYPE
+        }
         PlanError::DuplicateColumn(_) => sqlstate::DUPLICATE_COLUMN,
         PlanError::UnknownVariable(_) => sqlstate::UNDEFINED_OBJECT,
         PlanError::InvalidParameter(_) => sqlstate::INVALID_PARAMETER_VALUE,

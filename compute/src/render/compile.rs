@@ -24,7 +24,7 @@ use super::hierarchical::MinMax;
 use super::ordered::{TopKSpec, WindowSpec};
 use crate::error::Result;
 use crate::row::{Row, RowCodec};
-use freshet_compute_types::{DataflowDesc, Export, JoinKind, RelPlan};
+use freshet_compute_types::{DataflowDesc, Export, JoinKind, RelPlan, TimeOp};
 
 /// A plan node with its evaluators.
 pub(crate) enum Node {
@@ -41,6 +41,10 @@ pub(crate) enum Node {
     Mfp {
         input: Box<Node>,
         eval: Arc<MfpEval>,
+    },
+    TemporalFilter {
+        input: Box<Node>,
+        eval: Arc<TemporalEval>,
     },
     Join {
         left: Box<Node>,
@@ -74,6 +78,7 @@ impl Node {
         match self {
             Node::Get { .. } | Node::ArrangedGet { .. } | Node::Constant { .. } => {}
             Node::Mfp { input, .. }
+            | Node::TemporalFilter { input, .. }
             | Node::Distinct { input }
             | Node::Window { input, .. }
             | Node::TopK { input, .. } => input.reduce_strategies(out),
@@ -132,6 +137,20 @@ pub(crate) fn compile(plan: &RelPlan) -> Result<Node> {
                     .map(|e| physical(e, input_schema))
                     .collect::<DfResult<_>>()?,
                 output: codec(schema)?,
+            }),
+            input: Box::new(compile(input)?),
+        },
+        RelPlan::TemporalFilter {
+            input,
+            input_schema,
+            bounds,
+        } => Node::TemporalFilter {
+            eval: Arc::new(TemporalEval {
+                input: codec(input.schema().as_ref())?,
+                bounds: bounds
+                    .iter()
+                    .map(|b| Ok((b.op, physical(&b.expr, input_schema)?, b.units.max(1))))
+                    .collect::<DfResult<_>>()?,
             }),
             input: Box::new(compile(input)?),
         },
@@ -391,6 +410,69 @@ impl MfpEval {
                 .map(|i| if mask.value(i) { rows.next() } else { None })
                 .collect(),
         })
+    }
+}
+
+/// The times each row of a temporal filter's input is in its output.
+pub(crate) struct TemporalEval {
+    pub input: Arc<RowCodec>,
+    bounds: Vec<(TimeOp, Arc<dyn PhysicalExpr>, i64)>,
+}
+
+/// The logical times `[from, until)` a row is valid in (`until`: `None`
+/// for ever).
+pub(crate) type Validity = (u64, Option<u64>);
+
+impl TemporalEval {
+    /// Each input row's validity; `None` where a bound is NULL (the
+    /// comparison is never true) or the interval is empty.
+    pub fn validity(&self, batch: &RecordBatch) -> DfResult<Vec<Option<Validity>>> {
+        let n = batch.num_rows();
+        let mut from: Vec<Option<i64>> = vec![Some(0); n];
+        let mut until: Vec<Option<Option<i64>>> = vec![Some(None); n];
+        for (op, expr, units) in &self.bounds {
+            let values = evaluate(expr, batch)?;
+            let values = arrow::compute::cast(&values, &arrow::datatypes::DataType::Float64)?;
+            let values = values
+                .as_any()
+                .downcast_ref::<arrow::array::Float64Array>()
+                .ok_or_else(|| DataFusionError::Internal("a time bound is not numeric".into()))?;
+            let units = *units as f64;
+            for i in 0..n {
+                if values.is_null(i) {
+                    from[i] = None;
+                    continue;
+                }
+                // `time · units <op> v`, solved for whole milliseconds.
+                let v = values.value(i) / units;
+                let clamp = |x: f64| x.clamp(0.0, i64::MAX as f64) as i64;
+                let (lower, upper) = match op {
+                    TimeOp::GtEq => (Some(clamp(v.ceil())), None),
+                    TimeOp::Gt => (Some(clamp(v.floor() + 1.0)), None),
+                    TimeOp::LtEq => (None, Some(clamp(v.floor() + 1.0))),
+                    TimeOp::Lt => (None, Some(clamp(v.ceil()))),
+                    TimeOp::Eq => (Some(clamp(v.ceil())), Some(clamp(v.floor() + 1.0))),
+                };
+                if let (Some(l), Some(f)) = (lower, from[i].as_mut()) {
+                    *f = (*f).max(l);
+                }
+                if let (Some(u), Some(cur)) = (upper, until[i].as_mut()) {
+                    *cur = Some(cur.map_or(u, |c| c.min(u)));
+                }
+            }
+        }
+        Ok(from
+            .into_iter()
+            .zip(until)
+            .map(|(f, u)| {
+                let f = f? as u64;
+                let u = u?.map(|u| u as u64);
+                match u {
+                    Some(u) if u <= f => None,
+                    u => Some((f, u)),
+                }
+            })
+            .collect())
     }
 }
 

@@ -17,6 +17,7 @@ mod reduce;
 mod sink;
 mod source;
 mod subscribe;
+mod temporal;
 
 use std::sync::Arc;
 
@@ -127,6 +128,27 @@ fn render<'s>(
             );
             Rendered {
                 ok,
+                err: input.err.concat(err),
+            }
+        }
+        Node::TemporalFilter { input, eval } => {
+            let input = render(scope, input, ctx, imports);
+            let eval = Arc::clone(eval);
+            let (valid, err) = eval_op(
+                input.ok,
+                "TemporalFilter",
+                Arc::clone(&eval.input),
+                move |b, rows: &[Row]| {
+                    Ok(eval
+                        .validity(b)?
+                        .into_iter()
+                        .zip(rows)
+                        .map(|(v, row)| v.map(|v| (row.clone(), v)))
+                        .collect())
+                },
+            );
+            Rendered {
+                ok: temporal::delay(valid),
                 err: input.err.concat(err),
             }
         }

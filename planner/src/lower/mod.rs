@@ -8,6 +8,7 @@
 
 pub mod plan_codec;
 pub mod scalar_subquery;
+pub mod temporal;
 
 use std::sync::Arc;
 
@@ -19,7 +20,6 @@ use datafusion::common::{Column, DFSchema, DFSchemaRef, NullEquality, ScalarValu
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{
     Distinct, Expr, FetchType, JoinType, LogicalPlan, SkipType, Volatility, cast,
 };
@@ -36,7 +36,19 @@ use crate::query::provider::BoundTable;
 pub fn check_deterministic(plan: &LogicalPlan) -> Result<()> {
     let mut found: Option<String> = None;
     plan.apply_with_subqueries(|node| {
-        for e in node.expressions() {
+        // `mz_now()` may bound a filter's rows in time (a temporal
+        // filter); those conjuncts are left out of the check.
+        let exprs: Vec<Expr> = match node {
+            LogicalPlan::Filter(f) => {
+                datafusion::logical_expr::utils::split_conjunction(&f.predicate)
+                    .into_iter()
+                    .filter(|c| temporal::bound(c).is_none())
+                    .cloned()
+                    .collect()
+            }
+            _ => node.expressions(),
+        };
+        for e in exprs {
             let time_dependent = e.exists(|e| {
                 Ok(match e {
                     Expr::ScalarFunction(f)
@@ -55,11 +67,7 @@ pub fn check_deterministic(plan: &LogicalPlan) -> Result<()> {
         Ok(TreeNodeRecursion::Continue)
     })?;
     match found {
-        Some(name) if name == "mz_now" => Err(PlanError::Unsupported(
-            "mz_now() is not allowed in a maintained definition (materialized views, indexes, \
-             SUBSCRIBE): temporal filters are not supported yet"
-                .into(),
-        )),
+        Some(name) if name == "mz_now" => Err(temporal::refused()),
         Some(name) => Err(PlanError::Unsupported(format!(
             "function {name}() is not allowed in a materialized view: its value depends on when \
              the view is computed, so it cannot be maintained incrementally"
@@ -115,6 +123,8 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
                 scan.table_name.clone(),
                 &full,
             )?);
+            let (filter, bounds) = temporal::split_all(&scan.filters)?;
+            let get = temporal::temporal_filter(get, &qualified, bounds);
             let projection = match &scan.projection {
                 Some(indices) => indices
                     .iter()
@@ -125,7 +135,7 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
             Ok(RelPlan::Mfp {
                 input: Box::new(get),
                 input_schema: qualified,
-                filter: conjunction(scan.filters.clone()),
+                filter,
                 projection,
                 schema: arrow_schema(&scan.projected_schema),
             })
@@ -143,13 +153,18 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
             }
             let input = lower(&f.input)?;
             let schema = f.input.schema();
-            Ok(RelPlan::Mfp {
-                input: Box::new(input),
-                input_schema: Arc::clone(schema),
-                filter: Some(f.predicate.clone()),
-                projection: identity(schema),
-                schema: arrow_schema(schema),
-            })
+            let (filter, bounds) = temporal::split(&f.predicate)?;
+            let filtered = match filter {
+                Some(filter) => RelPlan::Mfp {
+                    input: Box::new(input),
+                    input_schema: Arc::clone(schema),
+                    filter: Some(filter),
+                    projection: identity(schema),
+                    schema: arrow_schema(schema),
+                },
+                None => input,
+            };
+            Ok(temporal::temporal_filter(filtered, schema, bounds))
         }
         LogicalPlan::Join(j) => {
             let (kind, swap) = match j.join_type {
@@ -411,6 +426,13 @@ fn per_group_topk(f: &datafusion::logical_expr::Filter) -> Result<Option<RelPlan
 /// Refuse expressions no dataflow operator evaluates: subqueries the
 /// optimizer could not decorrelate.
 fn check_expressions(plan: &LogicalPlan) -> Result<()> {
+    // Filters (and scans' pushed-down filters) lower their `mz_now()`
+    // bounds; the optimizer may have moved one anywhere else.
+    if !matches!(plan, LogicalPlan::Filter(_) | LogicalPlan::TableScan(_))
+        && plan.expressions().iter().any(temporal::calls_mz_now)
+    {
+        return Err(temporal::refused());
+    }
     for e in plan.expressions() {
         let mut what = "";
         let refused = e.exists(|e| {

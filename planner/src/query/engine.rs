@@ -38,6 +38,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     functions.extend(crate::query::functions::all());
     let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
         Arc::new(crate::rewrites::sort_subqueries::SortSubqueries),
+        Arc::new(crate::rewrites::mz_now_comparisons::MzNowComparisons),
         Arc::new(SumBigintAsNumeric),
         Arc::new(ResolveGroupingFunction::new()),
         Arc::new(TypeCoercion::new()),

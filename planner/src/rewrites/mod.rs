@@ -12,6 +12,7 @@
 //!
 //! On DataFusion's logical plan, as analyzer rules the session state
 //! installs ([`crate::query::engine`]): [`sort_subqueries`],
+//! [`mz_now_comparisons`],
 //! [`checked_arithmetic`], [`text_casts`], [`sum_bigint_as_numeric`]; and [`long_chains`]'
 //! optimizer rules.
 
@@ -23,6 +24,7 @@ pub mod in_subquery_values;
 pub mod integer_literals;
 pub mod literal_sets;
 pub mod long_chains;
+pub mod mz_now_comparisons;
 pub mod pg_syntax;
 pub mod quantified_subqueries;
 pub mod set_all;

@@ -50,9 +50,10 @@ fn target_table<'a>(
         Resolved::Item(id) => {
             let item = cx.catalog.get_item(id)?;
             if item.kind != ItemKind::Table {
-                return Err(PlanError::WrongObjectType {
-                    name: format!("cannot {verb} {} \"{}\": it", item.kind.name(), item.name),
-                    expected: "a table",
+                return Err(PlanError::NotWritable {
+                    verb: verb.to_string(),
+                    kind: item.kind.name(),
+                    name: item.name.clone(),
                 });
             }
             Ok(item)

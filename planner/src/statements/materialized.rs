@@ -149,7 +149,21 @@ fn stored_types(mut desc: RelationDesc, optimized: &LogicalPlan) -> RelationDesc
 /// subqueries and pushes projections and filters down here).
 fn optimize(state: &SessionState, plan: &QueryPlan) -> Result<LogicalPlan> {
     check_deterministic(&plan.logical)?;
-    Ok(state.optimize(&plan.logical)?)
+    if !crate::lower::temporal::plan_calls_mz_now(&plan.logical) {
+        return Ok(state.optimize(&plan.logical)?);
+    }
+    // Common subexpression elimination would move a temporal filter's
+    // repeated `mz_now() * 1000` into a projection below it, out of the
+    // conjuncts lowering turns into time bounds.
+    let rules = state
+        .optimizer()
+        .rules
+        .iter()
+        .filter(|r| r.name() != "common_sub_expression_eliminate")
+        .cloned()
+        .collect();
+    let optimizer = datafusion::optimizer::Optimizer::with_rules(rules);
+    Ok(optimizer.optimize(plan.logical.clone(), state, |_, _| {})?)
 }
 
 /// Lower a planned view query to the dataflow that maintains it, emitting
