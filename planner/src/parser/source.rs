@@ -51,24 +51,35 @@ pub enum SourceConnectorStatement {
     },
 }
 
-/// The load generators' option names, longest first where one is a
-/// prefix of another.
-const LOAD_GENERATOR_OPTIONS: &[&str] = &[
-    "TICK INTERVAL",
-    "AS OF",
-    "UP TO",
-    "SEED",
-    "MAX CARDINALITY",
-    "SCALE FACTOR",
-    "KEYS",
-    "VALUE SIZE",
-    "PARTITIONS",
-    "BATCH SIZE",
-    "SNAPSHOT ROUNDS",
-    "TRANSACTIONAL SNAPSHOT",
-    "EVENTS PER SECOND",
-    "TOTAL EVENTS",
-];
+/// The options every load generator takes.
+pub const COMMON_OPTIONS: &[&str] = &["TICK INTERVAL", "AS OF", "UP TO", "SEED"];
+
+/// The options only generator `name` takes, beyond [`COMMON_OPTIONS`].
+pub fn generator_options(name: &str) -> &'static [&'static str] {
+    match name {
+        "COUNTER" => &["MAX CARDINALITY"],
+        "TPCH" => &["SCALE FACTOR"],
+        "KEY VALUE" => &[
+            "KEYS",
+            "VALUE SIZE",
+            "PARTITIONS",
+            "BATCH SIZE",
+            "SNAPSHOT ROUNDS",
+            "TRANSACTIONAL SNAPSHOT",
+        ],
+        "NEXMARK" => &["EVENTS PER SECOND", "TOTAL EVENTS"],
+        _ => &[],
+    }
+}
+
+/// Every load generator option name (none is a prefix of another).
+fn all_options() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = COMMON_OPTIONS.to_vec();
+    for g in GENERATORS {
+        all.extend(generator_options(g));
+    }
+    all
+}
 
 /// The generators, as their names are written.
 const GENERATORS: &[&str] = &[
@@ -123,13 +134,11 @@ fn parse_load_generator(parser: &mut Parser) -> Result<SourceConnectorStatement,
     let mut options = Vec::new();
     if parser.consume_token(&Token::LParen) {
         loop {
-            let Some(option) = parse_words(parser, LOAD_GENERATOR_OPTIONS) else {
+            let names = all_options();
+            let Some(option) = parse_words(parser, &names) else {
                 return expected(
                     parser,
-                    &format!(
-                        "a load generator option ({})",
-                        LOAD_GENERATOR_OPTIONS.join(", ")
-                    ),
+                    &format!("a load generator option ({})", names.join(", ")),
                 );
             };
             let _ = parser.consume_token(&Token::Eq);

@@ -18,7 +18,9 @@ use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 use crate::error::{PlanError, Result};
 use crate::parser::item_options::ItemOption;
 use crate::parser::quote_if_needed;
-use crate::parser::source::{CreateSourceStatement, SourceConnectorStatement};
+use crate::parser::source::{
+    COMMON_OPTIONS, CreateSourceStatement, SourceConnectorStatement, generator_options,
+};
 use crate::plan::Plan;
 use crate::statements::context::StatementContext;
 use crate::statements::options::interval_ms;
@@ -121,25 +123,6 @@ fn generator_named(name: &str) -> Result<LoadGenerator> {
     })
 }
 
-/// The options each generator takes beyond `TICK INTERVAL`, `AS OF`,
-/// `UP TO` and `SEED`, which they all take.
-fn generator_options(generator: LoadGenerator) -> &'static [&'static str] {
-    match generator {
-        LoadGenerator::Counter => &["MAX CARDINALITY"],
-        LoadGenerator::Auction | LoadGenerator::Marketing => &[],
-        LoadGenerator::Tpch => &["SCALE FACTOR"],
-        LoadGenerator::KeyValue => &[
-            "KEYS",
-            "VALUE SIZE",
-            "PARTITIONS",
-            "BATCH SIZE",
-            "SNAPSHOT ROUNDS",
-            "TRANSACTIONAL SNAPSHOT",
-        ],
-        LoadGenerator::Nexmark => &["EVENTS PER SECOND", "TOTAL EVENTS"],
-    }
-}
-
 /// Check a load generator's options and fix their values.
 fn load_generator(
     name: &str,
@@ -155,9 +138,8 @@ fn load_generator(
             )));
         }
         seen.push(option);
-        let common = ["TICK INTERVAL", "AS OF", "UP TO", "SEED"];
-        if !common.contains(&option.as_str())
-            && !generator_options(generator).contains(&option.as_str())
+        if !COMMON_OPTIONS.contains(&option.as_str())
+            && !generator_options(name).contains(&option.as_str())
             || (generator == LoadGenerator::Nexmark && option == "SEED")
         {
             // Materialize's wording.
