@@ -22,6 +22,7 @@ mod protocol_fuzz;
 mod psql_smoke;
 mod sources;
 mod subscribe;
+mod temporal;
 mod time_travel;
 mod transactions;
 mod types;
