@@ -149,3 +149,40 @@ async fn temporal_views_equal_adhoc_and_postgres_at_every_read() {
     }
     assert!(checks >= 5 * QUERIES.len(), "only {checks} checks ran");
 }
+
+/// A SUBSCRIBE over a temporal filter: the row arrives, then leaves at
+/// the time its window closes, without any write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribe_sees_a_row_leave_when_its_window_closes() {
+    let server = Server::start();
+    let c = server.connect().await;
+    c.batch_execute(
+        "CREATE TABLE w (id int, until numeric); \
+         INSERT INTO w SELECT 1, mz_now() + 1000; \
+         INSERT INTO w SELECT 2, mz_now() + 600000; \
+         BEGIN; \
+         DECLARE c CURSOR FOR SUBSCRIBE (SELECT id FROM w WHERE mz_now() < until);",
+    )
+    .await
+    .expect("setup");
+    let until: i64 = value(&c, "SELECT until::bigint FROM w WHERE id = 1")
+        .await
+        .and_then(|v| v.parse().ok())
+        .expect("until");
+    let mut updates: Vec<(i64, i64, i64)> = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !updates.iter().any(|u| u.1 == -1) {
+        assert!(std::time::Instant::now() < deadline, "no retraction: {updates:?}");
+        for row in rows(&c, "FETCH ALL c WITH (timeout = '500ms')").await {
+            let n = |i: usize| row[i].as_deref().unwrap_or("0").parse::<i64>().unwrap_or(0);
+            updates.push((n(0), n(1), n(2)));
+        }
+    }
+    let inserted: Vec<i64> = updates.iter().filter(|u| u.1 == 1).map(|u| u.2).collect();
+    assert_eq!(inserted, vec![1, 2], "{updates:?}");
+    let retracted: Vec<&(i64, i64, i64)> = updates.iter().filter(|u| u.1 == -1).collect();
+    assert_eq!(retracted.len(), 1, "{updates:?}");
+    // Retracted exactly when the window closed.
+    assert_eq!(retracted[0].2, 1);
+    assert_eq!(retracted[0].0, until, "{updates:?}");
+}
