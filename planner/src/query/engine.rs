@@ -72,6 +72,11 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     state
         .register_udaf(crate::query::single_value::udaf())
         .expect("registering built-in functions cannot fail");
+    state
+        .register_expr_planner(Arc::new(
+            crate::rewrites::mz_now_comparisons::MzNowComparisonPlanner,
+        ))
+        .expect("registering built-in planners cannot fail");
     state.register_udtf(
         "pg_get_keywords",
         Arc::new(crate::query::keywords::Keywords),

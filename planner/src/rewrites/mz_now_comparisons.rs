@@ -6,10 +6,12 @@ use arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result};
+use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
 use datafusion::logical_expr::{
     Between, BinaryExpr, Cast, Expr, ExprSchemable, LogicalPlan, Operator, lit,
 };
 use datafusion::optimizer::AnalyzerRule;
+use datafusion::sql::sqlparser::ast::BinaryOperator;
 
 /// `mz_now()` is Materialize's `mz_timestamp`: milliseconds, shown as a
 /// number, but comparable with `timestamp`, `timestamptz` and `date`
@@ -22,6 +24,43 @@ use datafusion::optimizer::AnalyzerRule;
 /// and its query ad hoc compare the same numbers.
 #[derive(Debug, Default)]
 pub struct MzNowComparisons;
+
+/// The same restatement while the SQL planner builds a comparison: a
+/// select list is typed as it is planned, before any analyzer rule runs
+/// (`SELECT mz_now() < end_time` would fail there).
+#[derive(Debug, Default)]
+pub struct MzNowComparisonPlanner;
+
+impl ExprPlanner for MzNowComparisonPlanner {
+    fn plan_binary_op(
+        &self,
+        expr: RawBinaryExpr,
+        schema: &DFSchema,
+    ) -> Result<PlannerResult<RawBinaryExpr>> {
+        let op = match expr.op {
+            BinaryOperator::Eq => Operator::Eq,
+            BinaryOperator::Lt => Operator::Lt,
+            BinaryOperator::LtEq => Operator::LtEq,
+            BinaryOperator::Gt => Operator::Gt,
+            BinaryOperator::GtEq => Operator::GtEq,
+            _ => return Ok(PlannerResult::Original(expr)),
+        };
+        if !(is_mz_now(&expr.left) || is_mz_now(&expr.right)) {
+            return Ok(PlannerResult::Original(expr));
+        }
+        let comparison = Expr::BinaryExpr(BinaryExpr::new(
+            Box::new(expr.left.clone()),
+            op,
+            Box::new(expr.right.clone()),
+        ));
+        let restated = restate(comparison.clone(), schema)?;
+        Ok(if restated == comparison {
+            PlannerResult::Original(expr)
+        } else {
+            PlannerResult::Planned(restated)
+        })
+    }
+}
 
 /// Whether `e` is a call of `mz_now()`.
 pub fn is_mz_now(e: &Expr) -> bool {

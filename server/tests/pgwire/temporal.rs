@@ -172,7 +172,10 @@ async fn subscribe_sees_a_row_leave_when_its_window_closes() {
     let mut updates: Vec<(i64, i64, i64)> = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while !updates.iter().any(|u| u.1 == -1) {
-        assert!(std::time::Instant::now() < deadline, "no retraction: {updates:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no retraction: {updates:?}"
+        );
         for row in rows(&c, "FETCH ALL c WITH (timeout = '500ms')").await {
             let n = |i: usize| row[i].as_deref().unwrap_or("0").parse::<i64>().unwrap_or(0);
             updates.push((n(0), n(1), n(2)));
