@@ -29,6 +29,7 @@ mod postgres;
 mod recovery;
 mod report;
 mod run;
+mod sources;
 mod stats;
 mod subscribe;
 mod workload;
@@ -155,6 +156,10 @@ struct Args {
     /// Run the soak benchmark (RSS and disk under continuous updates).
     #[arg(long)]
     soak: bool,
+    /// Run the source ingest benchmark (each load generator's snapshot of
+    /// about a million updates) instead of the maintenance benchmark.
+    #[arg(long)]
+    sources: bool,
     /// Updates in the soak benchmark.
     #[arg(long, default_value_t = 10_000_000)]
     soak_updates: u64,
@@ -209,6 +214,17 @@ async fn bench(args: &Args) -> Result<()> {
             "{}\n{}",
             report::render_environment("SUBSCRIBE latency", &env, &notes),
             subscribe::render(&rows, &sub_settings)
+        );
+        return emit(args, &text);
+    }
+    if args.sources {
+        let rows = sources::run(&bin, args.freshet_workers).await?;
+        notes.push("PostgreSQL has no sources; this section measures Freshet alone.".into());
+        let env = environment(args, &bin, settings.view, "not run".into(), load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment("source ingest", &env, &notes),
+            sources::render(&rows)
         );
         return emit(args, &text);
     }
