@@ -126,7 +126,9 @@ pub fn implications(diff: &CatalogDiff) -> Vec<Implication> {
             Change::Updated {
                 old: CatalogObject::Item(old),
                 new: CatalogObject::Item(new),
-            } if old.options != new.options => {
+            } if old.options != new.options
+                && (new.has_collection() || new.kind == ItemKind::Index) =>
+            {
                 added[5].push(Implication::InitReadPolicy(new.id));
             }
             _ => {}

@@ -221,8 +221,9 @@ pub enum Plan {
     CreateSource(Box<crate::statements::source::CreateSourcePlan>),
     /// `ALTER ... SET/RESET (RETAIN HISTORY ...)`.
     SetOptions {
-        /// The item.
-        id: GlobalId,
+        /// The items (a source with its subsources and progress
+        /// relation, or one item).
+        ids: Vec<GlobalId>,
         /// Its options from now on.
         options: freshet_catalog::ItemOptions,
     },

@@ -89,7 +89,7 @@ fn head_and_action(parser: &mut Parser) -> Result<(AlterHead, Action), ParserErr
         Action::Rename
     } else if matches!(
         kind,
-        ObjectKind::Table | ObjectKind::MaterializedView | ObjectKind::Index
+        ObjectKind::Table | ObjectKind::MaterializedView | ObjectKind::Index | ObjectKind::Source
     ) && parser.peek_nth_token(1).token == Token::LParen
         && starts_option(parser, 2)
     {

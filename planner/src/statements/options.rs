@@ -264,8 +264,18 @@ pub fn plan_alter_options(
     if reset.iter().any(|r| r == "retain history") {
         options.retain_history = None;
     }
+    // A source's history is kept alike for every relation it writes.
+    let mut ids = vec![id];
+    if let Some(freshet_catalog::SourceDetails::Ingestion(_)) = item.source_details() {
+        ids.extend(cx.catalog.dependents(id).into_iter().filter(|d| {
+            cx.catalog
+                .item(*d)
+                .and_then(|i| i.source_details())
+                .is_some_and(|s| s.source(*d) == id)
+        }));
+    }
     Ok(Plan::SetOptions {
-        id,
+        ids,
         options: *options,
     })
 }

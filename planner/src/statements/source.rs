@@ -441,6 +441,8 @@ pub fn show_create_source(cx: &StatementContext, item: &freshet_catalog::Item) -
                 )));
             };
             stmt.name = resolver.display_name(item.id);
+            // The current options follow (`show_create_sql`).
+            stmt.options.clear();
             let progress = cx.catalog.dependents(item.id).into_iter().find(|d| {
                 matches!(
                     cx.catalog.item(*d).and_then(|i| i.source_details()),

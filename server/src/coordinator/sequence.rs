@@ -147,9 +147,15 @@ impl Coordinator {
                     tag: "SELECT".into(),
                 })
             }
-            Plan::SetOptions { id, options } => {
-                let ddl = Ddl::new(&tag, vec![Op::SetOptions { id, options }]);
-                self.ddl(session, ddl, ctx).await
+            Plan::SetOptions { ids, options } => {
+                let ops = ids
+                    .into_iter()
+                    .map(|id| Op::SetOptions {
+                        id,
+                        options: options.clone(),
+                    })
+                    .collect();
+                self.ddl(session, Ddl::new(&tag, ops), ctx).await
             }
             Plan::Explain(kind, q) => self.explain(session, kind, &q).await,
             Plan::ExplainDataflow(explain) => self.explain_dataflow(*explain),
