@@ -137,7 +137,7 @@ pub fn display_item_options(options: &ItemOptions) -> Option<String> {
 
 /// Split options into retention and a refresh plan, checking that they
 /// combine as Materialize allows.
-fn split_options(
+pub(crate) fn split_options(
     cx: &StatementContext,
     options: &[ItemOption],
 ) -> Result<(Option<Timestamp>, Option<RefreshPlan>)> {

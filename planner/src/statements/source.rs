@@ -66,24 +66,16 @@ pub fn create_source(cx: &StatementContext, stmt: &CreateSourceStatement) -> Res
         }
         None => format!("{name}_progress"),
     };
-    let mut retain_history = None;
-    for option in &stmt.options {
-        match option {
-            ItemOption::RetainHistory(e) => {
-                if retain_history.is_some() {
-                    return Err(PlanError::Syntax(
-                        "RETAIN HISTORY specified more than once".into(),
-                    ));
-                }
-                retain_history = Some(interval_ms("RETAIN HISTORY", e)?);
-            }
-            ItemOption::Refresh(_) => {
-                return Err(PlanError::InvalidParameter(
-                    "REFRESH is an option of materialized views, not of sources".into(),
-                ));
-            }
-        }
+    if stmt
+        .options
+        .iter()
+        .any(|o| matches!(o, ItemOption::Refresh(_)))
+    {
+        return Err(PlanError::InvalidParameter(
+            "REFRESH is an option of materialized views, not of sources".into(),
+        ));
     }
+    let (retain_history, _) = crate::statements::options::split_options(cx, &stmt.options)?;
     let connector = match &stmt.connector {
         SourceConnectorStatement::LoadGenerator { generator, options } => {
             SourceConnector::LoadGenerator(load_generator(generator, options)?)
