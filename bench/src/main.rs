@@ -220,7 +220,7 @@ async fn bench(args: &Args) -> Result<()> {
     if args.sources {
         let rows = sources::run(&bin, args.freshet_workers).await?;
         notes.push("PostgreSQL has no sources; this section measures Freshet alone.".into());
-        let env = environment(args, &bin, settings.view, "not run".into(), load_before);
+        let env = standalone_environment(args, &bin, "not run".into(), load_before);
         let text = format!(
             "{}\n{}",
             report::render_environment("source ingest", &env, &notes),
