@@ -160,6 +160,17 @@ impl CatalogState {
             .collect()
     }
 
+    /// The relations source `source` writes besides itself: its
+    /// subsources and its progress relation (a source group goes
+    /// together: created, dropped and retained alike).
+    pub fn source_parts(&self, source: GlobalId) -> Vec<&Item> {
+        self.items
+            .values()
+            .filter(|i| i.id != source && i.references.contains(&source))
+            .filter(|i| i.source_details().is_some_and(|d| d.source(i.id) == source))
+            .collect()
+    }
+
     /// A human description for errors: `table t`, `view public.v`.
     pub fn describe(&self, id: GlobalId) -> String {
         if let Some(d) = self.databases.get(&id) {

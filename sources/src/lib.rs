@@ -36,7 +36,9 @@ pub use status::{SourceState, SourceStatus, StatusCell};
 /// A collection an ingestion writes.
 #[derive(Clone, Debug)]
 pub struct OutputTarget {
-    /// The name upstream knows the relation by (a generator's relation).
+    /// The name upstream knows the relation by (a generator's relation);
+    /// empty for a single-relation source, which writes its one relation
+    /// itself.
     pub upstream: String,
     /// The collection.
     pub id: GlobalId,
@@ -52,7 +54,8 @@ pub struct IngestionTarget {
     pub source: GlobalId,
     /// How it ingests.
     pub ingestion: Ingestion,
-    /// The collections of its relations.
+    /// The collections of its relations, in any order (the connector
+    /// matches them to its relations by `upstream`).
     pub outputs: Vec<OutputTarget>,
     /// Its progress relation's collection.
     pub progress: OutputTarget,

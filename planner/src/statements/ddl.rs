@@ -686,15 +686,10 @@ pub fn drop_items(
         match item.source_details() {
             Some(freshet_catalog::SourceDetails::Ingestion(_)) => ids.extend(
                 cx.catalog
-                    .dependents(id)
+                    .source_parts(id)
                     .into_iter()
-                    .filter(|d| {
-                        cx.catalog
-                            .item(*d)
-                            .and_then(|i| i.source_details())
-                            .is_some_and(|s| s.source(*d) == id)
-                    })
-                    .filter(|d| !ids.contains(d))
+                    .map(|p| p.id)
+                    .filter(|p| !ids.contains(p))
                     .collect::<Vec<_>>(),
             ),
             Some(part) => {

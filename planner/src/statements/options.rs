@@ -267,12 +267,7 @@ pub fn plan_alter_options(
     // A source's history is kept alike for every relation it writes.
     let mut ids = vec![id];
     if let Some(freshet_catalog::SourceDetails::Ingestion(_)) = item.source_details() {
-        ids.extend(cx.catalog.dependents(id).into_iter().filter(|d| {
-            cx.catalog
-                .item(*d)
-                .and_then(|i| i.source_details())
-                .is_some_and(|s| s.source(*d) == id)
-        }));
+        ids.extend(cx.catalog.source_parts(id).into_iter().map(|p| p.id));
     }
     Ok(Plan::SetOptions {
         ids,

@@ -435,14 +435,12 @@ pub fn show_create_source(cx: &StatementContext, item: &freshet_catalog::Item) -
             stmt.name = resolver.display_name(item.id);
             // The current options follow (`show_create_sql`).
             stmt.options.clear();
-            let progress = cx.catalog.dependents(item.id).into_iter().find(|d| {
-                matches!(
-                    cx.catalog.item(*d).and_then(|i| i.source_details()),
-                    Some(SourceDetails::Progress { .. })
-                )
-            });
-            stmt.progress =
-                progress.map(|p| ast::ObjectName::from(vec![quote_if_needed(&name_of(p))]));
+            let progress = cx
+                .catalog
+                .source_parts(item.id)
+                .into_iter()
+                .find(|p| matches!(p.source_details(), Some(SourceDetails::Progress { .. })));
+            stmt.progress = progress.map(|p| ast::ObjectName::from(vec![quote_if_needed(&p.name)]));
             Ok(stmt.to_string())
         }
         Some(part) => Ok(subsource_sql(

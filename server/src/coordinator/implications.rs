@@ -124,32 +124,24 @@ impl Coordinator {
         let Some(SourceDetails::Ingestion(ingestion)) = item.source_details() else {
             return Err(AdapterError::Internal(format!("{id} is not a source")));
         };
-        let shape = freshet_sources::shape(&ingestion.connector)?;
         let target = |upstream: &str, part: &freshet_catalog::Item| OutputTarget {
             upstream: upstream.to_string(),
             id: part.id,
             schema: part.desc.clone().unwrap_or_default().arrow_schema(),
         };
-        let parts: Vec<&freshet_catalog::Item> = catalog
-            .dependents(id)
-            .into_iter()
-            .filter_map(|d| catalog.item(d))
-            .filter(|p| p.source_details().is_some_and(|s| s.source(p.id) == id))
+        // What the catalog holds says where everything goes (the
+        // connector is not asked again: an upstream may be unreachable).
+        let parts = catalog.source_parts(id);
+        let mut outputs: Vec<OutputTarget> = parts
+            .iter()
+            .filter_map(|p| match p.source_details() {
+                Some(SourceDetails::Output { upstream, .. }) => Some(target(upstream, p)),
+                _ => None,
+            })
             .collect();
-        let mut outputs = Vec::new();
-        for (upstream, _) in &shape.outputs {
-            let part = if item.has_collection() {
-                Some(item)
-            } else {
-                parts.iter().copied().find(|p| {
-                    matches!(p.source_details(),
-                        Some(SourceDetails::Output { upstream: u, .. }) if u == upstream)
-                })
-            };
-            let part = part.ok_or_else(|| {
-                AdapterError::Internal(format!("source {id} has no relation for {upstream}"))
-            })?;
-            outputs.push(target(upstream, part));
+        if item.has_collection() {
+            // A single-relation source writes its rows itself.
+            outputs.push(target("", item));
         }
         let progress = parts
             .iter()

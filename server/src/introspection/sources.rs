@@ -26,12 +26,13 @@ impl QueryReader {
             .map(|(item, ingestion)| {
                 let status = statuses.iter().find(|s| s.id == item.id);
                 // Every relation of a source shares the log's upper; its
-                // progress relation always exists.
+                // progress relation always exists. (Its other dependents,
+                // materialized views, have uppers of their own.)
                 let upper = self
                     .catalog
-                    .dependents(item.id)
+                    .source_parts(item.id)
                     .into_iter()
-                    .find_map(|d| self.storage.frontiers(d).ok())
+                    .find_map(|p| self.storage.frontiers(p.id).ok())
                     .and_then(|(_, upper)| upper.as_option().copied());
                 vec![
                     Some(item.id.to_string()),

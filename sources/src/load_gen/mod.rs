@@ -136,6 +136,30 @@ pub(crate) fn ts(ms: u64) -> Datum {
     Datum::Timestamp(i64::try_from(ms).unwrap_or(i64::MAX).saturating_mul(1_000))
 }
 
+/// `outputs` in the order of the generator's relations (what `tick`
+/// indexes by); the name of a relation none is for, if any.
+fn in_relation_order(
+    spec: &LoadGeneratorSpec,
+    mut outputs: Vec<crate::OutputTarget>,
+) -> std::result::Result<Vec<crate::OutputTarget>, String> {
+    let names = relations(spec);
+    if let ([_], [only]) = (names.as_slice(), outputs.as_slice())
+        && only.upstream.is_empty()
+    {
+        return Ok(outputs);
+    }
+    names
+        .into_iter()
+        .map(|(name, _)| {
+            let i = outputs
+                .iter()
+                .position(|o| o.upstream == name)
+                .ok_or_else(|| name.clone())?;
+            Ok(outputs.swap_remove(i))
+        })
+        .collect()
+}
+
 /// Most updates one append carries while catching up.
 const MAX_UPDATES_PER_APPEND: usize = 100_000;
 
@@ -156,14 +180,14 @@ pub(crate) fn run(
         tick_ms: spec.tick_ms,
     };
     let generator = generator(&spec, schedule)?;
-    if target.outputs.len() != relations(&spec).len() {
-        return Err(SourceError::Internal(format!(
-            "source {} writes {} relations; its generator makes {}",
-            target.source,
-            target.outputs.len(),
-            relations(&spec).len()
-        )));
-    }
+    let mut target = target;
+    target.outputs =
+        in_relation_order(&spec, std::mem::take(&mut target.outputs)).map_err(|missing| {
+            SourceError::Internal(format!(
+                "source {} has no relation for {missing}",
+                target.source
+            ))
+        })?;
     Ok(async move {
         let runner = Runner {
             storage,
