@@ -23,10 +23,12 @@ pub use error::CatalogError;
 pub use implications::{Implication, implications};
 pub use objects::{
     CatalogObject, Database, DefaultExpr, Identity, Item, ItemDetails, ItemKind, ItemOptions,
-    Schema, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
+    Schema, SecretValue, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
 pub use sources::{
     Ingestion, LoadGenerator, LoadGeneratorSpec, SourceConnector, SourceDetails, SourceShape,
+    WebhookBodyFormat, WebhookCheck, WebhookCheckInput, WebhookHeaderColumn, WebhookHeaderFilter,
+    WebhookSpec,
 };
 pub use state::{CatalogState, FIRST_USER_OID};
 pub use transact::{ItemDef, Op};

@@ -45,6 +45,9 @@ pub enum ItemKind {
     /// A standalone sequence (`CREATE SEQUENCE`): numbers handed out by
     /// `nextval`, kept in the catalog, with no collection.
     Sequence,
+    /// A secret (`CREATE SECRET`): a value connections and webhook checks
+    /// use, never shown.
+    Secret,
 }
 
 impl ItemKind {
@@ -58,6 +61,7 @@ impl ItemKind {
             ItemKind::Source => "source",
             ItemKind::Sink => "sink",
             ItemKind::Sequence => "sequence",
+            ItemKind::Secret => "secret",
         }
     }
 
@@ -228,6 +232,8 @@ pub enum ItemDetails {
     Sequence(Box<SequenceDef>),
     /// A source, or one of the relations a source writes.
     Source(Box<crate::sources::SourceDetails>),
+    /// A secret's value.
+    Secret(SecretValue),
     /// Reserved for sinks.
     Other,
 }
@@ -352,5 +358,31 @@ impl CatalogObject {
             CatalogObject::Schema(s) => s.id,
             CatalogObject::Item(i) => i.id,
         }
+    }
+}
+
+/// A secret's value. The catalog is the one place it is kept: creating,
+/// altering and dropping a secret are catalog transactions like any other
+/// DDL, so the value is durable exactly when the statement returns. It is
+/// never printed: `Debug` redacts it (diffs and items are logged), and the
+/// stored `CREATE SECRET` text holds a placeholder, not the value.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretValue(Vec<u8>);
+
+impl SecretValue {
+    /// A secret holding `bytes`.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        SecretValue(bytes)
+    }
+
+    /// The value, for the code that uses it (a connection, a check).
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretValue(<redacted>)")
     }
 }

@@ -78,6 +78,8 @@ pub struct Ingestion {
 pub enum SourceConnector {
     /// `FROM LOAD GENERATOR ...`: data made up by Freshet.
     LoadGenerator(LoadGeneratorSpec),
+    /// `FROM WEBHOOK ...`: rows posted to Freshet's HTTP endpoint.
+    Webhook(WebhookSpec),
 }
 
 impl SourceConnector {
@@ -85,6 +87,7 @@ impl SourceConnector {
     pub fn type_name(&self) -> &'static str {
         match self {
             SourceConnector::LoadGenerator(_) => "load-generator",
+            SourceConnector::Webhook(_) => "webhook",
         }
     }
 }
@@ -182,6 +185,103 @@ impl LoadGeneratorSpec {
             total_events: None,
         }
     }
+}
+
+/// A webhook source: what each posted request becomes, and the check it
+/// must pass.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookSpec {
+    /// How the body is read (and so the `body` column's type).
+    pub body_format: WebhookBodyFormat,
+    /// `INCLUDE HEADERS [(...)]`: a `headers` column holding the
+    /// request's headers; `None` without it.
+    pub include_headers: Option<WebhookHeaderFilter>,
+    /// `INCLUDE HEADER 'name' AS column [BYTES]`, in order.
+    pub header_columns: Vec<WebhookHeaderColumn>,
+    /// `CHECK (...)`: requests it does not accept are refused (401).
+    pub check: Option<WebhookCheck>,
+}
+
+/// How a webhook reads a request's body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WebhookBodyFormat {
+    /// `TEXT`: UTF-8 text, one row.
+    Text,
+    /// `JSON`: one JSON value, one `jsonb` row.
+    Json,
+    /// `JSON ARRAY`: a JSON array, one `jsonb` row per element (any other
+    /// value is one row).
+    JsonArray,
+    /// `BYTES`: the bytes as they came, one `bytea` row.
+    Bytes,
+}
+
+impl WebhookBodyFormat {
+    /// The format as SQL writes it.
+    pub fn sql_name(&self) -> &'static str {
+        match self {
+            WebhookBodyFormat::Text => "TEXT",
+            WebhookBodyFormat::Json => "JSON",
+            WebhookBodyFormat::JsonArray => "JSON ARRAY",
+            WebhookBodyFormat::Bytes => "BYTES",
+        }
+    }
+}
+
+/// Which headers `INCLUDE HEADERS` keeps: those named in `allow` (all if
+/// it is empty), minus those in `block`. Names are lower case, as HTTP
+/// header names compare.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookHeaderFilter {
+    /// `'name'` entries: keep only these.
+    pub allow: Vec<String>,
+    /// `NOT 'name'` entries: never keep these.
+    pub block: Vec<String>,
+}
+
+impl WebhookHeaderFilter {
+    /// Whether header `name` (lower case) is kept.
+    pub fn keeps(&self, name: &str) -> bool {
+        (self.allow.is_empty() || self.allow.iter().any(|a| a == name))
+            && !self.block.iter().any(|b| b == name)
+    }
+}
+
+/// `INCLUDE HEADER 'name' AS column [BYTES]`: one header in a column of
+/// its own (NULL when the request lacks it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookHeaderColumn {
+    /// The header, lower case.
+    pub header: String,
+    /// The column.
+    pub column: String,
+    /// `bytea` rather than `text`.
+    pub bytes: bool,
+}
+
+/// `CHECK (WITH (...) expression)`: a boolean SQL expression over the
+/// request that must be true for it to be accepted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookCheck {
+    /// The expression, as SQL text.
+    pub expr: String,
+    /// What the expression calls the headers (`jsonb`); `headers` unless
+    /// `HEADERS AS` renames it.
+    pub headers: WebhookCheckInput,
+    /// What it calls the body; `body` unless `BODY AS` renames it.
+    pub body: WebhookCheckInput,
+    /// The secrets it reads, by the name it uses for each.
+    pub secrets: Vec<(GlobalId, WebhookCheckInput)>,
+}
+
+/// One input of a webhook check: its name in the expression and whether
+/// it is `bytea` (`BYTES`) rather than text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookCheckInput {
+    /// The name the expression uses.
+    pub name: String,
+    /// `BYTES`.
+    pub bytes: bool,
 }
 
 /// What a connector writes: its relations, by the names upstream knows

@@ -219,6 +219,13 @@ pub enum Plan {
     /// `CREATE SOURCE`: checked; the server learns what it writes and
     /// makes its catalog items.
     CreateSource(Box<crate::statements::source::CreateSourcePlan>),
+    /// Replace an item's details (`ALTER SECRET ... AS`).
+    UpdateDetails {
+        /// The item.
+        id: GlobalId,
+        /// Its details from now on.
+        details: freshet_catalog::ItemDetails,
+    },
     /// `ALTER ... SET/RESET (RETAIN HISTORY ...)`.
     SetOptions {
         /// The items (a source with its subsources and progress

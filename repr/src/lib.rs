@@ -9,6 +9,7 @@ pub mod array_text;
 mod error;
 mod frontier;
 mod id;
+pub mod jsonb;
 pub mod refresh;
 mod relation;
 pub mod sqlstate;

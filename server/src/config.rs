@@ -19,7 +19,7 @@ pub struct Config {
     /// Address for PostgreSQL clients.
     #[arg(long, env = "FRESHET_LISTEN", default_value = "127.0.0.1:6875")]
     pub listen: SocketAddr,
-    /// Address for the HTTP endpoint (`/health`).
+    /// Address for the HTTP endpoint (`/health`, webhook sources).
     #[arg(long, env = "FRESHET_HTTP_LISTEN", default_value = "127.0.0.1:6876")]
     pub http_listen: SocketAddr,
     /// Timely worker threads maintaining materialized views (default: the
@@ -52,6 +52,10 @@ pub struct Config {
     /// memory (checked once a second).
     #[arg(long, env = "FRESHET_MAX_ARRANGEMENT_MEMORY", default_value = "8GiB", value_parser = crate::query_exec::parse_size)]
     pub max_arrangement_memory: usize,
+    /// Largest body a webhook request may have (e.g. `2MiB`); larger
+    /// ones are refused with 413.
+    #[arg(long, env = "FRESHET_WEBHOOK_BODY_LIMIT", default_value = "2MiB", value_parser = crate::query_exec::parse_size)]
+    pub webhook_body_limit: usize,
     /// `tracing` filter, e.g. `info,freshet_storage=debug`.
     #[arg(long, env = "FRESHET_LOG_FILTER", default_value = "info")]
     pub log_filter: String,

@@ -1,46 +1,54 @@
-//! The HTTP endpoint: `/health` for load balancers and orchestration.
+//! The HTTP endpoint: `/health` for load balancers and orchestration, and
+//! `POST /api/webhook/<database>/<schema>/<source>` for webhook sources
+//! ([`crate::webhook`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
 use crate::coordinator::Coordinator;
+use crate::webhook::Webhooks;
 
-/// Serve HTTP until the listener fails. `/health` answers 200 while this
-/// process holds the data directory and 503 once it has been fenced.
-pub async fn serve(listener: TcpListener, coord: Arc<Coordinator>) {
-    loop {
-        let Ok((mut socket, _)) = listener.accept().await else {
-            continue;
-        };
-        let coord = Arc::clone(&coord);
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 4096];
-            let n = match tokio::time::timeout(
-                std::time::Duration::from_secs(5),
-                socket.read(&mut buf),
-            )
-            .await
-            {
-                Ok(Ok(n)) => n,
-                _ => return,
-            };
-            let request = String::from_utf8_lossy(&buf[..n]);
-            let path = request.split_whitespace().nth(1).unwrap_or("/");
-            let fenced = *coord.storage.fenced().borrow();
-            let (status, body) = match path {
-                "/health" | "/api/health" if !fenced => ("200 OK", "ok\n"),
-                "/health" | "/api/health" => ("503 Service Unavailable", "fenced\n"),
-                _ => ("404 Not Found", "not found\n"),
-            };
-            let response = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = socket.write_all(response.as_bytes()).await;
-        });
+/// What every handler shares.
+#[derive(Clone)]
+pub(crate) struct HttpState {
+    pub coord: Arc<Coordinator>,
+    pub webhooks: Arc<Webhooks>,
+}
+
+/// Serve HTTP until the listener fails. Webhook bodies over `body_limit`
+/// bytes are refused with 413.
+pub async fn serve(listener: TcpListener, coord: Arc<Coordinator>, body_limit: usize) {
+    let state = HttpState {
+        coord,
+        webhooks: Arc::new(Webhooks::default()),
+    };
+    let app = Router::new()
+        .route("/health", get(health))
+        .route("/api/health", get(health))
+        .route(
+            "/api/webhook/{database}/{schema}/{source}",
+            post(crate::webhook::receive),
+        )
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state);
+    if let Err(e) = axum::serve(listener, app).await {
+        tracing::error!(error = %e, "HTTP endpoint stopped");
+    }
+}
+
+/// 200 while this process holds the data directory, 503 once it has been
+/// fenced by a newer one.
+async fn health(State(state): State<HttpState>) -> (StatusCode, &'static str) {
+    if *state.coord.storage.fenced().borrow() {
+        (StatusCode::SERVICE_UNAVAILABLE, "fenced\n")
+    } else {
+        (StatusCode::OK, "ok\n")
     }
 }
 

@@ -22,6 +22,7 @@ pub mod subscribe;
 pub mod values;
 pub mod vars;
 pub mod watch;
+pub mod webhook;
 
 pub use config::Config;
 pub use server::serve;

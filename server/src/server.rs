@@ -53,7 +53,11 @@ pub async fn serve(config: Config) -> Result<(), ServeError> {
         data_dir = %config.data_dir.display(),
         "freshet is listening"
     );
-    tokio::spawn(crate::http::serve(http, Arc::clone(&coord)));
+    tokio::spawn(crate::http::serve(
+        http,
+        Arc::clone(&coord),
+        config.webhook_body_limit,
+    ));
     coord
         .compute
         .set_arrangement_limit(config.max_arrangement_memory as u64);

@@ -18,6 +18,7 @@ mod error;
 mod load_gen;
 mod progress;
 mod status;
+mod webhook;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use tokio::sync::watch;
 pub use datum::{Datum, Update, write_updates};
 pub use error::{Result, SourceError};
 pub use status::{SourceState, SourceStatus, StatusCell};
+pub use webhook::{BadRequest, WebhookAppender, decode as decode_webhook, headers_jsonb};
 
 /// A collection an ingestion writes.
 #[derive(Clone, Debug)]
@@ -65,12 +67,15 @@ pub struct IngestionTarget {
 pub fn shape(connector: &SourceConnector) -> Result<SourceShape> {
     match connector {
         SourceConnector::LoadGenerator(spec) => Ok(load_gen::shape(spec)),
+        SourceConnector::Webhook(spec) => Ok(webhook::shape(spec)),
     }
 }
 
 struct Running {
     status: StatusCell,
     stop: watch::Sender<bool>,
+    /// A webhook source's way in.
+    webhook: Option<WebhookAppender>,
 }
 
 /// The running ingestions of this process.
@@ -108,17 +113,36 @@ impl Sources {
         }
         let status = StatusCell::new(target.source);
         let (stop, stopped) = watch::channel(false);
-        let task = match &target.ingestion.connector {
-            SourceConnector::LoadGenerator(spec) => load_gen::run(
-                Arc::clone(&self.storage),
-                target.clone(),
-                spec.clone(),
-                status.clone(),
-                stopped,
-            )?,
+        let webhook = match &target.ingestion.connector {
+            SourceConnector::LoadGenerator(spec) => {
+                self.runtime.spawn(load_gen::run(
+                    Arc::clone(&self.storage),
+                    target.clone(),
+                    spec.clone(),
+                    status.clone(),
+                    stopped,
+                )?);
+                None
+            }
+            SourceConnector::Webhook(_) => {
+                let (appender, task) = webhook::run(
+                    Arc::clone(&self.storage),
+                    target.clone(),
+                    status.clone(),
+                    stopped,
+                )?;
+                self.runtime.spawn(task);
+                Some(appender)
+            }
         };
-        self.runtime.spawn(task);
-        running.insert(target.source, Running { status, stop });
+        running.insert(
+            target.source,
+            Running {
+                status,
+                stop,
+                webhook,
+            },
+        );
         tracing::info!(source = %target.source, "ingestion started");
         Ok(())
     }
@@ -149,6 +173,11 @@ impl Sources {
                 return SourceState::Failed;
             }
         }
+    }
+
+    /// The way into webhook source `id`, if it runs.
+    pub fn webhook(&self, id: GlobalId) -> Option<WebhookAppender> {
+        self.running.lock().get(&id).and_then(|r| r.webhook.clone())
     }
 
     /// The status of every running source.

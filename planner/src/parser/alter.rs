@@ -29,6 +29,9 @@ enum Action {
 
 /// Parse a statement that begins with `ALTER`.
 pub(super) fn parse_alter(parser: &mut Parser) -> Result<Statement, ParserError> {
+    if let Some(stmt) = super::secret::parse_alter_secret(parser)? {
+        return Ok(stmt);
+    }
     let Some((head, action)) = parser.maybe_parse(head_and_action)? else {
         return Ok(Statement::Sql(Box::new(parser.parse_statement()?)));
     };
@@ -76,6 +79,8 @@ fn head_and_action(parser: &mut Parser) -> Result<(AlterHead, Action), ParserErr
         ObjectKind::Index
     } else if parser.parse_keyword(Keyword::SOURCE) {
         ObjectKind::Source
+    } else if super::eat_word(parser, "secret") {
+        ObjectKind::Secret
     } else if super::eat_word(parser, "sink") {
         ObjectKind::Sink
     } else if parser.parse_keyword(Keyword::SEQUENCE) {

@@ -24,6 +24,8 @@ pub enum ObjectKind {
     Sink,
     /// `SEQUENCE`
     Sequence,
+    /// `SECRET`
+    Secret,
 }
 
 /// A statement as Freshet understands it.
@@ -42,6 +44,12 @@ pub enum Statement {
     ShowSources(Option<ObjectName>),
     /// `CREATE SOURCE ...`.
     CreateSource(Box<super::source::CreateSourceStatement>),
+    /// `CREATE SECRET ...`.
+    CreateSecret(Box<super::secret::CreateSecretStatement>),
+    /// `ALTER SECRET ... AS ...`.
+    AlterSecret(Box<super::secret::AlterSecretStatement>),
+    /// `SHOW SECRETS [{FROM | IN} schema]`.
+    ShowSecrets(Option<ObjectName>),
     /// `DROP {SOURCE} [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`: the
     /// kinds sqlparser's `DROP` does not know.
     DropObjects {
@@ -318,6 +326,10 @@ impl std::fmt::Display for Statement {
             Statement::ShowSources(None) => write!(f, "SHOW SOURCES"),
             Statement::ShowSources(Some(s)) => write!(f, "SHOW SOURCES FROM {s}"),
             Statement::CreateSource(s) => write!(f, "{s}"),
+            Statement::CreateSecret(s) => write!(f, "{s}"),
+            Statement::AlterSecret(s) => write!(f, "{s}"),
+            Statement::ShowSecrets(None) => write!(f, "SHOW SECRETS"),
+            Statement::ShowSecrets(Some(s)) => write!(f, "SHOW SECRETS FROM {s}"),
             Statement::DropObjects {
                 kind,
                 if_exists,
@@ -390,6 +402,7 @@ impl ObjectKind {
             ObjectKind::Source => "SOURCE",
             ObjectKind::Sink => "SINK",
             ObjectKind::Sequence => "SEQUENCE",
+            ObjectKind::Secret => "SECRET",
         }
     }
 }

@@ -18,6 +18,7 @@ mod explain;
 mod ident;
 pub mod item_options;
 mod maintenance;
+pub mod secret;
 mod sequence;
 mod show;
 pub mod source;

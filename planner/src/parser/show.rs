@@ -28,6 +28,19 @@ pub(super) fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> 
             parser.parse_object_name(false)?,
         ));
     }
+    if is_word(parser, 1, "secrets") {
+        parser.next_token();
+        parser.next_token();
+        let schema = if parser
+            .parse_one_of_keywords(&[Keyword::FROM, Keyword::IN])
+            .is_some()
+        {
+            Some(parser.parse_object_name(false)?)
+        } else {
+            None
+        };
+        return Ok(Statement::ShowSecrets(schema));
+    }
     if is_word(parser, 1, "sources") {
         parser.next_token();
         parser.next_token();

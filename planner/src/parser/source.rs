@@ -6,6 +6,13 @@
 //!   [FOR ALL TABLES]
 //!   [EXPOSE PROGRESS AS progress_name]
 //!   [WITH (RETAIN HISTORY FOR interval)]
+//!
+//! CREATE SOURCE [IF NOT EXISTS] name
+//!   FROM WEBHOOK BODY FORMAT {TEXT | JSON | JSON ARRAY | BYTES}
+//!   [INCLUDE HEADERS [([NOT] 'header' [, ...])]]
+//!   [INCLUDE HEADER 'header' AS column [BYTES]] [...]
+//!   [CHECK ([WITH ({HEADERS | BODY | SECRET secret} [AS alias] [BYTES] [, ...])] expr)]
+//!   [EXPOSE PROGRESS AS progress_name]
 //! ```
 //!
 //! The statement prints back in one canonical form, which the catalog
@@ -49,7 +56,56 @@ pub enum SourceConnectorStatement {
         /// if one was given.
         options: Vec<(String, Option<ast::Expr>)>,
     },
+    /// `WEBHOOK BODY FORMAT ...`.
+    Webhook(Box<WebhookStatement>),
 }
+
+/// The `FROM WEBHOOK ...` part of a `CREATE SOURCE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WebhookStatement {
+    /// `TEXT`, `JSON`, `JSON ARRAY` or `BYTES`.
+    pub body_format: String,
+    /// `INCLUDE HEADERS [(...)]`: each entry, with `true` for `NOT`.
+    pub include_headers: Option<Vec<(bool, String)>>,
+    /// `INCLUDE HEADER 'name' AS column [BYTES]`, in order.
+    pub header_columns: Vec<(String, ast::Ident, bool)>,
+    /// `CHECK (...)`.
+    pub check: Option<WebhookCheckStatement>,
+}
+
+/// `CHECK ([WITH (...)] expr)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WebhookCheckStatement {
+    /// The `WITH` entries.
+    pub inputs: Vec<WebhookCheckOption>,
+    /// The boolean expression.
+    pub expr: ast::Expr,
+}
+
+/// One `WITH` entry of a webhook `CHECK`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WebhookCheckOption {
+    /// What it brings into scope.
+    pub input: WebhookCheckInputKind,
+    /// `AS alias`.
+    pub alias: Option<ast::Ident>,
+    /// `BYTES`: as `bytea`.
+    pub bytes: bool,
+}
+
+/// What a webhook `CHECK`'s `WITH` entry names.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WebhookCheckInputKind {
+    /// `HEADERS`.
+    Headers,
+    /// `BODY`.
+    Body,
+    /// `SECRET name`.
+    Secret(ObjectName),
+}
+
+/// The body formats, as written.
+pub const BODY_FORMATS: &[&str] = &["JSON ARRAY", "JSON", "TEXT", "BYTES"];
 
 /// The options every load generator takes.
 pub const COMMON_OPTIONS: &[&str] = &["TICK INTERVAL", "AS OF", "UP TO", "SEED"];
@@ -100,8 +156,10 @@ pub(super) fn parse_create_source(parser: &mut Parser) -> Result<Statement, Pars
     let connector = if eat_word(parser, "load") {
         expect_word(parser, "generator")?;
         parse_load_generator(parser)?
+    } else if eat_word(parser, "webhook") {
+        SourceConnectorStatement::Webhook(Box::new(parse_webhook(parser)?))
     } else {
-        return expected(parser, "LOAD GENERATOR");
+        return expected(parser, "LOAD GENERATOR or WEBHOOK");
     };
     let for_all_tables = parser.parse_keywords(&[Keyword::FOR, Keyword::ALL, Keyword::TABLES]);
     let progress = if eat_word(parser, "expose") {
@@ -156,6 +214,84 @@ fn parse_load_generator(parser: &mut Parser) -> Result<SourceConnectorStatement,
     Ok(SourceConnectorStatement::LoadGenerator { generator, options })
 }
 
+fn parse_webhook(parser: &mut Parser) -> Result<WebhookStatement, ParserError> {
+    expect_word(parser, "body")?;
+    expect_word(parser, "format")?;
+    let Some(body_format) = parse_words(parser, BODY_FORMATS) else {
+        return expected(parser, "one of TEXT, JSON, JSON ARRAY, BYTES");
+    };
+    let mut include_headers = None;
+    let mut header_columns = Vec::new();
+    while is_word(parser, 0, "include") {
+        parser.next_token();
+        if eat_word(parser, "headers") {
+            if include_headers.is_some() {
+                return Err(ParserError::ParserError(
+                    "INCLUDE HEADERS specified more than once".into(),
+                ));
+            }
+            let mut entries = Vec::new();
+            if parser.consume_token(&Token::LParen) {
+                entries = parser.parse_comma_separated(|p| {
+                    let not = p.parse_keyword(Keyword::NOT);
+                    Ok((not, p.parse_literal_string()?))
+                })?;
+                parser.expect_token(&Token::RParen)?;
+            }
+            include_headers = Some(entries);
+        } else if eat_word(parser, "header") {
+            let header = parser.parse_literal_string()?;
+            parser.expect_keyword(Keyword::AS)?;
+            let column = parser.parse_identifier()?;
+            let bytes = eat_word(parser, "bytes");
+            header_columns.push((header, column, bytes));
+        } else {
+            return expected(parser, "HEADERS or HEADER");
+        }
+    }
+    let check = if parser.parse_keyword(Keyword::CHECK) {
+        parser.expect_token(&Token::LParen)?;
+        let mut inputs = Vec::new();
+        if parser.parse_keyword(Keyword::WITH) {
+            parser.expect_token(&Token::LParen)?;
+            inputs = parser.parse_comma_separated(|p| {
+                let input = if eat_word(p, "headers") {
+                    WebhookCheckInputKind::Headers
+                } else if eat_word(p, "body") {
+                    WebhookCheckInputKind::Body
+                } else if eat_word(p, "secret") {
+                    WebhookCheckInputKind::Secret(p.parse_object_name(false)?)
+                } else {
+                    return expected(p, "HEADERS, BODY or SECRET");
+                };
+                let alias = if p.parse_keyword(Keyword::AS) {
+                    Some(p.parse_identifier()?)
+                } else {
+                    None
+                };
+                let bytes = eat_word(p, "bytes");
+                Ok(WebhookCheckOption {
+                    input,
+                    alias,
+                    bytes,
+                })
+            })?;
+            parser.expect_token(&Token::RParen)?;
+        }
+        let expr = parser.parse_expr()?;
+        parser.expect_token(&Token::RParen)?;
+        Some(WebhookCheckStatement { inputs, expr })
+    } else {
+        None
+    };
+    Ok(WebhookStatement {
+        body_format,
+        include_headers,
+        header_columns,
+        check,
+    })
+}
+
 /// Consume the first of `phrases` (each one or more words) that comes
 /// next, returning it.
 fn parse_words(parser: &mut Parser, phrases: &[&str]) -> Option<String> {
@@ -171,12 +307,16 @@ fn parse_words(parser: &mut Parser, phrases: &[&str]) -> Option<String> {
     None
 }
 
-/// Parse `DROP SOURCE ...` (the parser is at `DROP`); `None` (nothing
+/// Parse `DROP SOURCE ...` and `DROP SECRET ...` (the parser is at `DROP`); `None` (nothing
 /// consumed) for any other `DROP`.
 pub(super) fn parse_drop(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
-    if !(is_word(parser, 1, "source")) {
+    let kind = if is_word(parser, 1, "source") {
+        ObjectKind::Source
+    } else if is_word(parser, 1, "secret") {
+        ObjectKind::Secret
+    } else {
         return Ok(None);
-    }
+    };
     parser.next_token();
     parser.next_token();
     let if_exists = parser.parse_keywords(&[Keyword::IF, Keyword::EXISTS]);
@@ -186,7 +326,7 @@ pub(super) fn parse_drop(parser: &mut Parser) -> Result<Option<Statement>, Parse
         Some(Keyword::CASCADE)
     );
     Ok(Some(Statement::DropObjects {
-        kind: ObjectKind::Source,
+        kind,
         if_exists,
         names,
         cascade,
@@ -219,6 +359,7 @@ impl std::fmt::Display for CreateSourceStatement {
                     write!(f, " ({})", options.join(", "))?;
                 }
             }
+            SourceConnectorStatement::Webhook(w) => write!(f, "{w}")?,
         }
         if self.for_all_tables {
             write!(f, " FOR ALL TABLES")?;
@@ -228,6 +369,62 @@ impl std::fmt::Display for CreateSourceStatement {
         }
         if !self.options.is_empty() {
             write!(f, " {}", display_options(&self.options))?;
+        }
+        Ok(())
+    }
+}
+
+fn quote_string(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+impl std::fmt::Display for WebhookStatement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WEBHOOK BODY FORMAT {}", self.body_format)?;
+        if let Some(entries) = &self.include_headers {
+            write!(f, " INCLUDE HEADERS")?;
+            if !entries.is_empty() {
+                let entries: Vec<String> = entries
+                    .iter()
+                    .map(|(not, h)| {
+                        format!("{}{}", if *not { "NOT " } else { "" }, quote_string(h))
+                    })
+                    .collect();
+                write!(f, " ({})", entries.join(", "))?;
+            }
+        }
+        for (header, column, bytes) in &self.header_columns {
+            write!(
+                f,
+                " INCLUDE HEADER {} AS {column}{}",
+                quote_string(header),
+                if *bytes { " BYTES" } else { "" }
+            )?;
+        }
+        if let Some(check) = &self.check {
+            write!(f, " CHECK (")?;
+            if !check.inputs.is_empty() {
+                let inputs: Vec<String> = check
+                    .inputs
+                    .iter()
+                    .map(|i| {
+                        let mut s = match &i.input {
+                            WebhookCheckInputKind::Headers => "HEADERS".to_string(),
+                            WebhookCheckInputKind::Body => "BODY".to_string(),
+                            WebhookCheckInputKind::Secret(name) => format!("SECRET {name}"),
+                        };
+                        if let Some(alias) = &i.alias {
+                            s.push_str(&format!(" AS {alias}"));
+                        }
+                        if i.bytes {
+                            s.push_str(" BYTES");
+                        }
+                        s
+                    })
+                    .collect();
+                write!(f, "WITH ({}) ", inputs.join(", "))?;
+            }
+            write!(f, "{})", check.expr)?;
         }
         Ok(())
     }
@@ -260,6 +457,34 @@ mod tests {
             // The printed form parses to the same statement.
             assert_eq!(parse(printed).unwrap(), s);
         }
+    }
+
+    #[test]
+    fn parses_webhooks_and_prints_them_back() {
+        for (sql, printed) in [
+            (
+                "create source w from webhook body format json array",
+                "CREATE SOURCE w FROM WEBHOOK BODY FORMAT JSON ARRAY",
+            ),
+            (
+                "CREATE SOURCE w FROM WEBHOOK BODY FORMAT text INCLUDE HEADERS (NOT 'authorization', 'x-Id') INCLUDE HEADER 'x-event' AS event BYTES CHECK (WITH (BODY AS b BYTES, SECRET s.k AS key, HEADERS) constant_time_eq(hmac(b, key, 'sha256'), decode(headers->>'x-sig', 'hex'))) EXPOSE PROGRESS AS wp",
+                "CREATE SOURCE w FROM WEBHOOK BODY FORMAT TEXT INCLUDE HEADERS (NOT 'authorization', 'x-Id') INCLUDE HEADER 'x-event' AS event BYTES CHECK (WITH (BODY AS b BYTES, SECRET s.k AS key, HEADERS) constant_time_eq(hmac(b, key, 'sha256'), decode(headers ->> 'x-sig', 'hex'))) EXPOSE PROGRESS AS wp",
+            ),
+            (
+                "CREATE SOURCE w FROM WEBHOOK BODY FORMAT BYTES INCLUDE HEADERS CHECK (length(body) > 0)",
+                "CREATE SOURCE w FROM WEBHOOK BODY FORMAT BYTES INCLUDE HEADERS CHECK (length(body) > 0)",
+            ),
+        ] {
+            let s = parse(sql).unwrap();
+            assert!(matches!(&s[0], Statement::CreateSource(_)), "{s:?}");
+            assert_eq!(s[0].to_string(), printed);
+            assert_eq!(parse(printed).unwrap(), s);
+        }
+        assert!(parse("CREATE SOURCE w FROM WEBHOOK BODY FORMAT XML").is_err());
+        assert!(
+            parse("CREATE SOURCE w FROM WEBHOOK BODY FORMAT JSON INCLUDE HEADERS INCLUDE HEADERS")
+                .is_err()
+        );
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
             crate::rewrites::mz_now_comparisons::MzNowComparisonPlanner,
         ))
         .expect("registering built-in planners cannot fail");
+    state
+        .register_expr_planner(Arc::new(crate::query::jsonb_ops::JsonbOperatorPlanner))
+        .expect("registering built-in planners cannot fail");
     state.register_udtf(
         "pg_get_keywords",
         Arc::new(crate::query::keywords::Keywords),

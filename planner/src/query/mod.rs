@@ -5,9 +5,11 @@
 pub mod binding;
 pub mod bound_function;
 pub mod catalog_functions;
+pub mod crypto;
 pub mod engine;
 pub mod functions;
 pub mod json_build;
+pub mod jsonb_ops;
 pub mod keywords;
 pub mod pg_functions;
 pub mod provider;

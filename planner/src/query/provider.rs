@@ -306,6 +306,10 @@ impl<'a> PlanningContext<'a> {
                         item.name
                     ),
                 ),
+                ItemKind::Secret => crate::error::sqlstate_error(
+                    freshet_repr::sqlstate::WRONG_OBJECT_TYPE,
+                    format!("\"{}\" is a secret, not a relation", item.name),
+                ),
                 ItemKind::Source => crate::error::sqlstate_error(
                     freshet_repr::sqlstate::WRONG_OBJECT_TYPE,
                     format!(

@@ -22,6 +22,7 @@ pub(crate) fn expected_kind(kind: ObjectKind) -> (ItemKind, &'static str) {
         ObjectKind::Source => (ItemKind::Source, "a source"),
         ObjectKind::Sink => (ItemKind::Sink, "a sink"),
         ObjectKind::Sequence => (ItemKind::Sequence, "a sequence"),
+        ObjectKind::Secret => (ItemKind::Secret, "a secret"),
     }
 }
 

@@ -72,7 +72,7 @@ fn show_schema_id(
 }
 
 /// The schema named, else the first existing schema on the search path.
-fn schema_to_show(
+pub(crate) fn schema_to_show(
     cx: &StatementContext,
     name: Option<&ObjectName>,
 ) -> Result<freshet_repr::GlobalId> {

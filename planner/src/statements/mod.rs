@@ -10,9 +10,11 @@ pub mod lookup;
 pub mod materialized;
 pub mod misc;
 pub mod options;
+pub mod secret;
 pub mod sequence;
 pub mod source;
 pub mod subscribe;
+pub mod webhook;
 pub mod written_plan;
 
 use datafusion::sql::sqlparser::ast::{self, ShowCreateObject};
@@ -45,6 +47,9 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
         Statement::ShowCreate(kind, name) => misc::show_create(cx, *kind, name),
         Statement::ShowSources(schema) => misc::show_sources(cx, schema.as_ref()),
         Statement::CreateSource(s) => source::create_source(cx, s),
+        Statement::CreateSecret(s) => secret::create_secret(cx, s),
+        Statement::AlterSecret(s) => secret::alter_secret(cx, s),
+        Statement::ShowSecrets(schema) => secret::show_secrets(cx, schema.as_ref()),
         Statement::DropObjects {
             kind,
             if_exists,

@@ -46,6 +46,9 @@ pub struct CreateSourcePlan {
     pub options: ItemOptions,
     /// The statement in canonical form, as the catalog stores it.
     pub create_sql: String,
+    /// Catalog objects it uses (a webhook check's secrets): dropping one
+    /// needs `CASCADE`.
+    pub references: Vec<GlobalId>,
 }
 
 /// Plan `CREATE SOURCE`.
@@ -76,9 +79,17 @@ pub fn create_source(cx: &StatementContext, stmt: &CreateSourceStatement) -> Res
         ));
     }
     let (retain_history, _) = crate::statements::options::split_options(cx, &stmt.options)?;
+    let mut references = Vec::new();
     let connector = match &stmt.connector {
         SourceConnectorStatement::LoadGenerator { generator, options } => {
             SourceConnector::LoadGenerator(load_generator(generator, options)?)
+        }
+        SourceConnectorStatement::Webhook(w) => {
+            let spec = crate::statements::webhook::plan_webhook(cx, w)?;
+            if let Some(check) = &spec.check {
+                references.extend(check.secrets.iter().map(|(id, _)| *id));
+            }
+            SourceConnector::Webhook(spec)
         }
     };
     let mut canonical = stmt.clone();
@@ -95,6 +106,7 @@ pub fn create_source(cx: &StatementContext, stmt: &CreateSourceStatement) -> Res
             refresh: None,
         },
         create_sql: canonical.to_string(),
+        references,
     })))
 }
 
@@ -370,7 +382,7 @@ pub fn source_ops(plan: &CreateSourcePlan, shape: SourceShape, now: Timestamp) -
             kind: ItemKind::Source,
             create_sql: plan.create_sql.clone(),
             desc: own_desc,
-            references: Vec::new(),
+            references: plan.references.clone(),
             details: ItemDetails::Source(Box::new(SourceDetails::Ingestion(Box::new(Ingestion {
                 connector: plan.connector.clone(),
                 created_at: now,
@@ -386,6 +398,7 @@ fn generator_sql(connector: &SourceConnector) -> String {
         SourceConnector::LoadGenerator(spec) => {
             format!("LOAD GENERATOR {}", spec.generator.sql_name())
         }
+        SourceConnector::Webhook(_) => "WEBHOOK".into(),
     }
 }
 

@@ -136,8 +136,12 @@ pub fn command_tag(stmt: &Statement) -> String {
         },
         Statement::SelectAsOf { .. } => "SELECT".into(),
         Statement::ExplainTimestamp(_) | Statement::ExplainMaterializedView(_) => "EXPLAIN".into(),
-        Statement::ShowCreate(..) | Statement::ShowSources(_) => "SHOW".into(),
+        Statement::ShowCreate(..) | Statement::ShowSources(_) | Statement::ShowSecrets(_) => {
+            "SHOW".into()
+        }
         Statement::CreateSource(_) => "CREATE SOURCE".into(),
+        Statement::CreateSecret(_) => "CREATE SECRET".into(),
+        Statement::AlterSecret(_) => "ALTER SECRET".into(),
         Statement::DropObjects { kind, .. } => format!("DROP {}", kind.keyword()),
         Statement::CreateDefaultIndex { .. } => "CREATE INDEX".into(),
         Statement::ExplainIndex(_) => "EXPLAIN".into(),

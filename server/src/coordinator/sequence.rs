@@ -147,6 +147,10 @@ impl Coordinator {
                     tag: "SELECT".into(),
                 })
             }
+            Plan::UpdateDetails { id, details } => {
+                let ddl = Ddl::new(&tag, vec![Op::UpdateDetails { id, details }]);
+                self.ddl(session, ddl, ctx).await
+            }
             Plan::SetOptions { ids, options } => {
                 let ops = ids
                     .into_iter()

@@ -46,6 +46,8 @@ pub(super) fn relkind(kind: ItemKind) -> &'static str {
         ItemKind::MaterializedView => "m",
         ItemKind::Index => "i",
         ItemKind::Sequence => "S",
+        // Not listed (`items_in_db`): secrets are no relations.
+        ItemKind::Secret => "",
     }
 }
 
@@ -53,7 +55,7 @@ pub(super) fn relkind(kind: ItemKind) -> &'static str {
 /// none).
 fn relam(kind: ItemKind) -> u32 {
     match kind {
-        ItemKind::View | ItemKind::Sequence => 0,
+        ItemKind::View | ItemKind::Sequence | ItemKind::Secret => 0,
         ItemKind::Index => BTREE_AM_OID,
         _ => HEAP_AM_OID,
     }
@@ -75,6 +77,9 @@ impl QueryReader {
         self.catalog
             .items()
             .filter_map(|i| {
+                if i.kind == freshet_catalog::ItemKind::Secret {
+                    return None;
+                }
                 let sc = schemas.iter().find(|sc| sc.id == i.schema_id)?;
                 Some((i, sc.oid))
             })

@@ -26,3 +26,4 @@ mod temporal;
 mod time_travel;
 mod transactions;
 mod types;
+mod webhook;
