@@ -23,6 +23,7 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 /// A running `freshet` process, killed when dropped.
 pub struct FreshetServer {
     port: u16,
+    http_port: u16,
     child: Child,
     log_path: PathBuf,
     /// The command line, to start the process again on the same data.
@@ -62,6 +63,7 @@ impl FreshetServer {
         let log_path = tmp.path().join("freshet.log");
         let log = File::create(&log_path).context(format!("create {}", log_path.display()))?;
         let port = free_port()?;
+        let http_port = free_port()?;
         let mut command: Vec<std::ffi::OsString> = vec![bin.into()];
         command.extend([
             "--data-dir".into(),
@@ -69,7 +71,7 @@ impl FreshetServer {
             "--listen".into(),
             format!("127.0.0.1:{port}").into(),
             "--http-listen".into(),
-            format!("127.0.0.1:{}", free_port()?).into(),
+            format!("127.0.0.1:{http_port}").into(),
             "--log-filter".into(),
             "warn".into(),
         ]);
@@ -81,6 +83,7 @@ impl FreshetServer {
         let child = spawn(&command, log)?;
         let mut server = FreshetServer {
             port,
+            http_port,
             child,
             log_path,
             command,
@@ -88,6 +91,11 @@ impl FreshetServer {
         };
         server.wait_listening().await?;
         Ok(server)
+    }
+
+    /// The HTTP port (health, webhooks).
+    pub fn http_port(&self) -> u16 {
+        self.http_port
     }
 
     /// Poll the port until it accepts connections, failing early (with the
