@@ -118,7 +118,11 @@ impl HttpClient {
                 break i + 4;
             }
             let mut chunk = [0u8; 4096];
-            let n = self.sock.read(&mut chunk).await.context("read a response")?;
+            let n = self
+                .sock
+                .read(&mut chunk)
+                .await
+                .context("read a response")?;
             if n == 0 {
                 return failed("the server closed the connection");
             }
@@ -137,7 +141,11 @@ impl HttpClient {
             .unwrap_or(0);
         while self.buf.len() < head_end + length {
             let mut chunk = [0u8; 4096];
-            let n = self.sock.read(&mut chunk).await.context("read a response")?;
+            let n = self
+                .sock
+                .read(&mut chunk)
+                .await
+                .context("read a response")?;
             if n == 0 {
                 return failed("the server closed the connection");
             }
@@ -199,7 +207,9 @@ async fn webhook_case(
     let updates = count(&client, "SELECT count(*) FROM w").await?;
     let expected = (WEBHOOK_CLIENTS * WEBHOOK_REQUESTS_PER_CLIENT * rows_per_request) as u64;
     if updates != expected {
-        return failed(format!("webhook source holds {updates} rows, not {expected}"));
+        return failed(format!(
+            "webhook source holds {updates} rows, not {expected}"
+        ));
     }
     Ok(Row {
         name,
@@ -251,9 +261,8 @@ pub async fn run(bin: &std::path::Path, workers: Option<u32>) -> Result<Vec<Row>
 
 /// The report section.
 pub fn render(rows: &[Row]) -> String {
-    let mut out = String::from(
-        "| source | updates | until durable | updates/s |\n|---|---:|---:|---:|\n",
-    );
+    let mut out =
+        String::from("| source | updates | until durable | updates/s |\n|---|---:|---:|---:|\n");
     for r in rows {
         out.push_str(&format!(
             "| {} | {} | {:.2} s | {} |\n",
