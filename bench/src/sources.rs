@@ -102,9 +102,25 @@ impl HttpClient {
         })
     }
 
+    /// Read what the server sent next into the buffer.
+    async fn read_more(&mut self) -> Result<()> {
+        use tokio::io::AsyncReadExt;
+        let mut chunk = [0u8; 4096];
+        let n = self
+            .sock
+            .read(&mut chunk)
+            .await
+            .context("read a response")?;
+        if n == 0 {
+            return failed("the server closed the connection");
+        }
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(())
+    }
+
     /// POST `body` to `path`; the status code.
     async fn post(&mut self, path: &str, body: &[u8]) -> Result<u16> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let mut req = format!(
             "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
             body.len()
@@ -117,16 +133,7 @@ impl HttpClient {
             if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break i + 4;
             }
-            let mut chunk = [0u8; 4096];
-            let n = self
-                .sock
-                .read(&mut chunk)
-                .await
-                .context("read a response")?;
-            if n == 0 {
-                return failed("the server closed the connection");
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
+            self.read_more().await?;
         };
         let head = String::from_utf8_lossy(&self.buf[..head_end]).to_ascii_lowercase();
         let status = head
@@ -140,16 +147,7 @@ impl HttpClient {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0);
         while self.buf.len() < head_end + length {
-            let mut chunk = [0u8; 4096];
-            let n = self
-                .sock
-                .read(&mut chunk)
-                .await
-                .context("read a response")?;
-            if n == 0 {
-                return failed("the server closed the connection");
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
+            self.read_more().await?;
         }
         self.buf.drain(..head_end + length);
         Ok(status)

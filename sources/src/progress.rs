@@ -1,7 +1,7 @@
 //! A source's progress relation: one row saying how far ingestion came,
 //! replaced in every append that brings new data.
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, Int64Array, RecordBatch};
 use freshet_storage::Storage;
 
 use crate::OutputTarget;
@@ -30,6 +30,21 @@ pub(crate) async fn read(
             progress.id
         ))),
     }
+}
+
+/// The `offset` (a `bigint` first column) of the progress row as durably
+/// recorded now; `None` before the first append.
+pub(crate) async fn read_offset(storage: &Storage, progress: &OutputTarget) -> Result<Option<u64>> {
+    let Some(row) = read(storage, progress).await? else {
+        return Ok(None);
+    };
+    let offsets = row
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .filter(|a| !a.is_null(0))
+        .ok_or_else(|| SourceError::Internal("progress offset is not a bigint".into()))?;
+    Ok(Some(u64::try_from(offsets.value(0)).unwrap_or(0)))
 }
 
 /// The updates that replace progress row `old` (if any) by `new`.

@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, Int64Array};
 use freshet_catalog::{SourceShape, WebhookBodyFormat, WebhookSpec};
 use freshet_repr::jsonb::jsonb_text;
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
@@ -308,16 +307,7 @@ impl Appender {
 
     /// Requests durably accepted so far (`None`: none ever).
     async fn resume_point(&self) -> Result<Option<u64>> {
-        let Some(row) = progress::read(&self.storage, &self.target.progress).await? else {
-            return Ok(None);
-        };
-        let offsets = row
-            .column(0)
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .filter(|a| !a.is_null(0))
-            .ok_or_else(|| SourceError::Internal("progress offset is not a bigint".into()))?;
-        Ok(Some(u64::try_from(offsets.value(0)).unwrap_or(0)))
+        progress::read_offset(&self.storage, &self.target.progress).await
     }
 
     /// Append `batch`'s rows and the progress row in one commit; returns

@@ -3,6 +3,7 @@
 //! name]`. Other `SHOW`s (variables, `SHOW CREATE
 //! TABLE`) are sqlparser's.
 
+use datafusion::sql::sqlparser::ast::ObjectName;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::{Parser, ParserError};
 
@@ -29,30 +30,10 @@ pub(super) fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> 
         ));
     }
     if is_word(parser, 1, "secrets") {
-        parser.next_token();
-        parser.next_token();
-        let schema = if parser
-            .parse_one_of_keywords(&[Keyword::FROM, Keyword::IN])
-            .is_some()
-        {
-            Some(parser.parse_object_name(false)?)
-        } else {
-            None
-        };
-        return Ok(Statement::ShowSecrets(schema));
+        return Ok(Statement::ShowSecrets(parse_show_in_schema(parser)?));
     }
     if is_word(parser, 1, "sources") {
-        parser.next_token();
-        parser.next_token();
-        let schema = if parser
-            .parse_one_of_keywords(&[Keyword::FROM, Keyword::IN])
-            .is_some()
-        {
-            Some(parser.parse_object_name(false)?)
-        } else {
-            None
-        };
-        return Ok(Statement::ShowSources(schema));
+        return Ok(Statement::ShowSources(parse_show_in_schema(parser)?));
     }
     if is_word(parser, 1, "indexes") {
         parser.next_token();
@@ -65,4 +46,19 @@ pub(super) fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> 
         return Ok(Statement::ShowIndexes(on));
     }
     Ok(Statement::Sql(Box::new(parser.parse_statement()?)))
+}
+
+/// The rest of `SHOW <word> [{FROM | IN} schema]` (the parser is at
+/// `SHOW`): the schema, if named.
+fn parse_show_in_schema(parser: &mut Parser) -> Result<Option<ObjectName>, ParserError> {
+    parser.next_token();
+    parser.next_token();
+    if parser
+        .parse_one_of_keywords(&[Keyword::FROM, Keyword::IN])
+        .is_some()
+    {
+        Ok(Some(parser.parse_object_name(false)?))
+    } else {
+        Ok(None)
+    }
 }

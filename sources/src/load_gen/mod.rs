@@ -24,7 +24,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{Array, Int64Array};
 use freshet_catalog::{LoadGenerator, LoadGeneratorSpec, SourceShape};
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
 use freshet_storage::{Storage, StorageError, TableWrite};
@@ -300,16 +299,7 @@ impl Runner {
     /// The next tick recorded in the progress relation (`None`: nothing
     /// was ever appended).
     async fn resume_point(&self) -> Result<Option<u64>> {
-        let Some(row) = progress::read(&self.storage, &self.target.progress).await? else {
-            return Ok(None);
-        };
-        let offsets = row
-            .column(0)
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .filter(|a| !a.is_null(0))
-            .ok_or_else(|| SourceError::Internal("progress offset is not a bigint".into()))?;
-        Ok(Some(u64::try_from(offsets.value(0)).unwrap_or(0)))
+        progress::read_offset(&self.storage, &self.target.progress).await
     }
 
     /// Append ticks from `next` (or the snapshot, `0..=last`, when `None`)
