@@ -87,7 +87,7 @@ fn added_actions(item: &Item, out: &mut [Vec<Implication>; 6]) {
         }
         ItemKind::Index => out[3].push(Implication::InstallDataflow(item.id)),
         ItemKind::Sink => out[4].push(Implication::ExportSink(item.id)),
-        ItemKind::View | ItemKind::Sequence | ItemKind::Secret => {}
+        ItemKind::View | ItemKind::Sequence | ItemKind::Secret | ItemKind::Connection => {}
     }
     if item.has_collection() || item.kind == ItemKind::Index {
         out[5].push(Implication::InitReadPolicy(item.id));

@@ -8,6 +8,7 @@
 //! take. Boot applies [`CatalogState::as_diff_from_empty`] through the same
 //! function.
 
+mod connections;
 mod diff;
 mod durable;
 mod error;
@@ -17,6 +18,7 @@ mod sources;
 mod state;
 mod transact;
 
+pub use connections::{ConnectionSpec, PostgresConnection};
 pub use diff::{CatalogDiff, Change};
 pub use durable::{CATALOG_KEY, Catalog, DEFAULT_DATABASE};
 pub use error::CatalogError;
@@ -26,9 +28,9 @@ pub use objects::{
     Schema, SecretValue, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
 pub use sources::{
-    Ingestion, LoadGenerator, LoadGeneratorSpec, SourceConnector, SourceDetails, SourceShape,
-    WebhookBodyFormat, WebhookCheck, WebhookCheckInput, WebhookHeaderColumn, WebhookHeaderFilter,
-    WebhookSpec,
+    Ingestion, LoadGenerator, LoadGeneratorSpec, PostgresSourceSpec, PostgresSourceTable,
+    PostgresUpstreamColumn, SourceConnector, SourceDetails, SourceShape, WebhookBodyFormat,
+    WebhookCheck, WebhookCheckInput, WebhookHeaderColumn, WebhookHeaderFilter, WebhookSpec,
 };
 pub use state::{CatalogState, FIRST_USER_OID};
 pub use transact::{ItemDef, Op};

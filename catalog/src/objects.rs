@@ -48,6 +48,9 @@ pub enum ItemKind {
     /// A secret (`CREATE SECRET`): a value connections and webhook checks
     /// use, never shown.
     Secret,
+    /// A connection (`CREATE CONNECTION`): how to reach an external
+    /// system, used by sources; no collection.
+    Connection,
 }
 
 impl ItemKind {
@@ -62,6 +65,7 @@ impl ItemKind {
             ItemKind::Sink => "sink",
             ItemKind::Sequence => "sequence",
             ItemKind::Secret => "secret",
+            ItemKind::Connection => "connection",
         }
     }
 
@@ -234,6 +238,8 @@ pub enum ItemDetails {
     Source(Box<crate::sources::SourceDetails>),
     /// A secret's value.
     Secret(SecretValue),
+    /// A connection's parameters.
+    Connection(Box<crate::connections::ConnectionSpec>),
     /// Reserved for sinks.
     Other,
 }

@@ -80,6 +80,9 @@ pub enum SourceConnector {
     LoadGenerator(LoadGeneratorSpec),
     /// `FROM WEBHOOK ...`: rows posted to Freshet's HTTP endpoint.
     Webhook(WebhookSpec),
+    /// `FROM POSTGRES CONNECTION ...`: a PostgreSQL publication's tables,
+    /// by logical replication.
+    Postgres(PostgresSourceSpec),
 }
 
 impl SourceConnector {
@@ -88,6 +91,7 @@ impl SourceConnector {
         match self {
             SourceConnector::LoadGenerator(_) => "load-generator",
             SourceConnector::Webhook(_) => "webhook",
+            SourceConnector::Postgres(_) => "postgres",
         }
     }
 }
@@ -282,6 +286,75 @@ pub struct WebhookCheckInput {
     pub name: String,
     /// `BYTES`.
     pub bytes: bool,
+}
+
+/// A PostgreSQL source: the publication it follows, the replication slot
+/// it owns, and each upstream table it ingests as its columns were when
+/// the source was created (a later change upstream that does not fit
+/// them fails the source rather than writing wrong rows).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresSourceSpec {
+    /// The connection (`CREATE CONNECTION ... TO POSTGRES`).
+    pub connection: GlobalId,
+    /// `PUBLICATION 'p'`.
+    pub publication: String,
+    /// The replication slot, named at `CREATE SOURCE` so that two Freshet
+    /// processes (or a recreated source) never share one.
+    pub slot: String,
+    /// The upstream tables ingested, each into its own subsource.
+    pub tables: Vec<PostgresSourceTable>,
+}
+
+/// One upstream table of a PostgreSQL source.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresSourceTable {
+    /// Its oid upstream (what replication messages name it by).
+    pub oid: u32,
+    /// Its schema upstream.
+    pub schema: String,
+    /// Its name upstream.
+    pub name: String,
+    /// The subsource it is written to (its `SourceDetails::Output`
+    /// upstream name).
+    pub output: String,
+    /// Its columns, in order.
+    pub columns: Vec<PostgresUpstreamColumn>,
+}
+
+impl PostgresSourceTable {
+    /// `schema.name`, quoted where needed, for messages and upstream SQL.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
+    }
+}
+
+/// Quote a PostgreSQL identifier when it needs it.
+fn quote_ident(s: &str) -> String {
+    let plain = s
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
+}
+
+/// One column of an upstream table, as it was at `CREATE SOURCE`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresUpstreamColumn {
+    /// Its name.
+    pub name: String,
+    /// Its type's oid upstream.
+    pub type_oid: u32,
+    /// Its type modifier upstream (`-1`: none).
+    pub type_modifier: i32,
+    /// `TEXT COLUMNS`: ingested as `text` (the upstream's text form), for
+    /// types Freshet does not have (enums, domains over them, ...).
+    pub as_text: bool,
 }
 
 /// What a connector writes: its relations, by the names upstream knows

@@ -219,6 +219,9 @@ pub enum Plan {
     /// `CREATE SOURCE`: checked; the server learns what it writes and
     /// makes its catalog items.
     CreateSource(Box<crate::statements::source::CreateSourcePlan>),
+    /// `CREATE CONNECTION`: checked; the server may connect once before
+    /// committing it.
+    CreateConnection(Box<crate::statements::connection::CreateConnectionPlan>),
     /// Replace an item's details (`ALTER SECRET ... AS`).
     UpdateDetails {
         /// The item.

@@ -16,6 +16,7 @@
 mod datum;
 mod error;
 mod load_gen;
+mod postgres;
 mod progress;
 mod status;
 mod webhook;
@@ -32,6 +33,7 @@ use tokio::sync::watch;
 
 pub use datum::{Datum, Update, write_updates};
 pub use error::{Result, SourceError};
+pub use postgres::{PostgresEndpoint, TableRequest, drop_slot, new_slot_name, purify, validate};
 pub use status::{SourceState, SourceStatus, StatusCell};
 pub use webhook::{BadRequest, WebhookAppender, decode as decode_webhook, headers_jsonb};
 
@@ -61,6 +63,9 @@ pub struct IngestionTarget {
     pub outputs: Vec<OutputTarget>,
     /// Its progress relation's collection.
     pub progress: OutputTarget,
+    /// Where a PostgreSQL source's upstream is (its connection, with the
+    /// password read from its secret).
+    pub postgres: Option<PostgresEndpoint>,
 }
 
 /// What a connector writes.
@@ -68,6 +73,9 @@ pub fn shape(connector: &SourceConnector) -> Result<SourceShape> {
     match connector {
         SourceConnector::LoadGenerator(spec) => Ok(load_gen::shape(spec)),
         SourceConnector::Webhook(spec) => Ok(webhook::shape(spec)),
+        SourceConnector::Postgres(_) => Err(SourceError::Internal(
+            "a PostgreSQL source's shape comes from its upstream (purify)".into(),
+        )),
     }
 }
 
@@ -76,6 +84,9 @@ struct Running {
     stop: watch::Sender<bool>,
     /// A webhook source's way in.
     webhook: Option<WebhookAppender>,
+    /// A PostgreSQL source's upstream and replication slot, dropped with
+    /// the source.
+    slot: Option<(PostgresEndpoint, String)>,
 }
 
 /// The running ingestions of this process.
@@ -113,6 +124,7 @@ impl Sources {
         }
         let status = StatusCell::new(target.source);
         let (stop, stopped) = watch::channel(false);
+        let mut slot = None;
         let webhook = match &target.ingestion.connector {
             SourceConnector::LoadGenerator(spec) => {
                 self.runtime.spawn(load_gen::run(
@@ -134,6 +146,28 @@ impl Sources {
                 self.runtime.spawn(task);
                 Some(appender)
             }
+            SourceConnector::Postgres(spec) => {
+                let endpoint = target.postgres.clone().ok_or_else(|| {
+                    SourceError::Internal(format!(
+                        "source {} has no upstream endpoint",
+                        target.source
+                    ))
+                })?;
+                slot = Some((endpoint.clone(), spec.slot.clone()));
+                let task = {
+                    let _guard = self.runtime.enter();
+                    postgres::run(
+                        Arc::clone(&self.storage),
+                        target.clone(),
+                        spec.clone(),
+                        endpoint,
+                        status.clone(),
+                        stopped,
+                    )?
+                };
+                self.runtime.spawn(task);
+                None
+            }
         };
         running.insert(
             target.source,
@@ -141,18 +175,28 @@ impl Sources {
                 status,
                 stop,
                 webhook,
+                slot,
             },
         );
         tracing::info!(source = %target.source, "ingestion started");
         Ok(())
     }
 
-    /// Stop a source's ingestion. An append already handed to storage may
-    /// still commit; nothing after it does.
+    /// Stop a dropped source's ingestion, and let go of what it holds
+    /// upstream (a PostgreSQL source's replication slot, in the
+    /// background). An append already handed to storage may still commit;
+    /// nothing after it does.
     pub fn stop(&self, id: GlobalId) {
         if let Some(r) = self.running.lock().remove(&id) {
             let _ = r.stop.send(true);
             tracing::info!(source = %id, "ingestion stopped");
+            if let Some((endpoint, slot)) = r.slot {
+                self.runtime.spawn(async move {
+                    if let Err(e) = drop_slot(&endpoint, &slot).await {
+                        tracing::warn!(%slot, error = %e, "could not drop the upstream replication slot of a dropped source; drop it upstream with pg_drop_replication_slot");
+                    }
+                });
+            }
         }
     }
 

@@ -81,6 +81,8 @@ fn head_and_action(parser: &mut Parser) -> Result<(AlterHead, Action), ParserErr
         ObjectKind::Source
     } else if super::eat_word(parser, "secret") {
         ObjectKind::Secret
+    } else if super::eat_word(parser, "connection") {
+        ObjectKind::Connection
     } else if super::eat_word(parser, "sink") {
         ObjectKind::Sink
     } else if parser.parse_keyword(Keyword::SEQUENCE) {

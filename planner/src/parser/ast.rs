@@ -26,6 +26,8 @@ pub enum ObjectKind {
     Sequence,
     /// `SECRET`
     Secret,
+    /// `CONNECTION`
+    Connection,
 }
 
 /// A statement as Freshet understands it.
@@ -50,6 +52,10 @@ pub enum Statement {
     AlterSecret(Box<super::secret::AlterSecretStatement>),
     /// `SHOW SECRETS [{FROM | IN} schema]`.
     ShowSecrets(Option<ObjectName>),
+    /// `CREATE CONNECTION ...`.
+    CreateConnection(Box<super::connection::CreateConnectionStatement>),
+    /// `SHOW CONNECTIONS [{FROM | IN} schema]`.
+    ShowConnections(Option<ObjectName>),
     /// `DROP {SOURCE} [IF EXISTS] name [, ...] [CASCADE | RESTRICT]`: the
     /// kinds sqlparser's `DROP` does not know.
     DropObjects {
@@ -330,6 +336,9 @@ impl std::fmt::Display for Statement {
             Statement::AlterSecret(s) => write!(f, "{s}"),
             Statement::ShowSecrets(None) => write!(f, "SHOW SECRETS"),
             Statement::ShowSecrets(Some(s)) => write!(f, "SHOW SECRETS FROM {s}"),
+            Statement::CreateConnection(c) => write!(f, "{c}"),
+            Statement::ShowConnections(None) => write!(f, "SHOW CONNECTIONS"),
+            Statement::ShowConnections(Some(s)) => write!(f, "SHOW CONNECTIONS FROM {s}"),
             Statement::DropObjects {
                 kind,
                 if_exists,
@@ -403,6 +412,7 @@ impl ObjectKind {
             ObjectKind::Sink => "SINK",
             ObjectKind::Sequence => "SEQUENCE",
             ObjectKind::Secret => "SECRET",
+            ObjectKind::Connection => "CONNECTION",
         }
     }
 }

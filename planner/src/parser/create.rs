@@ -32,6 +32,9 @@ pub(super) fn parse_create(parser: &mut Parser) -> Result<Statement, ParserError
     if let Some(stmt) = super::secret::parse_create_secret(parser)? {
         return Ok(stmt);
     }
+    if let Some(stmt) = super::connection::parse_create_connection(parser)? {
+        return Ok(stmt);
+    }
     if super::is_word(parser, 1, "source") {
         return super::source::parse_create_source(parser);
     }

@@ -13,6 +13,7 @@ mod alter;
 mod as_of;
 pub mod ast;
 pub mod complexity;
+pub mod connection;
 mod create;
 mod explain;
 mod ident;

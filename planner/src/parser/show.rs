@@ -29,6 +29,18 @@ pub(super) fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> 
             parser.parse_object_name(false)?,
         ));
     }
+    if is_word(parser, 1, "connections") {
+        return Ok(Statement::ShowConnections(parse_show_in_schema(parser)?));
+    }
+    if is_word(parser, 1, "create") && is_word(parser, 2, "connection") {
+        for _ in 0..3 {
+            parser.next_token();
+        }
+        return Ok(Statement::ShowCreate(
+            ObjectKind::Connection,
+            parser.parse_object_name(false)?,
+        ));
+    }
     if is_word(parser, 1, "secrets") {
         return Ok(Statement::ShowSecrets(parse_show_in_schema(parser)?));
     }

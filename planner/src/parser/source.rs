@@ -38,6 +38,9 @@ pub struct CreateSourceStatement {
     pub connector: SourceConnectorStatement,
     /// `FOR ALL TABLES`: one relation per upstream relation.
     pub for_all_tables: bool,
+    /// `FOR TABLES (upstream [AS name], ...)`: only these upstream
+    /// tables, each into a relation of its own.
+    pub for_tables: Option<Vec<(ObjectName, Option<ObjectName>)>>,
     /// `EXPOSE PROGRESS AS name`.
     pub progress: Option<ObjectName>,
     /// `WITH (RETAIN HISTORY FOR ...)`.
@@ -58,6 +61,19 @@ pub enum SourceConnectorStatement {
     },
     /// `WEBHOOK BODY FORMAT ...`.
     Webhook(Box<WebhookStatement>),
+    /// `POSTGRES CONNECTION name (...)`.
+    Postgres(Box<PostgresStatement>),
+}
+
+/// The `FROM POSTGRES CONNECTION ...` part of a `CREATE SOURCE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PostgresStatement {
+    /// The connection.
+    pub connection: ObjectName,
+    /// `PUBLICATION 'p'`.
+    pub publication: String,
+    /// `TEXT COLUMNS (table.column, ...)`.
+    pub text_columns: Vec<ObjectName>,
 }
 
 /// The `FROM WEBHOOK ...` part of a `CREATE SOURCE`.
@@ -158,10 +174,28 @@ pub(super) fn parse_create_source(parser: &mut Parser) -> Result<Statement, Pars
         parse_load_generator(parser)?
     } else if eat_word(parser, "webhook") {
         SourceConnectorStatement::Webhook(Box::new(parse_webhook(parser)?))
+    } else if eat_word(parser, "postgres") {
+        SourceConnectorStatement::Postgres(Box::new(parse_postgres(parser)?))
     } else {
-        return expected(parser, "LOAD GENERATOR or WEBHOOK");
+        return expected(parser, "LOAD GENERATOR, WEBHOOK or POSTGRES");
     };
     let for_all_tables = parser.parse_keywords(&[Keyword::FOR, Keyword::ALL, Keyword::TABLES]);
+    let for_tables = if !for_all_tables && parser.parse_keywords(&[Keyword::FOR, Keyword::TABLES]) {
+        parser.expect_token(&Token::LParen)?;
+        let tables = parser.parse_comma_separated(|p| {
+            let upstream = p.parse_object_name(false)?;
+            let local = if p.parse_keyword(Keyword::AS) {
+                Some(p.parse_object_name(false)?)
+            } else {
+                None
+            };
+            Ok((upstream, local))
+        })?;
+        parser.expect_token(&Token::RParen)?;
+        Some(tables)
+    } else {
+        None
+    };
     let progress = if eat_word(parser, "expose") {
         expect_word(parser, "progress")?;
         parser.expect_keyword(Keyword::AS)?;
@@ -180,9 +214,52 @@ pub(super) fn parse_create_source(parser: &mut Parser) -> Result<Statement, Pars
         if_not_exists,
         connector,
         for_all_tables,
+        for_tables,
         progress,
         options,
     })))
+}
+
+/// `CONNECTION name (PUBLICATION 'p' [, TEXT COLUMNS (t.c, ...)])`.
+fn parse_postgres(parser: &mut Parser) -> Result<PostgresStatement, ParserError> {
+    expect_word(parser, "connection")?;
+    let connection = parser.parse_object_name(false)?;
+    parser.expect_token(&Token::LParen)?;
+    let mut publication = None;
+    let mut text_columns = Vec::new();
+    loop {
+        if eat_word(parser, "publication") {
+            let _ = parser.consume_token(&Token::Eq);
+            if publication.is_some() {
+                return Err(ParserError::ParserError(
+                    "PUBLICATION specified more than once".into(),
+                ));
+            }
+            publication = Some(parser.parse_literal_string()?);
+        } else if eat_word(parser, "text") {
+            expect_word(parser, "columns")?;
+            let _ = parser.consume_token(&Token::Eq);
+            parser.expect_token(&Token::LParen)?;
+            text_columns.extend(parser.parse_comma_separated(|p| p.parse_object_name(false))?);
+            parser.expect_token(&Token::RParen)?;
+        } else {
+            return expected(parser, "PUBLICATION or TEXT COLUMNS");
+        }
+        if !parser.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    parser.expect_token(&Token::RParen)?;
+    let Some(publication) = publication else {
+        return Err(ParserError::ParserError(
+            "a POSTGRES source needs PUBLICATION 'name'".into(),
+        ));
+    };
+    Ok(PostgresStatement {
+        connection,
+        publication,
+        text_columns,
+    })
 }
 
 fn parse_load_generator(parser: &mut Parser) -> Result<SourceConnectorStatement, ParserError> {
@@ -314,6 +391,8 @@ pub(super) fn parse_drop(parser: &mut Parser) -> Result<Option<Statement>, Parse
         ObjectKind::Source
     } else if is_word(parser, 1, "secret") {
         ObjectKind::Secret
+    } else if is_word(parser, 1, "connection") {
+        ObjectKind::Connection
     } else {
         return Ok(None);
     };
@@ -360,9 +439,33 @@ impl std::fmt::Display for CreateSourceStatement {
                 }
             }
             SourceConnectorStatement::Webhook(w) => write!(f, "{w}")?,
+            SourceConnectorStatement::Postgres(pg) => {
+                write!(
+                    f,
+                    "POSTGRES CONNECTION {} (PUBLICATION {}",
+                    pg.connection,
+                    quote_string(&pg.publication)
+                )?;
+                if !pg.text_columns.is_empty() {
+                    let columns: Vec<String> =
+                        pg.text_columns.iter().map(|c| c.to_string()).collect();
+                    write!(f, ", TEXT COLUMNS ({})", columns.join(", "))?;
+                }
+                write!(f, ")")?;
+            }
         }
         if self.for_all_tables {
             write!(f, " FOR ALL TABLES")?;
+        }
+        if let Some(tables) = &self.for_tables {
+            let tables: Vec<String> = tables
+                .iter()
+                .map(|(upstream, local)| match local {
+                    Some(l) => format!("{upstream} AS {l}"),
+                    None => upstream.to_string(),
+                })
+                .collect();
+            write!(f, " FOR TABLES ({})", tables.join(", "))?;
         }
         if let Some(p) = &self.progress {
             write!(f, " EXPOSE PROGRESS AS {p}")?;
@@ -457,6 +560,27 @@ mod tests {
             // The printed form parses to the same statement.
             assert_eq!(parse(printed).unwrap(), s);
         }
+    }
+
+    #[test]
+    fn parses_postgres_sources_and_prints_them_back() {
+        for (sql, printed) in [
+            (
+                "create source pg from postgres connection c (publication 'mz') for all tables",
+                "CREATE SOURCE pg FROM POSTGRES CONNECTION c (PUBLICATION 'mz') FOR ALL TABLES",
+            ),
+            (
+                "CREATE SOURCE s.pg FROM POSTGRES CONNECTION c (TEXT COLUMNS (t.mood, public.u.x), PUBLICATION = 'p') FOR TABLES (public.t AS t2, u) EXPOSE PROGRESS AS pg_lsn",
+                "CREATE SOURCE s.pg FROM POSTGRES CONNECTION c (PUBLICATION 'p', TEXT COLUMNS (t.mood, public.u.x)) FOR TABLES (public.t AS t2, u) EXPOSE PROGRESS AS pg_lsn",
+            ),
+        ] {
+            let s = parse(sql).unwrap();
+            assert_eq!(s[0].to_string(), printed);
+            assert_eq!(parse(printed).unwrap(), s);
+        }
+        let err =
+            parse("CREATE SOURCE pg FROM POSTGRES CONNECTION c (TEXT COLUMNS (a.b))").unwrap_err();
+        assert!(err.to_string().contains("PUBLICATION"), "{err}");
     }
 
     #[test]

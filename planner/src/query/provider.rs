@@ -310,6 +310,10 @@ impl<'a> PlanningContext<'a> {
                     freshet_repr::sqlstate::WRONG_OBJECT_TYPE,
                     format!("\"{}\" is a secret, not a relation", item.name),
                 ),
+                ItemKind::Connection => crate::error::sqlstate_error(
+                    freshet_repr::sqlstate::WRONG_OBJECT_TYPE,
+                    format!("\"{}\" is a connection, not a relation", item.name),
+                ),
                 ItemKind::Source => crate::error::sqlstate_error(
                     freshet_repr::sqlstate::WRONG_OBJECT_TYPE,
                     format!(

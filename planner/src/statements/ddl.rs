@@ -819,7 +819,7 @@ fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
         }
         ItemKind::Source => crate::statements::source::show_create_source(cx, item),
         // The stored text, whose value is a placeholder.
-        ItemKind::Secret => Ok(item.create_sql.clone()),
+        ItemKind::Secret | ItemKind::Connection => Ok(item.create_sql.clone()),
         _ => {
             let mut stmts = datafusion::sql::sqlparser::parser::Parser::parse_sql(
                 &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},

@@ -23,6 +23,7 @@ pub(crate) fn expected_kind(kind: ObjectKind) -> (ItemKind, &'static str) {
         ObjectKind::Sink => (ItemKind::Sink, "a sink"),
         ObjectKind::Sequence => (ItemKind::Sequence, "a sequence"),
         ObjectKind::Secret => (ItemKind::Secret, "a secret"),
+        ObjectKind::Connection => (ItemKind::Connection, "a connection"),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Dispatching a parsed statement to its planner.
 
 pub mod alter_table;
+pub mod connection;
 pub mod context;
 pub mod ddl;
 pub mod dml;
@@ -50,6 +51,8 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
         Statement::CreateSecret(s) => secret::create_secret(cx, s),
         Statement::AlterSecret(s) => secret::alter_secret(cx, s),
         Statement::ShowSecrets(schema) => secret::show_secrets(cx, schema.as_ref()),
+        Statement::CreateConnection(c) => connection::create_connection(cx, c),
+        Statement::ShowConnections(schema) => connection::show_connections(cx, schema.as_ref()),
         Statement::DropObjects {
             kind,
             if_exists,

@@ -10,19 +10,22 @@
 
 use datafusion::sql::sqlparser::ast;
 use freshet_catalog::{
-    Ingestion, ItemDef, ItemDetails, ItemKind, ItemOptions, LoadGenerator, LoadGeneratorSpec, Op,
-    SourceConnector, SourceDetails, SourceShape,
+    ConnectionSpec, Ingestion, ItemDef, ItemDetails, ItemKind, ItemOptions, LoadGenerator,
+    LoadGeneratorSpec, Op, PostgresSourceSpec, SourceConnector, SourceDetails, SourceShape,
 };
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 
 use crate::error::{PlanError, Result};
+use crate::parser::ObjectKind;
 use crate::parser::item_options::ItemOption;
 use crate::parser::quote_if_needed;
 use crate::parser::source::{
-    COMMON_OPTIONS, CreateSourceStatement, SourceConnectorStatement, generator_options,
+    COMMON_OPTIONS, CreateSourceStatement, PostgresStatement, SourceConnectorStatement,
+    generator_options,
 };
 use crate::plan::Plan;
 use crate::statements::context::StatementContext;
+use crate::statements::lookup::{lookup_kind, missing_message};
 use crate::statements::options::interval_ms;
 
 /// A checked `CREATE SOURCE`, waiting for the shape of what it ingests.
@@ -46,9 +49,24 @@ pub struct CreateSourcePlan {
     pub options: ItemOptions,
     /// The statement in canonical form, as the catalog stores it.
     pub create_sql: String,
-    /// Catalog objects it uses (a webhook check's secrets): dropping one
-    /// needs `CASCADE`.
+    /// Catalog objects it uses (a webhook check's secrets, a
+    /// connection): dropping one needs `CASCADE`.
     pub references: Vec<GlobalId>,
+    /// For a PostgreSQL source, what to ask upstream about.
+    pub postgres: Option<PostgresSourceRequest>,
+}
+
+/// What a PostgreSQL source asks its upstream for: the server looks the
+/// tables up in the publication (purification) and fills in the
+/// connector's tables from the answer.
+#[derive(Debug, Clone)]
+pub struct PostgresSourceRequest {
+    /// `FOR TABLES (...)`: each upstream table (`[schema.]table`) and the
+    /// name of its subsource (`AS name`; default the table's name).
+    /// `None`: `FOR ALL TABLES`.
+    pub tables: Option<Vec<(Vec<String>, Option<String>)>>,
+    /// `TEXT COLUMNS`: `[schema.]table.column` names.
+    pub text_columns: Vec<Vec<String>>,
 }
 
 /// Plan `CREATE SOURCE`.
@@ -80,6 +98,7 @@ pub fn create_source(cx: &StatementContext, stmt: &CreateSourceStatement) -> Res
     }
     let (retain_history, _) = crate::statements::options::split_options(cx, &stmt.options)?;
     let mut references = Vec::new();
+    let mut postgres = None;
     let connector = match &stmt.connector {
         SourceConnectorStatement::LoadGenerator { generator, options } => {
             SourceConnector::LoadGenerator(load_generator(generator, options)?)
@@ -91,7 +110,19 @@ pub fn create_source(cx: &StatementContext, stmt: &CreateSourceStatement) -> Res
             }
             SourceConnector::Webhook(spec)
         }
+        SourceConnectorStatement::Postgres(pg) => {
+            let (spec, request) = postgres_source(cx, stmt, pg)?;
+            references.push(spec.connection);
+            postgres = Some(request);
+            SourceConnector::Postgres(spec)
+        }
     };
+    if stmt.for_tables.is_some() && !matches!(stmt.connector, SourceConnectorStatement::Postgres(_))
+    {
+        return Err(PlanError::InvalidParameter(
+            "FOR TABLES (...) is only valid for POSTGRES sources".into(),
+        ));
+    }
     let mut canonical = stmt.clone();
     canonical.if_not_exists = false;
     Ok(Plan::CreateSource(Box::new(CreateSourcePlan {
@@ -107,7 +138,87 @@ pub fn create_source(cx: &StatementContext, stmt: &CreateSourceStatement) -> Res
         },
         create_sql: canonical.to_string(),
         references,
+        postgres,
     })))
+}
+
+/// Check a PostgreSQL source's connection and table list. The tables
+/// themselves are looked up upstream by the server.
+fn postgres_source(
+    cx: &StatementContext,
+    stmt: &CreateSourceStatement,
+    pg: &PostgresStatement,
+) -> Result<(PostgresSourceSpec, PostgresSourceRequest)> {
+    let Some(connection) = lookup_kind(cx, &pg.connection, ObjectKind::Connection)? else {
+        return Err(missing_message(ObjectKind::Connection, &pg.connection));
+    };
+    let item = cx.catalog.get_item(connection)?;
+    if !matches!(&item.details, ItemDetails::Connection(c) if matches!(**c, ConnectionSpec::Postgres(_)))
+    {
+        return Err(PlanError::InvalidParameter(format!(
+            "connection \"{}\" is not a POSTGRES connection",
+            item.name
+        )));
+    }
+    let tables = match (&stmt.for_tables, stmt.for_all_tables) {
+        (Some(tables), false) => Some(
+            tables
+                .iter()
+                .map(|(upstream, local)| {
+                    let upstream = crate::parser::normalize_name(upstream)?;
+                    let local = match local {
+                        Some(l) if l.0.len() == 1 => {
+                            Some(crate::parser::normalize_name(l)?.join("."))
+                        }
+                        Some(l) => {
+                            return Err(PlanError::InvalidParameter(format!(
+                                "subsource {l} must be named without a schema: subsources are created in the source's schema"
+                            )));
+                        }
+                        None => None,
+                    };
+                    if upstream.len() > 2 {
+                        return Err(PlanError::InvalidParameter(format!(
+                            "upstream table {} must be named [schema.]table",
+                            upstream.join(".")
+                        )));
+                    }
+                    Ok((upstream, local))
+                })
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        (None, true) => None,
+        _ => {
+            return Err(PlanError::InvalidParameter(
+                "a POSTGRES source needs FOR ALL TABLES or FOR TABLES (...)".into(),
+            ));
+        }
+    };
+    let text_columns = pg
+        .text_columns
+        .iter()
+        .map(|c| {
+            let parts = crate::parser::normalize_name(c)?;
+            if !(2..=3).contains(&parts.len()) {
+                return Err(PlanError::InvalidParameter(format!(
+                    "TEXT COLUMNS entry {c} must be [schema.]table.column"
+                )));
+            }
+            Ok(parts)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((
+        PostgresSourceSpec {
+            connection,
+            publication: pg.publication.clone(),
+            slot: String::new(),
+            tables: Vec::new(),
+        },
+        PostgresSourceRequest {
+            tables,
+            text_columns,
+        },
+    ))
 }
 
 /// The generator a name in SQL means.
@@ -321,6 +432,9 @@ fn scale_factor(value: Option<&ast::Expr>) -> Result<String> {
 pub fn source_ops(plan: &CreateSourcePlan, shape: SourceShape, now: Timestamp) -> Result<Op> {
     let multi = shape.outputs.len() != 1;
     let (own_desc, outputs) = match (multi, plan.for_all_tables) {
+        // A PostgreSQL source always writes subsources (even of one
+        // table), as in Materialize.
+        _ if plan.postgres.is_some() => (None, shape.outputs),
         (false, false) => (shape.outputs.into_iter().next().map(|(_, d)| d), Vec::new()),
         (true, true) => (None, shape.outputs),
         (true, false) => {
@@ -399,6 +513,7 @@ fn generator_sql(connector: &SourceConnector) -> String {
             format!("LOAD GENERATOR {}", spec.generator.sql_name())
         }
         SourceConnector::Webhook(_) => "WEBHOOK".into(),
+        SourceConnector::Postgres(_) => "POSTGRES".into(),
     }
 }
 

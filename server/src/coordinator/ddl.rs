@@ -329,7 +329,23 @@ impl Coordinator {
             ctx.notice(format!("source \"{}\" already exists, skipping", plan.name));
             return Ok(ExecuteResponse::Command(tag));
         }
-        let shape = freshet_sources::shape(&plan.connector)?;
+        let mut plan = plan;
+        let shape = match (&mut plan.connector, &plan.postgres) {
+            (freshet_catalog::SourceConnector::Postgres(spec), Some(request)) => {
+                let endpoint =
+                    super::connections::postgres_endpoint(&self.catalog_state(), spec.connection)?;
+                let request = freshet_sources::TableRequest {
+                    tables: request.tables.clone(),
+                    text_columns: request.text_columns.clone(),
+                };
+                let (tables, shape) =
+                    freshet_sources::purify(&endpoint, &spec.publication, &request).await?;
+                spec.tables = tables;
+                spec.slot = freshet_sources::new_slot_name();
+                shape
+            }
+            (connector, _) => freshet_sources::shape(connector)?,
+        };
         let op = freshet_planner::statements::source::source_ops(
             &plan,
             shape,

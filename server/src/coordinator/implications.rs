@@ -3,7 +3,8 @@
 //! runs the same code over the whole catalog.
 
 use freshet_catalog::{
-    CatalogDiff, Implication, ItemDetails, ItemKind, Op, SourceDetails, implications,
+    CatalogDiff, Implication, ItemDetails, ItemKind, Op, SourceConnector, SourceDetails,
+    implications,
 };
 use freshet_compute_types::DataflowDesc;
 use freshet_planner::ItemDataflow;
@@ -149,11 +150,19 @@ impl Coordinator {
             .ok_or_else(|| {
                 AdapterError::Internal(format!("source {id} has no progress relation"))
             })?;
+        let postgres = match &ingestion.connector {
+            SourceConnector::Postgres(spec) => Some(super::connections::postgres_endpoint(
+                &catalog,
+                spec.connection,
+            )?),
+            _ => None,
+        };
         self.sources.start(IngestionTarget {
             source: id,
             ingestion: ingestion.as_ref().clone(),
             outputs,
             progress: target("progress", progress),
+            postgres,
         })?;
         Ok(())
     }

@@ -39,6 +39,7 @@ use crate::session::{Session, TxnStatus};
 use crate::subscribe::Subscribes;
 
 mod add_key;
+mod connections;
 mod copy_from;
 mod cursors;
 mod ddl;

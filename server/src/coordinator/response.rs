@@ -136,11 +136,13 @@ pub fn command_tag(stmt: &Statement) -> String {
         },
         Statement::SelectAsOf { .. } => "SELECT".into(),
         Statement::ExplainTimestamp(_) | Statement::ExplainMaterializedView(_) => "EXPLAIN".into(),
-        Statement::ShowCreate(..) | Statement::ShowSources(_) | Statement::ShowSecrets(_) => {
-            "SHOW".into()
-        }
+        Statement::ShowCreate(..)
+        | Statement::ShowSources(_)
+        | Statement::ShowSecrets(_)
+        | Statement::ShowConnections(_) => "SHOW".into(),
         Statement::CreateSource(_) => "CREATE SOURCE".into(),
         Statement::CreateSecret(_) => "CREATE SECRET".into(),
+        Statement::CreateConnection(_) => "CREATE CONNECTION".into(),
         Statement::AlterSecret(_) => "ALTER SECRET".into(),
         Statement::DropObjects { kind, .. } => format!("DROP {}", kind.keyword()),
         Statement::CreateDefaultIndex { .. } => "CREATE INDEX".into(),

@@ -92,6 +92,16 @@ impl Coordinator {
                 self.create_materialized_view(session, tag, *create, ctx)
                     .await
             }
+            Plan::CreateConnection(create) => {
+                self.validate_connection(&create).await?;
+                let name = create.def.name.clone();
+                let ddl = Ddl::new(&tag, vec![Op::CreateItem(create.def)]).if_not_exists(
+                    create.if_not_exists,
+                    &name,
+                    "connection",
+                );
+                self.ddl(session, ddl, ctx).await
+            }
             Plan::CreateSource(create) => {
                 if session.status != TxnStatus::Idle {
                     // As in Materialize: a source starts ingesting when

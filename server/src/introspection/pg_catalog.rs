@@ -46,8 +46,9 @@ pub(super) fn relkind(kind: ItemKind) -> &'static str {
         ItemKind::MaterializedView => "m",
         ItemKind::Index => "i",
         ItemKind::Sequence => "S",
-        // Not listed (`items_in_db`): secrets are no relations.
-        ItemKind::Secret => "",
+        // Not listed (`items_in_db`): secrets and connections are no
+        // relations.
+        ItemKind::Secret | ItemKind::Connection => "",
     }
 }
 
@@ -55,7 +56,7 @@ pub(super) fn relkind(kind: ItemKind) -> &'static str {
 /// none).
 fn relam(kind: ItemKind) -> u32 {
     match kind {
-        ItemKind::View | ItemKind::Sequence | ItemKind::Secret => 0,
+        ItemKind::View | ItemKind::Sequence | ItemKind::Secret | ItemKind::Connection => 0,
         ItemKind::Index => BTREE_AM_OID,
         _ => HEAP_AM_OID,
     }
@@ -77,7 +78,10 @@ impl QueryReader {
         self.catalog
             .items()
             .filter_map(|i| {
-                if i.kind == freshet_catalog::ItemKind::Secret {
+                if matches!(
+                    i.kind,
+                    freshet_catalog::ItemKind::Secret | freshet_catalog::ItemKind::Connection
+                ) {
                     return None;
                 }
                 let sc = schemas.iter().find(|sc| sc.id == i.schema_id)?;

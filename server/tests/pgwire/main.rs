@@ -16,6 +16,7 @@ mod hostile;
 mod indexes;
 mod mv_property;
 mod pg;
+mod postgres_source;
 mod primary_keys;
 mod protocol;
 mod protocol_fuzz;

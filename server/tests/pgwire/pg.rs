@@ -28,6 +28,8 @@ pub(crate) struct PgServer {
     run_as: Option<String>,
     /// Whether `pg_ctl start` was attempted, so `drop` must stop it.
     started: bool,
+    /// Settings beyond the defaults (`-c name=value` each).
+    settings: Vec<String>,
     /// Declared last so that it is removed after the server stopped.
     tmp: tempfile::TempDir,
 }
@@ -35,6 +37,21 @@ pub(crate) struct PgServer {
 impl PgServer {
     /// initdb a fresh cluster and start it on a free loopback port.
     pub(crate) fn start() -> PgServer {
+        Self::start_with(&[])
+    }
+
+    /// A cluster that can serve logical replication (`wal_level =
+    /// logical`), for change data capture tests.
+    pub(crate) fn start_logical() -> PgServer {
+        Self::start_with(&[
+            "wal_level=logical",
+            "max_replication_slots=16",
+            "max_wal_senders=16",
+        ])
+    }
+
+    /// initdb a fresh cluster and start it with `settings` (`name=value`).
+    pub(crate) fn start_with(settings: &[&str]) -> PgServer {
         let run_as = pg_run_as_user();
         let tmp = tempfile::Builder::new()
             .prefix("freshet-pg-")
@@ -53,6 +70,7 @@ impl PgServer {
             data_dir: tmp.path().join("data"),
             run_as,
             started: false,
+            settings: settings.iter().map(|s| format!(" -c {s}")).collect(),
             tmp,
         };
         pg.initdb();
@@ -96,9 +114,10 @@ impl PgServer {
 
     fn pg_ctl_start(&mut self) {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c TimeZone=UTC -c fsync=off",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c TimeZone=UTC -c fsync=off{}",
             self.port,
-            self.tmp.path().display()
+            self.tmp.path().display(),
+            self.settings.concat()
         );
         let log = self.tmp.path().join("postgres.log");
         self.started = true;
@@ -120,6 +139,25 @@ impl PgServer {
                 describe_output(&out)
             );
         }
+    }
+
+    /// Stop the server (`pg_ctl stop -m fast`): clients see their
+    /// connections end, as in an upstream outage.
+    pub(crate) fn stop(&mut self) {
+        let out = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(&self.data_dir)
+            .args(["-m", "fast", "-w", "stop"])
+            .output()
+            .expect("run pg_ctl stop");
+        check_status(&out, "pg_ctl stop");
+        self.started = false;
+    }
+
+    /// Start it again after [`PgServer::stop`], on the same port.
+    pub(crate) fn restart(&mut self) {
+        self.pg_ctl_start();
     }
 
     /// The port it listens on (127.0.0.1).

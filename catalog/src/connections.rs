@@ -1,0 +1,46 @@
+//! What the catalog records of a connection (`CREATE CONNECTION`): how to
+//! reach an external system, named once and used by any number of sources
+//! (and, later, sinks). Credentials are not stored here: a connection
+//! names the secret that holds them, so `ALTER SECRET` rotates a password
+//! without touching anything that uses it.
+
+use freshet_repr::GlobalId;
+use serde::{Deserialize, Serialize};
+
+/// An external system Freshet can connect to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConnectionSpec {
+    /// `TO POSTGRES (...)`.
+    Postgres(PostgresConnection),
+}
+
+impl ConnectionSpec {
+    /// The connection type as `SHOW CONNECTIONS` names it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ConnectionSpec::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The secrets it reads (dropping one needs `CASCADE`).
+    pub fn secrets(&self) -> Vec<GlobalId> {
+        match self {
+            ConnectionSpec::Postgres(pg) => pg.password.into_iter().collect(),
+        }
+    }
+}
+
+/// How to reach a PostgreSQL database, as libpq's parameters name it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresConnection {
+    /// `HOST`.
+    pub host: String,
+    /// `PORT` (default 5432).
+    pub port: u16,
+    /// `USER`.
+    pub user: String,
+    /// `PASSWORD SECRET s`: the secret holding the password, if any.
+    pub password: Option<GlobalId>,
+    /// `DATABASE` (default `postgres`).
+    pub database: String,
+}
