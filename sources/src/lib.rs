@@ -85,8 +85,8 @@ struct Running {
     /// A webhook source's way in.
     webhook: Option<WebhookAppender>,
     /// A PostgreSQL source's upstream and replication slot, dropped with
-    /// the source.
-    slot: Option<(PostgresEndpoint, String)>,
+    /// the source once its task (which holds the slot) has ended.
+    slot: Option<(PostgresEndpoint, String, tokio::task::JoinHandle<()>)>,
 }
 
 /// The running ingestions of this process.
@@ -153,7 +153,7 @@ impl Sources {
                         target.source
                     ))
                 })?;
-                slot = Some((endpoint.clone(), spec.slot.clone()));
+                let endpoint_for_drop = endpoint.clone();
                 let task = {
                     let _guard = self.runtime.enter();
                     postgres::run(
@@ -165,7 +165,8 @@ impl Sources {
                         stopped,
                     )?
                 };
-                self.runtime.spawn(task);
+                let handle = self.runtime.spawn(task);
+                slot = Some((endpoint_for_drop, spec.slot.clone(), handle));
                 None
             }
         };
@@ -190,8 +191,9 @@ impl Sources {
         if let Some(r) = self.running.lock().remove(&id) {
             let _ = r.stop.send(true);
             tracing::info!(source = %id, "ingestion stopped");
-            if let Some((endpoint, slot)) = r.slot {
+            if let Some((endpoint, slot, task)) = r.slot {
                 self.runtime.spawn(async move {
+                    let _ = task.await;
                     if let Err(e) = drop_slot(&endpoint, &slot).await {
                         tracing::warn!(%slot, error = %e, "could not drop the upstream replication slot of a dropped source; drop it upstream with pg_drop_replication_slot");
                     }

@@ -332,6 +332,11 @@ impl Runner {
             while let Some(chunk) = stream.next().await {
                 let chunk =
                     chunk.map_err(|e| sql(&format!("copying {}", table.spec.qualified()), e))?;
+                if *self.stopped.borrow() {
+                    return Err(SourceError::Upstream(
+                        "stopped during the snapshot".into(),
+                    ));
+                }
                 lines.push(&chunk);
                 while let Some(line) = lines.next_line() {
                     let fields = split_row(&line)?;
