@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every Freshet test: unit and integration tests (including the
-# PostgreSQL differential harness, the psql smoke test, the storage crash
-# harness and the protocol fuzzer against a running server), the
+# PostgreSQL differential harness, the PostgreSQL CDC and Kafka source
+# tests against a PostgreSQL and a tansu broker they start, the psql
+# smoke test, the storage crash harness and the protocol fuzzer against a
+# running server), the
 # sqllogictest suites, the driver tests (psycopg 3, psycopg2, asyncpg,
 # SQLAlchemy and pandas, in a virtualenv this script creates next to the
 # build cache; node-postgres, installed by npm next to it too), and
@@ -32,6 +34,19 @@ if [ ! -f /usr/share/java/postgresql.jar ] || ! command -v java >/dev/null; then
     echo "missing pgJDBC or java (apt-get install libpostgresql-jdbc-java default-jdk-headless)" >&2
     exit 1
   fi
+fi
+# A Kafka-compatible broker for the Kafka source tests: tansu, built from
+# crates.io once and kept next to the build cache (outside the clone).
+tools="${FRESHET_TOOLS_DIR:-${HOME:-/tmp}/.cache/freshet-tools}"
+if [ -z "${FRESHET_TANSU_BIN:-}" ]; then
+  export FRESHET_TANSU_BIN="$tools/tansu/bin/tansu"
+fi
+if [ ! -x "$FRESHET_TANSU_BIN" ]; then
+  echo "== installing tansu 0.6.0 (Kafka-compatible broker) into $tools/tansu =="
+  cargo install tansu --version 0.6.0 --features dynostore --root "$tools/tansu" \
+    --target-dir "$tools/tansu-build"
+  rm -rf "$tools/tansu-build"
+  export FRESHET_TANSU_BIN="$tools/tansu/bin/tansu"
 fi
 for bin in node npm; do
   command -v "$bin" >/dev/null || { echo "missing $bin (Node.js runs the node-postgres tests)" >&2; exit 1; }

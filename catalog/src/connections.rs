@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 pub enum ConnectionSpec {
     /// `TO POSTGRES (...)`.
     Postgres(PostgresConnection),
+    /// `TO KAFKA (...)`.
+    Kafka(KafkaConnection),
 }
 
 impl ConnectionSpec {
@@ -19,6 +21,7 @@ impl ConnectionSpec {
     pub fn type_name(&self) -> &'static str {
         match self {
             ConnectionSpec::Postgres(_) => "postgres",
+            ConnectionSpec::Kafka(_) => "kafka",
         }
     }
 
@@ -26,6 +29,7 @@ impl ConnectionSpec {
     pub fn secrets(&self) -> Vec<GlobalId> {
         match self {
             ConnectionSpec::Postgres(pg) => pg.password.into_iter().collect(),
+            ConnectionSpec::Kafka(_) => Vec::new(),
         }
     }
 }
@@ -43,4 +47,12 @@ pub struct PostgresConnection {
     pub password: Option<GlobalId>,
     /// `DATABASE` (default `postgres`).
     pub database: String,
+}
+
+/// How to reach a Kafka cluster (any broker of it; the others are learnt
+/// from its metadata).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KafkaConnection {
+    /// `BROKER 'host:port'` or `BROKERS ('host:port', ...)`.
+    pub brokers: Vec<String>,
 }

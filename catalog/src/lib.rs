@@ -18,7 +18,7 @@ mod sources;
 mod state;
 mod transact;
 
-pub use connections::{ConnectionSpec, PostgresConnection};
+pub use connections::{ConnectionSpec, KafkaConnection, PostgresConnection};
 pub use diff::{CatalogDiff, Change};
 pub use durable::{CATALOG_KEY, Catalog, DEFAULT_DATABASE};
 pub use error::CatalogError;
@@ -28,7 +28,7 @@ pub use objects::{
     Schema, SecretValue, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
 pub use sources::{
-    Ingestion, LoadGenerator, LoadGeneratorSpec, PostgresSourceSpec, PostgresSourceTable,
+    Ingestion, KafkaFormat, KafkaSourceSpec, LoadGenerator, LoadGeneratorSpec, PostgresSourceSpec, PostgresSourceTable,
     PostgresUpstreamColumn, SourceConnector, SourceDetails, SourceShape, WebhookBodyFormat,
     WebhookCheck, WebhookCheckInput, WebhookHeaderColumn, WebhookHeaderFilter, WebhookSpec,
 };

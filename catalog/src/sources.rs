@@ -83,6 +83,8 @@ pub enum SourceConnector {
     /// `FROM POSTGRES CONNECTION ...`: a PostgreSQL publication's tables,
     /// by logical replication.
     Postgres(PostgresSourceSpec),
+    /// `FROM KAFKA CONNECTION ...`: the records of a Kafka topic.
+    Kafka(KafkaSourceSpec),
 }
 
 impl SourceConnector {
@@ -92,6 +94,7 @@ impl SourceConnector {
             SourceConnector::LoadGenerator(_) => "load-generator",
             SourceConnector::Webhook(_) => "webhook",
             SourceConnector::Postgres(_) => "postgres",
+            SourceConnector::Kafka(_) => "kafka",
         }
     }
 }
@@ -303,6 +306,52 @@ pub struct PostgresSourceSpec {
     pub slot: String,
     /// The upstream tables ingested, each into its own subsource.
     pub tables: Vec<PostgresSourceTable>,
+}
+
+/// A Kafka source: the topic it reads, how records become rows, and which
+/// record metadata become columns. Offsets are Freshet's own (its
+/// progress relation), not a consumer group's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KafkaSourceSpec {
+    /// The connection (`CREATE CONNECTION ... TO KAFKA`).
+    pub connection: GlobalId,
+    /// `TOPIC 't'`.
+    pub topic: String,
+    /// `FORMAT ...`: how keys and values are read.
+    pub format: KafkaFormat,
+    /// `INCLUDE KEY [AS name]`: the key's column.
+    pub key_column: Option<String>,
+    /// `INCLUDE PARTITION [AS name]`.
+    pub partition_column: Option<String>,
+    /// `INCLUDE OFFSET [AS name]`.
+    pub offset_column: Option<String>,
+    /// `INCLUDE TIMESTAMP [AS name]`.
+    pub timestamp_column: Option<String>,
+    /// `ENVELOPE UPSERT`: the latest value per key, a null value deleting
+    /// it; otherwise (`NONE`) every record is a row.
+    pub upsert: bool,
+}
+
+/// How a Kafka record's key and value are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KafkaFormat {
+    /// `TEXT`: UTF-8 text (column `text`).
+    Text,
+    /// `BYTES`: the bytes (column `data bytea`).
+    Bytes,
+    /// `JSON`: one JSON value (column `data jsonb`).
+    Json,
+}
+
+impl KafkaFormat {
+    /// The format as SQL writes it.
+    pub fn sql_name(&self) -> &'static str {
+        match self {
+            KafkaFormat::Text => "TEXT",
+            KafkaFormat::Bytes => "BYTES",
+            KafkaFormat::Json => "JSON",
+        }
+    }
 }
 
 /// One upstream table of a PostgreSQL source.

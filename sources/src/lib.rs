@@ -15,6 +15,7 @@
 
 mod datum;
 mod error;
+mod kafka;
 mod load_gen;
 mod postgres;
 mod progress;
@@ -33,6 +34,7 @@ use tokio::sync::watch;
 
 pub use datum::{Datum, Update, write_updates};
 pub use error::{Result, SourceError};
+pub use kafka::{check_topic, validate_kafka};
 pub use postgres::{PostgresEndpoint, TableRequest, drop_slot, new_slot_name, purify, validate};
 pub use status::{SourceState, SourceStatus, StatusCell};
 pub use webhook::{BadRequest, WebhookAppender, decode as decode_webhook, headers_jsonb};
@@ -66,6 +68,8 @@ pub struct IngestionTarget {
     /// Where a PostgreSQL source's upstream is (its connection, with the
     /// password read from its secret).
     pub postgres: Option<PostgresEndpoint>,
+    /// A Kafka source's brokers (its connection's).
+    pub kafka: Option<Vec<String>>,
 }
 
 /// What a connector writes.
@@ -73,6 +77,7 @@ pub fn shape(connector: &SourceConnector) -> Result<SourceShape> {
     match connector {
         SourceConnector::LoadGenerator(spec) => Ok(load_gen::shape(spec)),
         SourceConnector::Webhook(spec) => Ok(webhook::shape(spec)),
+        SourceConnector::Kafka(spec) => Ok(kafka::shape(spec)),
         SourceConnector::Postgres(_) => Err(SourceError::Internal(
             "a PostgreSQL source's shape comes from its upstream (purify)".into(),
         )),
@@ -145,6 +150,24 @@ impl Sources {
                 )?;
                 self.runtime.spawn(task);
                 Some(appender)
+            }
+            SourceConnector::Kafka(spec) => {
+                let brokers = target.kafka.clone().ok_or_else(|| {
+                    SourceError::Internal(format!("source {} has no brokers", target.source))
+                })?;
+                let task = {
+                    let _guard = self.runtime.enter();
+                    kafka::run(
+                        Arc::clone(&self.storage),
+                        target.clone(),
+                        spec.clone(),
+                        brokers,
+                        status.clone(),
+                        stopped,
+                    )?
+                };
+                self.runtime.spawn(task);
+                None
             }
             SourceConnector::Postgres(spec) => {
                 let endpoint = target.postgres.clone().ok_or_else(|| {

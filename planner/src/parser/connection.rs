@@ -5,6 +5,9 @@
 //!     HOST 'host' [, PORT n] [, USER 'user'] [, PASSWORD SECRET secret]
 //!     [, DATABASE 'db'] [, SSL MODE 'disable']
 //! ) [WITH (VALIDATE = {true | false})]
+//! CREATE CONNECTION [IF NOT EXISTS] name TO KAFKA (
+//!     {BROKER 'host:port' | BROKERS ('host:port', ...)}
+//! ) [WITH (VALIDATE = {true | false})]
 //! DROP CONNECTION [IF EXISTS] name [, ...] [CASCADE | RESTRICT]
 //! SHOW CONNECTIONS [{FROM | IN} schema]
 //! ```
@@ -46,10 +49,13 @@ pub enum ConnectionOptionValue {
 }
 
 /// The connection types Freshet knows.
-pub const CONNECTION_TYPES: &[&str] = &["POSTGRES"];
+pub const CONNECTION_TYPES: &[&str] = &["POSTGRES", "KAFKA"];
 
 /// The options of a `POSTGRES` connection.
 pub const POSTGRES_OPTIONS: &[&str] = &["HOST", "PORT", "USER", "PASSWORD", "DATABASE", "SSL MODE"];
+
+/// The options of a `KAFKA` connection.
+pub const KAFKA_OPTIONS: &[&str] = &["BROKER", "BROKERS"];
 
 /// Parse `CREATE CONNECTION ...` if that is what comes (the parser is at
 /// `CREATE`); `None`, nothing consumed, otherwise.
@@ -69,7 +75,7 @@ pub(super) fn parse_create_connection(
         .find(|t| eat_word(parser, t))
         .map(|t| t.to_string())
     else {
-        return expected(parser, "POSTGRES");
+        return expected(parser, "POSTGRES or KAFKA");
     };
     parser.expect_token(&Token::LParen)?;
     let options = parser.parse_comma_separated(parse_option)?;
@@ -180,6 +186,17 @@ mod tests {
     #[test]
     fn refuses_unknown_connection_types() {
         let err = parse("CREATE CONNECTION k TO MYSQL (HOST 'x')").unwrap_err();
-        assert!(err.to_string().contains("POSTGRES"), "{err}");
+        assert!(err.to_string().contains("POSTGRES or KAFKA"), "{err}");
+    }
+
+    #[test]
+    fn parses_and_prints_a_kafka_connection() {
+        for sql in [
+            "CREATE CONNECTION k TO KAFKA (BROKER 'localhost:9092')",
+            "CREATE CONNECTION k TO KAFKA (BROKERS ('a:9092', 'b:9092')) WITH (VALIDATE = false)",
+        ] {
+            let s = parse(sql).unwrap();
+            assert_eq!(s[0].to_string(), sql);
+        }
     }
 }

@@ -63,7 +63,28 @@ pub enum SourceConnectorStatement {
     Webhook(Box<WebhookStatement>),
     /// `POSTGRES CONNECTION name (...)`.
     Postgres(Box<PostgresStatement>),
+    /// `KAFKA CONNECTION name (TOPIC ...) ...`.
+    Kafka(Box<KafkaStatement>),
 }
+
+/// The `FROM KAFKA CONNECTION ...` part of a `CREATE SOURCE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KafkaStatement {
+    /// The connection.
+    pub connection: ObjectName,
+    /// `TOPIC 't'`.
+    pub topic: String,
+    /// `FORMAT TEXT | BYTES | JSON`, upper case.
+    pub format: Option<String>,
+    /// `INCLUDE KEY | PARTITION | OFFSET | TIMESTAMP [AS name], ...`:
+    /// what (upper case) and the column's name, in order.
+    pub include: Vec<(String, Option<ast::Ident>)>,
+    /// `ENVELOPE NONE | UPSERT`, upper case.
+    pub envelope: Option<String>,
+}
+
+/// What `INCLUDE` may name for a Kafka source.
+pub const KAFKA_INCLUDES: &[&str] = &["KEY", "PARTITION", "OFFSET", "TIMESTAMP"];
 
 /// The `FROM POSTGRES CONNECTION ...` part of a `CREATE SOURCE`.
 #[derive(Clone, Debug, PartialEq)]
@@ -176,8 +197,10 @@ pub(super) fn parse_create_source(parser: &mut Parser) -> Result<Statement, Pars
         SourceConnectorStatement::Webhook(Box::new(parse_webhook(parser)?))
     } else if eat_word(parser, "postgres") {
         SourceConnectorStatement::Postgres(Box::new(parse_postgres(parser)?))
+    } else if eat_word(parser, "kafka") {
+        SourceConnectorStatement::Kafka(Box::new(parse_kafka(parser)?))
     } else {
-        return expected(parser, "LOAD GENERATOR, WEBHOOK or POSTGRES");
+        return expected(parser, "LOAD GENERATOR, WEBHOOK, POSTGRES or KAFKA");
     };
     let for_all_tables = parser.parse_keywords(&[Keyword::FOR, Keyword::ALL, Keyword::TABLES]);
     let for_tables = if !for_all_tables && parser.parse_keywords(&[Keyword::FOR, Keyword::TABLES]) {
@@ -218,6 +241,55 @@ pub(super) fn parse_create_source(parser: &mut Parser) -> Result<Statement, Pars
         progress,
         options,
     })))
+}
+
+/// `CONNECTION name (TOPIC 't') [FORMAT f] [INCLUDE ...] [ENVELOPE e]`.
+fn parse_kafka(parser: &mut Parser) -> Result<KafkaStatement, ParserError> {
+    expect_word(parser, "connection")?;
+    let connection = parser.parse_object_name(false)?;
+    parser.expect_token(&Token::LParen)?;
+    expect_word(parser, "topic")?;
+    let _ = parser.consume_token(&Token::Eq);
+    let topic = parser.parse_literal_string()?;
+    parser.expect_token(&Token::RParen)?;
+    let mut format = None;
+    let mut include = Vec::new();
+    let mut envelope = None;
+    loop {
+        if format.is_none() && eat_word(parser, "format") {
+            let Some(f) = parse_words(parser, &["TEXT", "BYTES", "JSON"]) else {
+                return expected(parser, "TEXT, BYTES or JSON");
+            };
+            format = Some(f);
+        } else if is_word(parser, 0, "include") {
+            parser.next_token();
+            include.extend(parser.parse_comma_separated(|p| {
+                let Some(what) = parse_words(p, KAFKA_INCLUDES) else {
+                    return expected(p, "KEY, PARTITION, OFFSET or TIMESTAMP");
+                };
+                let alias = if p.parse_keyword(Keyword::AS) {
+                    Some(p.parse_identifier()?)
+                } else {
+                    None
+                };
+                Ok((what, alias))
+            })?);
+        } else if envelope.is_none() && eat_word(parser, "envelope") {
+            let Some(e) = parse_words(parser, &["NONE", "UPSERT"]) else {
+                return expected(parser, "NONE or UPSERT");
+            };
+            envelope = Some(e);
+        } else {
+            break;
+        }
+    }
+    Ok(KafkaStatement {
+        connection,
+        topic,
+        format,
+        include,
+        envelope,
+    })
 }
 
 /// `CONNECTION name (PUBLICATION 'p' [, TEXT COLUMNS (t.c, ...)])`.
@@ -453,6 +525,31 @@ impl std::fmt::Display for CreateSourceStatement {
                 }
                 write!(f, ")")?;
             }
+            SourceConnectorStatement::Kafka(k) => {
+                write!(
+                    f,
+                    "KAFKA CONNECTION {} (TOPIC {})",
+                    k.connection,
+                    quote_string(&k.topic)
+                )?;
+                if let Some(format) = &k.format {
+                    write!(f, " FORMAT {format}")?;
+                }
+                if !k.include.is_empty() {
+                    let include: Vec<String> = k
+                        .include
+                        .iter()
+                        .map(|(what, alias)| match alias {
+                            Some(a) => format!("{what} AS {a}"),
+                            None => what.clone(),
+                        })
+                        .collect();
+                    write!(f, " INCLUDE {}", include.join(", "))?;
+                }
+                if let Some(envelope) = &k.envelope {
+                    write!(f, " ENVELOPE {envelope}")?;
+                }
+            }
         }
         if self.for_all_tables {
             write!(f, " FOR ALL TABLES")?;
@@ -581,6 +678,24 @@ mod tests {
         let err =
             parse("CREATE SOURCE pg FROM POSTGRES CONNECTION c (TEXT COLUMNS (a.b))").unwrap_err();
         assert!(err.to_string().contains("PUBLICATION"), "{err}");
+    }
+
+    #[test]
+    fn parses_kafka_sources_and_prints_them_back() {
+        for (sql, printed) in [
+            (
+                "create source k from kafka connection c (topic 'orders')",
+                "CREATE SOURCE k FROM KAFKA CONNECTION c (TOPIC 'orders')",
+            ),
+            (
+                "CREATE SOURCE k FROM KAFKA CONNECTION c (TOPIC = 'o') FORMAT JSON INCLUDE KEY AS k, PARTITION, OFFSET AS o, TIMESTAMP ENVELOPE UPSERT EXPOSE PROGRESS AS kp",
+                "CREATE SOURCE k FROM KAFKA CONNECTION c (TOPIC 'o') FORMAT JSON INCLUDE KEY AS k, PARTITION, OFFSET AS o, TIMESTAMP ENVELOPE UPSERT EXPOSE PROGRESS AS kp",
+            ),
+        ] {
+            let s = parse(sql).unwrap();
+            assert_eq!(s[0].to_string(), printed);
+            assert_eq!(parse(printed).unwrap(), s);
+        }
     }
 
     #[test]

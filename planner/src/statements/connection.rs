@@ -5,13 +5,15 @@
 //! unless `VALIDATE = false`), as is everything a source later asks it.
 
 use datafusion::sql::sqlparser::ast::{self, ObjectName};
-use freshet_catalog::{ConnectionSpec, ItemDef, ItemDetails, ItemKind, PostgresConnection};
+use freshet_catalog::{
+    ConnectionSpec, ItemDef, ItemDetails, ItemKind, KafkaConnection, PostgresConnection,
+};
 use freshet_repr::PgType;
 
 use crate::error::{PlanError, Result};
 use crate::parser::ObjectKind;
 use crate::parser::connection::{
-    ConnectionOptionValue, CreateConnectionStatement, POSTGRES_OPTIONS,
+    ConnectionOptionValue, CreateConnectionStatement, KAFKA_OPTIONS, POSTGRES_OPTIONS,
 };
 use crate::plan::Plan;
 use crate::statements::context::StatementContext;
@@ -33,6 +35,7 @@ pub fn create_connection(cx: &StatementContext, stmt: &CreateConnectionStatement
     let (schema, name) = cx.resolver().create_target(&stmt.name)?;
     let spec = match stmt.connection_type.as_str() {
         "POSTGRES" => ConnectionSpec::Postgres(postgres(cx, &stmt.options)?),
+        "KAFKA" => ConnectionSpec::Kafka(kafka(&stmt.options)?),
         other => {
             return Err(PlanError::Unsupported(format!(
                 "connections of type {other}"
@@ -143,6 +146,52 @@ fn postgres(
         ));
     }
     Ok(conn)
+}
+
+/// A `KAFKA` connection's options: one or more `host:port` brokers.
+fn kafka(options: &[(String, ConnectionOptionValue)]) -> Result<KafkaConnection> {
+    let mut brokers = Vec::new();
+    for (option, value) in options {
+        let value = match (option.as_str(), value) {
+            (o, ConnectionOptionValue::Value(v)) if KAFKA_OPTIONS.contains(&o) => v,
+            (o, _) if KAFKA_OPTIONS.contains(&o) => {
+                return Err(PlanError::InvalidParameter(format!(
+                    "{option} takes a value, not a secret"
+                )));
+            }
+            _ => {
+                return Err(PlanError::InvalidParameter(format!(
+                    "unknown KAFKA connection option {option} (expected one of {})",
+                    KAFKA_OPTIONS.join(", ")
+                )));
+            }
+        };
+        match value.as_ref() {
+            ast::Expr::Tuple(items) => {
+                for item in items {
+                    brokers.push(text_value(option, item)?);
+                }
+            }
+            ast::Expr::Nested(item) => brokers.push(text_value(option, item)?),
+            single => brokers.push(text_value(option, single)?),
+        }
+    }
+    if brokers.is_empty() {
+        return Err(PlanError::InvalidParameter(
+            "a KAFKA connection needs BROKER 'host:port'".into(),
+        ));
+    }
+    for b in &brokers {
+        let valid = b
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !valid {
+            return Err(PlanError::InvalidParameter(format!(
+                "invalid broker {b:?}: expected 'host:port'"
+            )));
+        }
+    }
+    Ok(KafkaConnection { brokers })
 }
 
 /// A literal or bare word as text (`'db'`, `5432`, `postgres`).

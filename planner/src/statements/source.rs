@@ -10,8 +10,9 @@
 
 use datafusion::sql::sqlparser::ast;
 use freshet_catalog::{
-    ConnectionSpec, Ingestion, ItemDef, ItemDetails, ItemKind, ItemOptions, LoadGenerator,
-    LoadGeneratorSpec, Op, PostgresSourceSpec, SourceConnector, SourceDetails, SourceShape,
+    ConnectionSpec, Ingestion, ItemDef, ItemDetails, ItemKind, ItemOptions, KafkaFormat,
+    KafkaSourceSpec, LoadGenerator, LoadGeneratorSpec, Op, PostgresSourceSpec, SourceConnector,
+    SourceDetails, SourceShape,
 };
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 
@@ -20,7 +21,8 @@ use crate::parser::ObjectKind;
 use crate::parser::item_options::ItemOption;
 use crate::parser::quote_if_needed;
 use crate::parser::source::{
-    COMMON_OPTIONS, CreateSourceStatement, PostgresStatement, SourceConnectorStatement,
+    COMMON_OPTIONS, CreateSourceStatement, KafkaStatement, PostgresStatement,
+    SourceConnectorStatement,
     generator_options,
 };
 use crate::plan::Plan;
@@ -110,6 +112,11 @@ pub fn create_source(cx: &StatementContext, stmt: &CreateSourceStatement) -> Res
             }
             SourceConnector::Webhook(spec)
         }
+        SourceConnectorStatement::Kafka(k) => {
+            let spec = kafka_source(cx, k)?;
+            references.push(spec.connection);
+            SourceConnector::Kafka(spec)
+        }
         SourceConnectorStatement::Postgres(pg) => {
             let (spec, request) = postgres_source(cx, stmt, pg)?;
             references.push(spec.connection);
@@ -140,6 +147,86 @@ pub fn create_source(cx: &StatementContext, stmt: &CreateSourceStatement) -> Res
         references,
         postgres,
     })))
+}
+
+/// Check a Kafka source's connection and options.
+fn kafka_source(cx: &StatementContext, k: &KafkaStatement) -> Result<KafkaSourceSpec> {
+    let Some(connection) = lookup_kind(cx, &k.connection, ObjectKind::Connection)? else {
+        return Err(missing_message(ObjectKind::Connection, &k.connection));
+    };
+    let item = cx.catalog.get_item(connection)?;
+    if !matches!(&item.details, ItemDetails::Connection(c) if matches!(**c, ConnectionSpec::Kafka(_)))
+    {
+        return Err(PlanError::InvalidParameter(format!(
+            "connection \"{}\" is not a KAFKA connection",
+            item.name
+        )));
+    }
+    let format = match k.format.as_deref() {
+        None | Some("BYTES") => KafkaFormat::Bytes,
+        Some("TEXT") => KafkaFormat::Text,
+        Some("JSON") => KafkaFormat::Json,
+        Some(other) => {
+            return Err(PlanError::InvalidParameter(format!(
+                "unknown FORMAT {other}"
+            )));
+        }
+    };
+    let mut spec = KafkaSourceSpec {
+        connection,
+        topic: k.topic.clone(),
+        format,
+        key_column: None,
+        partition_column: None,
+        offset_column: None,
+        timestamp_column: None,
+        upsert: k.envelope.as_deref() == Some("UPSERT"),
+    };
+    for (what, alias) in &k.include {
+        let name = alias
+            .as_ref()
+            .map(crate::parser::normalize_ident)
+            .unwrap_or_else(|| what.to_lowercase());
+        let slot = match what.as_str() {
+            "KEY" => &mut spec.key_column,
+            "PARTITION" => &mut spec.partition_column,
+            "OFFSET" => &mut spec.offset_column,
+            _ => &mut spec.timestamp_column,
+        };
+        if slot.is_some() {
+            return Err(PlanError::InvalidParameter(format!(
+                "INCLUDE {what} specified more than once"
+            )));
+        }
+        *slot = Some(name);
+    }
+    let value_column = match format {
+        KafkaFormat::Text => "text",
+        _ => "data",
+    };
+    let mut names: Vec<&str> = vec![value_column];
+    for n in [
+        &spec.key_column,
+        &spec.partition_column,
+        &spec.offset_column,
+        &spec.timestamp_column,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if names.contains(&n.as_str()) {
+            return Err(PlanError::InvalidParameter(format!(
+                "column \"{n}\" specified more than once (rename it with AS)"
+            )));
+        }
+        names.push(n);
+    }
+    if spec.upsert && spec.key_column.is_none() {
+        return Err(PlanError::InvalidParameter(
+            "ENVELOPE UPSERT needs the key: add INCLUDE KEY".into(),
+        ));
+    }
+    Ok(spec)
 }
 
 /// Check a PostgreSQL source's connection and table list. The tables
@@ -514,6 +601,7 @@ fn generator_sql(connector: &SourceConnector) -> String {
         }
         SourceConnector::Webhook(_) => "WEBHOOK".into(),
         SourceConnector::Postgres(_) => "POSTGRES".into(),
+        SourceConnector::Kafka(_) => "KAFKA".into(),
     }
 }
 

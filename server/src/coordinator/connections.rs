@@ -16,8 +16,21 @@ pub(super) fn postgres_endpoint(catalog: &CatalogState, id: GlobalId) -> Result<
     let ItemDetails::Connection(spec) = &item.details else {
         return Err(AdapterError::Internal(format!("{id} is not a connection")));
     };
-    let ConnectionSpec::Postgres(pg) = spec.as_ref();
+    let ConnectionSpec::Postgres(pg) = spec.as_ref() else {
+        return Err(AdapterError::Internal(format!("{id} is not a PostgreSQL connection")));
+    };
     endpoint(catalog, &item.name, pg)
+}
+
+/// The brokers of Kafka connection `id`.
+pub(super) fn kafka_brokers(catalog: &CatalogState, id: GlobalId) -> Result<Vec<String>> {
+    match &catalog.get_item(id)?.details {
+        ItemDetails::Connection(spec) => match spec.as_ref() {
+            ConnectionSpec::Kafka(k) => Ok(k.brokers.clone()),
+            _ => Err(AdapterError::Internal(format!("{id} is not a Kafka connection"))),
+        },
+        _ => Err(AdapterError::Internal(format!("{id} is not a connection"))),
+    }
 }
 
 /// A PostgreSQL connection's endpoint, its password read from the
@@ -61,9 +74,13 @@ impl Coordinator {
                 "a connection without details".into(),
             ));
         };
-        let ConnectionSpec::Postgres(pg) = spec.as_ref();
-        let endpoint = endpoint(&self.catalog_state(), &plan.def.name, pg)?;
-        freshet_sources::validate(&endpoint).await?;
+        match spec.as_ref() {
+            ConnectionSpec::Postgres(pg) => {
+                let endpoint = endpoint(&self.catalog_state(), &plan.def.name, pg)?;
+                freshet_sources::validate(&endpoint).await?;
+            }
+            ConnectionSpec::Kafka(k) => freshet_sources::validate_kafka(&k.brokers).await?,
+        }
         Ok(())
     }
 }

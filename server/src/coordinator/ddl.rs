@@ -344,6 +344,12 @@ impl Coordinator {
                 spec.slot = freshet_sources::new_slot_name();
                 shape
             }
+            (freshet_catalog::SourceConnector::Kafka(spec), _) => {
+                let brokers =
+                    super::connections::kafka_brokers(&self.catalog_state(), spec.connection)?;
+                freshet_sources::check_topic(&brokers, &spec.topic).await?;
+                freshet_sources::shape(&plan.connector)?
+            }
             (connector, _) => freshet_sources::shape(connector)?,
         };
         let op = freshet_planner::statements::source::source_ops(

@@ -157,12 +157,20 @@ impl Coordinator {
             )?),
             _ => None,
         };
+        let kafka = match &ingestion.connector {
+            SourceConnector::Kafka(spec) => Some(super::connections::kafka_brokers(
+                &catalog,
+                spec.connection,
+            )?),
+            _ => None,
+        };
         self.sources.start(IngestionTarget {
             source: id,
             ingestion: ingestion.as_ref().clone(),
             outputs,
             progress: target("progress", progress),
             postgres,
+            kafka,
         })?;
         Ok(())
     }
