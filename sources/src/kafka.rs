@@ -18,12 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::{
-    Array, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray,
+    Array, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use freshet_catalog::{KafkaFormat, KafkaSourceSpec, SourceShape};
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
-use freshet_storage::{Storage, StorageError, TableWrite};
+use freshet_storage::{Storage, TableWrite};
 use rskafka::client::partition::{OffsetAt, UnknownTopicHandling};
 use rskafka::client::{Client, ClientBuilder};
 use rskafka::record::RecordAndOffset;
@@ -33,14 +32,12 @@ use tokio::task::JoinSet;
 use crate::datum::{Datum, Update, write_updates};
 use crate::error::{Result, SourceError};
 use crate::status::{SourceState, StatusCell};
+use crate::supervise::{Sessions, supervise};
 use crate::{IngestionTarget, OutputTarget};
 
 /// How long connecting to the brokers (and any one request) may take
 /// before the source counts as stalled.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
-
-/// The longest wait between attempts while stalled.
-const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 /// How long a fetch waits at the broker for new records.
 const FETCH_WAIT_MS: i32 = 250;
@@ -109,7 +106,9 @@ async fn client(brokers: &[String]) -> Result<Client> {
         .build();
     tokio::time::timeout(REQUEST_DEADLINE, build)
         .await
-        .map_err(|_| SourceError::Upstream(format!("connecting to Kafka at {brokers:?} timed out")))?
+        .map_err(|_| {
+            SourceError::Upstream(format!("connecting to Kafka at {brokers:?} timed out"))
+        })?
         .map_err(|e| SourceError::Upstream(format!("connecting to Kafka at {brokers:?}: {e}")))
 }
 
@@ -156,7 +155,7 @@ pub(crate) fn run(
         SourceError::Internal(format!("source {} has no collection", target.source))
     })?;
     Ok(async move {
-        Runner {
+        supervise(Runner {
             storage,
             output,
             progress: target.progress.clone(),
@@ -165,8 +164,7 @@ pub(crate) fn run(
             status,
             stopped,
             upsert: HashMap::new(),
-        }
-        .run()
+        })
         .await
     })
 }
@@ -187,33 +185,24 @@ struct Runner {
     upsert: HashMap<Vec<u8>, Vec<Datum>>,
 }
 
-impl Runner {
-    async fn run(mut self) {
-        let mut backoff = Duration::from_millis(250);
-        loop {
-            if *self.stopped.borrow() {
-                return;
-            }
-            let result = self.session().await;
-            if *self.stopped.borrow() {
-                return;
-            }
-            match result {
-                Ok(()) => return,
-                Err(e) if self.fatal(&e) => return,
-                Err(_) => {
-                    if self.pause(backoff).await {
-                        return;
-                    }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                }
-            }
-        }
+impl Sessions for Runner {
+    fn stopped(&mut self) -> &mut watch::Receiver<bool> {
+        &mut self.stopped
     }
 
+    fn status(&self) -> &StatusCell {
+        &self.status
+    }
+
+    fn session(&mut self) -> impl std::future::Future<Output = Result<()>> + Send {
+        self.consume()
+    }
+}
+
+impl Runner {
     /// Read the durable offsets (and upsert state), then fetch and append
     /// until stopped or an error.
-    async fn session(&mut self) -> Result<()> {
+    async fn consume(&mut self) -> Result<()> {
         let (mut durable, rows) = self.read_durable().await?;
         if self.spec.upsert {
             self.upsert = rows;
@@ -445,9 +434,7 @@ impl Runner {
 
     /// The durable offsets and, for an upsert source, its current rows by
     /// key.
-    async fn read_durable(
-        &mut self,
-    ) -> Result<(BTreeMap<i32, i64>, HashMap<Vec<u8>, Vec<Datum>>)> {
+    async fn read_durable(&mut self) -> Result<(BTreeMap<i32, i64>, HashMap<Vec<u8>, Vec<Datum>>)> {
         let at = self.storage.read_ts();
         let _hold = self.storage.acquire_read_hold(self.progress.id, at)?;
         let _hold2 = self.storage.acquire_read_hold(self.output.id, at)?;
@@ -476,34 +463,6 @@ impl Runner {
             }
         }
         Ok((offsets, rows))
-    }
-
-    /// Whether `e` ends the task (and how the status says so).
-    fn fatal(&self, e: &SourceError) -> bool {
-        match e {
-            SourceError::Storage(StorageError::UnknownCollection(_))
-            | SourceError::Storage(StorageError::ShutDown) => true,
-            SourceError::Storage(s) if s.is_fenced() => {
-                self.status.set_state(SourceState::Failed, Some(e.to_string()));
-                true
-            }
-            SourceError::Invalid(_) => {
-                self.status.set_state(SourceState::Failed, Some(e.to_string()));
-                true
-            }
-            _ => {
-                self.status.set_state(SourceState::Stalled, Some(e.to_string()));
-                false
-            }
-        }
-    }
-
-    /// Wait `d`, or until stopped (then `true`).
-    async fn pause(&mut self, d: Duration) -> bool {
-        tokio::select! {
-            _ = tokio::time::sleep(d) => *self.stopped.borrow(),
-            changed = self.stopped.changed() => changed.is_err() || *self.stopped.borrow(),
-        }
     }
 }
 

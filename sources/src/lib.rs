@@ -20,6 +20,7 @@ mod load_gen;
 mod postgres;
 mod progress;
 mod status;
+mod supervise;
 mod webhook;
 
 use std::collections::BTreeMap;

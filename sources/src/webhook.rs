@@ -15,7 +15,7 @@ use std::sync::Arc;
 use freshet_catalog::{SourceShape, WebhookBodyFormat, WebhookSpec};
 use freshet_repr::jsonb::jsonb_text;
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
-use freshet_storage::{Storage, StorageError, TableWrite};
+use freshet_storage::{Storage, TableWrite};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::datum::{Datum, Update, write_updates};
@@ -343,30 +343,14 @@ impl Appender {
         Ok(after)
     }
 
-    /// Whether `e` ends the task (see the load generators' `fatal`).
+    /// Whether `e` ends the task ([`crate::supervise::fatal`]).
     fn fatal(&self, e: &SourceError) -> bool {
-        match e {
-            SourceError::Storage(StorageError::UnknownCollection(_))
-            | SourceError::Storage(StorageError::ShutDown) => true,
-            SourceError::Storage(s) if s.is_fenced() => {
-                self.status
-                    .set_state(SourceState::Failed, Some(e.to_string()));
-                true
-            }
-            _ => {
-                self.status
-                    .set_state(SourceState::Stalled, Some(e.to_string()));
-                false
-            }
-        }
+        crate::supervise::fatal(&self.status, e)
     }
 
     /// Wait a moment before retrying, or until stopped (then `true`).
     async fn pause(&mut self) -> bool {
-        tokio::select! {
-            _ = tokio::time::sleep(std::time::Duration::from_millis(250)) => *self.stopped.borrow(),
-            changed = self.stopped.changed() => changed.is_err() || *self.stopped.borrow(),
-        }
+        crate::supervise::pause(&mut self.stopped, std::time::Duration::from_millis(250)).await
     }
 }
 

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use freshet_catalog::{LoadGenerator, LoadGeneratorSpec, SourceShape};
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
-use freshet_storage::{Storage, StorageError, TableWrite};
+use freshet_storage::{Storage, TableWrite};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use tokio::sync::watch;
@@ -34,7 +34,7 @@ use tokio::sync::watch;
 use crate::datum::{Datum, Update, write_updates};
 use crate::error::{Result, SourceError};
 use crate::status::{SourceState, StatusCell};
-use crate::{IngestionTarget, progress};
+use crate::{IngestionTarget, progress, supervise};
 
 /// When each tick is due.
 #[derive(Clone, Copy, Debug)]
@@ -379,31 +379,13 @@ impl Runner {
         Ok((after, Outcome::Continue))
     }
 
-    /// Whether `e` ends the task: a dropped collection (the source is
-    /// going away), a newer process holding the data directory, a
-    /// shutdown. Anything else stalls it, and it retries.
+    /// Whether `e` ends the task ([`supervise::fatal`]).
     fn fatal(&self, e: &SourceError) -> bool {
-        match e {
-            SourceError::Storage(StorageError::UnknownCollection(_)) => true,
-            SourceError::Storage(s) if s.is_fenced() => {
-                self.status
-                    .set_state(SourceState::Failed, Some(e.to_string()));
-                true
-            }
-            SourceError::Storage(StorageError::ShutDown) => true,
-            _ => {
-                self.status
-                    .set_state(SourceState::Stalled, Some(e.to_string()));
-                false
-            }
-        }
+        supervise::fatal(&self.status, e)
     }
 
     /// Wait `d`, or until stopped (then `true`).
     async fn pause(&mut self, d: Duration) -> bool {
-        tokio::select! {
-            _ = tokio::time::sleep(d) => *self.stopped.borrow(),
-            changed = self.stopped.changed() => changed.is_err() || *self.stopped.borrow(),
-        }
+        supervise::pause(&mut self.stopped, d).await
     }
 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use freshet_catalog::{PostgresSourceSpec, PostgresSourceTable};
 use freshet_repr::PgType;
-use freshet_storage::{Storage, StorageError, TableWrite};
+use freshet_storage::{Storage, TableWrite};
 use futures::{FutureExt, StreamExt};
 use pgwire_replication::{Lsn, ReplicationClient, ReplicationConfig, ReplicationEvent};
 use tokio::sync::watch;
@@ -34,10 +34,8 @@ use super::upstream::{PostgresEndpoint, drop_slot_with, upstream_error};
 use crate::datum::{Datum, Update, write_updates};
 use crate::error::{Result, SourceError};
 use crate::status::{SourceState, StatusCell};
+use crate::supervise::{Sessions, supervise};
 use crate::{IngestionTarget, OutputTarget, progress};
-
-/// The longest wait between attempts while stalled.
-const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Updates gathered before an append is made even though more are ready.
 const MAX_BATCH_UPDATES: usize = 50_000;
@@ -88,7 +86,7 @@ pub(crate) fn run(
         .map(|(i, t)| (t.spec.oid, i))
         .collect();
     Ok(async move {
-        Runner {
+        supervise(Runner {
             storage,
             progress: target.progress.clone(),
             spec,
@@ -97,8 +95,7 @@ pub(crate) fn run(
             by_oid,
             status,
             stopped,
-        }
-        .run()
+        })
         .await
     })
 }
@@ -152,33 +149,24 @@ impl Pending {
     }
 }
 
-impl Runner {
-    async fn run(mut self) {
-        let mut backoff = Duration::from_millis(250);
-        loop {
-            if *self.stopped.borrow() {
-                return;
-            }
-            let result = self.session().await;
-            if *self.stopped.borrow() {
-                return;
-            }
-            match result {
-                Ok(()) => return,
-                Err(e) if self.fatal(&e) => return,
-                Err(_) => {
-                    if self.pause(backoff).await {
-                        return;
-                    }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                }
-            }
-        }
+impl Sessions for Runner {
+    fn stopped(&mut self) -> &mut watch::Receiver<bool> {
+        &mut self.stopped
     }
 
+    fn status(&self) -> &StatusCell {
+        &self.status
+    }
+
+    fn session(&mut self) -> impl std::future::Future<Output = Result<()>> + Send {
+        self.replicate()
+    }
+}
+
+impl Runner {
     /// One replication session: resume (or snapshot), then stream until
     /// stopped or an error.
-    async fn session(&mut self) -> Result<()> {
+    async fn replicate(&mut self) -> Result<()> {
         for t in &mut self.tables {
             t.positions = None;
         }
@@ -333,9 +321,7 @@ impl Runner {
                 let chunk =
                     chunk.map_err(|e| sql(&format!("copying {}", table.spec.qualified()), e))?;
                 if *self.stopped.borrow() {
-                    return Err(SourceError::Upstream(
-                        "stopped during the snapshot".into(),
-                    ));
+                    return Err(SourceError::Upstream("stopped during the snapshot".into()));
                 }
                 lines.push(&chunk);
                 while let Some(line) = lines.next_line() {
@@ -655,38 +641,6 @@ impl Runner {
         self.status
             .ingested(records, bytes, Lsn(end).to_pg_string());
         Ok(())
-    }
-
-    /// Whether `e` ends the task (and how the status says so); anything
-    /// else stalls it until the next attempt.
-    fn fatal(&self, e: &SourceError) -> bool {
-        match e {
-            SourceError::Storage(StorageError::UnknownCollection(_))
-            | SourceError::Storage(StorageError::ShutDown) => true,
-            SourceError::Storage(s) if s.is_fenced() => {
-                self.status
-                    .set_state(SourceState::Failed, Some(e.to_string()));
-                true
-            }
-            SourceError::Invalid(_) => {
-                self.status
-                    .set_state(SourceState::Failed, Some(e.to_string()));
-                true
-            }
-            _ => {
-                self.status
-                    .set_state(SourceState::Stalled, Some(e.to_string()));
-                false
-            }
-        }
-    }
-
-    /// Wait `d`, or until stopped (then `true`).
-    async fn pause(&mut self, d: Duration) -> bool {
-        tokio::select! {
-            _ = tokio::time::sleep(d) => *self.stopped.borrow(),
-            changed = self.stopped.changed() => changed.is_err() || *self.stopped.borrow(),
-        }
     }
 }
 
