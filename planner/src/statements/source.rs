@@ -22,8 +22,7 @@ use crate::parser::item_options::ItemOption;
 use crate::parser::quote_if_needed;
 use crate::parser::source::{
     COMMON_OPTIONS, CreateSourceStatement, KafkaStatement, PostgresStatement,
-    SourceConnectorStatement,
-    generator_options,
+    SourceConnectorStatement, generator_options,
 };
 use crate::plan::Plan;
 use crate::statements::context::StatementContext;
