@@ -50,7 +50,13 @@ impl Broker {
             .expect("a free port");
         let url = format!("tcp://127.0.0.1:{port}");
         let child = Command::new(&bin)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
             .args(["--storage-engine", "memory://tansu/"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -93,7 +99,12 @@ async fn create_topic(client: &Client, topic: &str, partitions: i32) {
 }
 
 /// Produce `records` (key, value) to one partition.
-async fn produce(client: &Client, topic: &str, partition: i32, records: &[(Option<&str>, Option<String>)]) {
+async fn produce(
+    client: &Client,
+    topic: &str,
+    partition: i32,
+    records: &[(Option<&str>, Option<String>)],
+) {
     let pc = client
         .partition_client(topic, partition, UnknownTopicHandling::Retry)
         .await
@@ -147,10 +158,15 @@ async fn kafka_sources_read_every_partition_and_resume_exactly() {
     let kafka = broker.client().await;
     create_topic(&kafka, "orders", 3).await;
     create_topic(&kafka, "kv", 2).await;
-    // 300 numbered JSON records over three partitions.
+    // 300 numbered JSON records (with a JSON key) over three partitions.
     for p in 0..3 {
         let records: Vec<(Option<&str>, Option<String>)> = (0..100)
-            .map(|i| (Some("k"), Some(format!("{{\"n\": {}, \"p\": {p}}}", p * 1000 + i))))
+            .map(|i| {
+                (
+                    Some("\"k\""),
+                    Some(format!("{{\"n\": {}, \"p\": {p}}}", p * 1000 + i)),
+                )
+            })
             .collect();
         produce(&kafka, "orders", p, &records).await;
     }
@@ -187,13 +203,19 @@ async fn kafka_sources_read_every_partition_and_resume_exactly() {
             .collect::<Vec<_>>()
     );
     assert_eq!(
-        rows(&c, "SELECT partition, \"offset\" FROM orders_progress ORDER BY 1").await,
+        rows(
+            &c,
+            "SELECT partition, \"offset\" FROM orders_progress ORDER BY 1"
+        )
+        .await,
         (0..3)
             .map(|p| vec![Some(p.to_string()), Some("100".into())])
             .collect::<Vec<_>>()
     );
     assert_eq!(
-        value(&c, "SELECT sum(n) FROM per_partition").await.as_deref(),
+        value(&c, "SELECT sum(n) FROM per_partition")
+            .await
+            .as_deref(),
         Some("300")
     );
 
@@ -225,7 +247,12 @@ async fn kafka_sources_read_every_partition_and_resume_exactly() {
         tokio::spawn(async move {
             for round in 0..60 {
                 let records: Vec<(Option<&str>, Option<String>)> = (0..10)
-                    .map(|i| (Some("k"), Some(format!("{{\"n\": {}}}", 100_000 + round * 10 + i))))
+                    .map(|i| {
+                        (
+                            Some("\"k\""),
+                            Some(format!("{{\"n\": {}}}", 100_000 + round * 10 + i)),
+                        )
+                    })
                     .collect();
                 produce(&kafka, "orders", round % 3, &records).await;
                 produce(
@@ -248,12 +275,16 @@ async fn kafka_sources_read_every_partition_and_resume_exactly() {
     let c = server.connect().await;
     wait_for(&c, "SELECT count(*) FROM orders", "900").await;
     assert_eq!(
-        value(&c, "SELECT count(DISTINCT (partition, off)) FROM orders").await.as_deref(),
+        value(&c, "SELECT count(DISTINCT (partition, off)) FROM orders")
+            .await
+            .as_deref(),
         Some("900"),
         "a record twice"
     );
     assert_eq!(
-        value(&c, "SELECT count(DISTINCT (data->>'n')) FROM orders").await.as_deref(),
+        value(&c, "SELECT count(DISTINCT (data->>'n')) FROM orders")
+            .await
+            .as_deref(),
         Some("900")
     );
     wait_for(
@@ -263,7 +294,9 @@ async fn kafka_sources_read_every_partition_and_resume_exactly() {
     )
     .await;
     assert_eq!(
-        value(&c, "SELECT count(*) FROM kv WHERE key = 'a'").await.as_deref(),
+        value(&c, "SELECT count(*) FROM kv WHERE key = 'a'")
+            .await
+            .as_deref(),
         Some("1"),
         "one row per key after restarts"
     );
@@ -300,7 +333,8 @@ async fn kafka_source_errors_are_clear() {
         .await
         .unwrap_err();
     assert!(
-        err.as_db_error().is_some_and(|d| d.message().contains("Kafka")),
+        err.as_db_error()
+            .is_some_and(|d| d.message().contains("Kafka")),
         "{err:?}"
     );
     c.batch_execute(&format!(
@@ -325,7 +359,8 @@ async fn kafka_source_errors_are_clear() {
     ] {
         let err = c.batch_execute(sql).await.unwrap_err();
         assert!(
-            err.as_db_error().is_some_and(|d| d.message().contains(expected)),
+            err.as_db_error()
+                .is_some_and(|d| d.message().contains(expected)),
             "{sql}: expected {expected:?}, got {err:?}"
         );
     }
@@ -337,7 +372,10 @@ async fn kafka_source_errors_are_clear() {
         &kafka,
         "t",
         0,
-        &[(None, Some("{\"ok\": 1}".into())), (None, Some("not json".into()))],
+        &[
+            (None, Some("{\"ok\": 1}".into())),
+            (None, Some("not json".into())),
+        ],
     )
     .await;
     let deadline = Instant::now() + Duration::from_secs(60);
