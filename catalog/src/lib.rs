@@ -28,9 +28,10 @@ pub use objects::{
     Schema, SecretValue, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
 pub use sources::{
-    Ingestion, KafkaFormat, KafkaSourceSpec, LoadGenerator, LoadGeneratorSpec, PostgresSourceSpec, PostgresSourceTable,
-    PostgresUpstreamColumn, SourceConnector, SourceDetails, SourceShape, WebhookBodyFormat,
-    WebhookCheck, WebhookCheckInput, WebhookHeaderColumn, WebhookHeaderFilter, WebhookSpec,
+    Ingestion, KafkaFormat, KafkaSourceSpec, LoadGenerator, LoadGeneratorSpec, PostgresSourceSpec,
+    PostgresSourceTable, PostgresUpstreamColumn, SourceConnector, SourceDetails, SourceShape,
+    WebhookBodyFormat, WebhookCheck, WebhookCheckInput, WebhookHeaderColumn, WebhookHeaderFilter,
+    WebhookSpec,
 };
 pub use state::{CatalogState, FIRST_USER_OID};
 pub use transact::{ItemDef, Op};

@@ -17,7 +17,9 @@ pub(super) fn postgres_endpoint(catalog: &CatalogState, id: GlobalId) -> Result<
         return Err(AdapterError::Internal(format!("{id} is not a connection")));
     };
     let ConnectionSpec::Postgres(pg) = spec.as_ref() else {
-        return Err(AdapterError::Internal(format!("{id} is not a PostgreSQL connection")));
+        return Err(AdapterError::Internal(format!(
+            "{id} is not a PostgreSQL connection"
+        )));
     };
     endpoint(catalog, &item.name, pg)
 }
@@ -27,7 +29,9 @@ pub(super) fn kafka_brokers(catalog: &CatalogState, id: GlobalId) -> Result<Vec<
     match &catalog.get_item(id)?.details {
         ItemDetails::Connection(spec) => match spec.as_ref() {
             ConnectionSpec::Kafka(k) => Ok(k.brokers.clone()),
-            _ => Err(AdapterError::Internal(format!("{id} is not a Kafka connection"))),
+            _ => Err(AdapterError::Internal(format!(
+                "{id} is not a Kafka connection"
+            ))),
         },
         _ => Err(AdapterError::Internal(format!("{id} is not a connection"))),
     }
