@@ -18,6 +18,7 @@
 //! It talks to both servers over pgwire only and depends on no Freshet
 //! crate, so it builds in seconds and measures the real server binary.
 
+mod cdc;
 mod connections;
 mod db;
 mod error;
@@ -166,6 +167,41 @@ struct Args {
     /// Rows per UPDATE statement in the soak benchmark (1..=1000).
     #[arg(long, default_value_t = 1000)]
     soak_rows_per_update: u64,
+    /// Run the PostgreSQL CDC benchmark (snapshot rate, upstream commit →
+    /// visible in a materialized view) against a PostgreSQL 15 it starts
+    /// with wal_level=logical.
+    #[arg(long)]
+    cdc: bool,
+    /// Seconds of upstream writing per rate in the CDC benchmark.
+    #[arg(long, default_value_t = 20)]
+    cdc_seconds: u64,
+    /// Upstream write rates (rows/s) of the CDC benchmark, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    cdc_rates: Vec<u32>,
+    /// Rows per upstream transaction (one INSERT each) at each CDC rate,
+    /// comma-separated; the last repeats.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    cdc_rows_per_txn: Vec<u32>,
+    /// Upstream writer connections in the CDC benchmark's paced runs.
+    #[arg(long, default_value_t = 32)]
+    cdc_writers: u32,
+    /// Rows in the upstream table the CDC benchmark snapshots.
+    #[arg(long, default_value_t = 1_000_000)]
+    cdc_snapshot_rows: usize,
+    /// Rows of the CDC benchmark's unpaced burst (0: none).
+    #[arg(long, default_value_t = 200_000)]
+    cdc_burst_rows: usize,
+    /// Rows per upstream transaction in the CDC burst.
+    #[arg(long, default_value_t = 1000)]
+    cdc_burst_rows_per_txn: usize,
+    /// Upstream writer connections in the CDC burst.
+    #[arg(long, default_value_t = 4)]
+    cdc_burst_writers: u32,
+    /// What the CDC benchmark subscribes to: `ticks_mv` (the materialized
+    /// view, the measurement) or `ticks` (the subsource, with no view
+    /// defined, for comparison).
+    #[arg(long, default_value = "ticks_mv")]
+    cdc_relation: String,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -214,6 +250,31 @@ async fn bench(args: &Args) -> Result<()> {
             "{}\n{}",
             report::render_environment("SUBSCRIBE latency", &env, &notes),
             subscribe::render(&rows, &sub_settings)
+        );
+        return emit(args, &text);
+    }
+    if args.cdc {
+        let cdc_settings = cdc::CdcSettings {
+            bin: &bin,
+            workers: args.freshet_workers,
+            pg_bindir: args.pg_bindir.as_deref(),
+            seconds: args.cdc_seconds,
+            rates: args.cdc_rates.clone(),
+            rows_per_txn: args.cdc_rows_per_txn.clone(),
+            writers: args.cdc_writers,
+            snapshot_rows: args.cdc_snapshot_rows,
+            burst_rows: args.cdc_burst_rows,
+            burst_rows_per_txn: args.cdc_burst_rows_per_txn,
+            burst_writers: args.cdc_burst_writers,
+            relation: args.cdc_relation.clone(),
+        };
+        let run = cdc::run(&cdc_settings).await?;
+        notes.extend(cdc::notes());
+        let env = standalone_environment(args, &bin, run.pg_version.clone(), load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment("PostgreSQL CDC", &env, &notes),
+            cdc::render(&run, &cdc_settings)
         );
         return emit(args, &text);
     }
@@ -360,6 +421,24 @@ fn validate(args: &Args) -> Result<()> {
     {
         return failed(
             "--connections-counts, --connections-seconds and --connections-rows must be positive",
+        );
+    }
+    if args.cdc
+        && (args.cdc_rates.is_empty()
+            || args.cdc_rates.contains(&0)
+            || args.cdc_rows_per_txn.is_empty()
+            || args.cdc_rows_per_txn.contains(&0)
+            || args.cdc_seconds == 0
+            || args.cdc_writers == 0
+            || args.cdc_snapshot_rows == 0
+            || args.cdc_burst_rows_per_txn == 0
+            || args.cdc_burst_writers == 0
+            || !matches!(args.cdc_relation.as_str(), "ticks_mv" | "ticks"))
+    {
+        return failed(
+            "--cdc-rates, --cdc-rows-per-txn, --cdc-seconds, --cdc-writers, --cdc-snapshot-rows, \
+             --cdc-burst-rows-per-txn and --cdc-burst-writers must be positive, and \
+             --cdc-relation ticks_mv or ticks",
         );
     }
     if args.changes == 0 || args.batch == 0 || args.batches == 0 {
