@@ -329,8 +329,9 @@ impl Runner {
                 if offsets.get(&partition).is_some_and(|next| r.offset < *next) {
                     continue;
                 }
-                self.record(partition, &r, &mut updates)?;
-                offsets.insert(partition, r.offset + 1);
+                let next = r.offset + 1;
+                self.record(partition, r, &mut updates)?;
+                offsets.insert(partition, next);
                 if !touched.contains(&partition) {
                     touched.push(partition);
                 }
@@ -372,21 +373,23 @@ impl Runner {
         Ok(())
     }
 
-    /// The updates one record makes.
-    fn record(&mut self, partition: i32, r: &RecordAndOffset, out: &mut Vec<Update>) -> Result<()> {
-        let at = |what: &str| format!("{what} at partition {partition} offset {}", r.offset);
-        let decode = |bytes: &Option<Vec<u8>>, what: &str| -> Result<Datum> {
+    /// The updates one record makes (its bytes move into the row).
+    fn record(&mut self, partition: i32, r: RecordAndOffset, out: &mut Vec<Update>) -> Result<()> {
+        let offset = r.offset;
+        let at = |what: &str| format!("{what} at partition {partition} offset {offset}");
+        let format = self.spec.format;
+        let decode = |bytes: Option<Vec<u8>>, what: &str| -> Result<Datum> {
             let Some(bytes) = bytes else {
                 return Ok(Datum::Null);
             };
-            Ok(match self.spec.format {
-                KafkaFormat::Bytes => Datum::Bytes(bytes.clone()),
+            Ok(match format {
+                KafkaFormat::Bytes => Datum::Bytes(bytes),
                 KafkaFormat::Text => Datum::Text(
-                    String::from_utf8(bytes.clone())
+                    String::from_utf8(bytes)
                         .map_err(|_| SourceError::Invalid(format!("{} is not UTF-8", at(what))))?,
                 ),
                 KafkaFormat::Json => {
-                    let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+                    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
                         SourceError::Invalid(format!("{} is not JSON: {e}", at(what)))
                     })?;
                     Datum::Text(freshet_repr::jsonb::jsonb_text(&v))
@@ -394,38 +397,42 @@ impl Runner {
             })
         };
         let key = match &self.spec.key_column {
-            Some(_) => Some(decode(&r.record.key, "the key")?),
+            Some(_) => Some(decode(r.record.key, "the key")?),
             None => None,
         };
-        let value = decode(&r.record.value, "the value")?;
+        let value = decode(r.record.value, "the value")?;
+        let tombstone = value == Datum::Null;
+        // What upsert state is keyed by, taken before the key moves into
+        // the row.
+        let upsert_key = match (self.spec.upsert, &key) {
+            (false, _) => None,
+            (true, k) => Some(k.as_ref().and_then(key_bytes).ok_or_else(|| {
+                SourceError::Invalid(format!(
+                    "{} has no key, which ENVELOPE UPSERT needs",
+                    at("the record")
+                ))
+            })?),
+        };
         let mut row = Vec::with_capacity(5);
-        if let Some(k) = &key {
-            row.push(k.clone());
-        }
-        row.push(value.clone());
+        row.extend(key);
+        row.push(value);
         if self.spec.partition_column.is_some() {
             row.push(Datum::Int32(partition));
         }
         if self.spec.offset_column.is_some() {
-            row.push(Datum::Int64(r.offset));
+            row.push(Datum::Int64(offset));
         }
         if self.spec.timestamp_column.is_some() {
             row.push(Datum::Timestamp(r.record.timestamp.timestamp_micros()));
         }
-        if !self.spec.upsert {
+        let Some(key) = upsert_key else {
             out.push((row, 1));
             return Ok(());
-        }
-        let Some(key) = key.as_ref().and_then(key_bytes) else {
-            return Err(SourceError::Invalid(format!(
-                "{} has no key, which ENVELOPE UPSERT needs",
-                at("the record")
-            )));
         };
         if let Some(old) = self.upsert.remove(&key) {
             out.push((old, -1));
         }
-        if value != Datum::Null {
+        if !tombstone {
             self.upsert.insert(key, row.clone());
             out.push((row, 1));
         }

@@ -156,17 +156,14 @@ impl Sources {
                 let brokers = target.kafka.clone().ok_or_else(|| {
                     SourceError::Internal(format!("source {} has no brokers", target.source))
                 })?;
-                let task = {
-                    let _guard = self.runtime.enter();
-                    kafka::run(
-                        Arc::clone(&self.storage),
-                        target.clone(),
-                        spec.clone(),
-                        brokers,
-                        status.clone(),
-                        stopped,
-                    )?
-                };
+                let task = kafka::run(
+                    Arc::clone(&self.storage),
+                    target.clone(),
+                    spec.clone(),
+                    brokers,
+                    status.clone(),
+                    stopped,
+                )?;
                 self.runtime.spawn(task);
                 None
             }
@@ -178,17 +175,14 @@ impl Sources {
                     ))
                 })?;
                 let endpoint_for_drop = endpoint.clone();
-                let task = {
-                    let _guard = self.runtime.enter();
-                    postgres::run(
-                        Arc::clone(&self.storage),
-                        target.clone(),
-                        spec.clone(),
-                        endpoint,
-                        status.clone(),
-                        stopped,
-                    )?
-                };
+                let task = postgres::run(
+                    Arc::clone(&self.storage),
+                    target.clone(),
+                    spec.clone(),
+                    endpoint,
+                    status.clone(),
+                    stopped,
+                )?;
                 let handle = self.runtime.spawn(task);
                 slot = Some((endpoint_for_drop, spec.slot.clone(), handle));
                 None

@@ -307,9 +307,10 @@ impl Runner {
                 .map(|c| quote_ident(&c.name))
                 .collect();
             let copy = format!(
-                "COPY (SELECT {} FROM {}) TO STDOUT",
+                "COPY (SELECT {} FROM {}.{}) TO STDOUT",
                 columns.join(", "),
-                table.spec.qualified()
+                quote_ident(&table.spec.schema),
+                quote_ident(&table.spec.name)
             );
             let stream = client
                 .copy_out(copy.as_str())
@@ -385,10 +386,7 @@ impl Runner {
                     None => {
                         // Nothing more is ready: make what came durable.
                         if let Some(end) = batch_end.take() {
-                            let b = std::mem::replace(&mut batch, Pending::new(self.tables.len()));
-                            self.append(b, Some(durable), end).await?;
-                            durable = end;
-                            repl.update_applied_lsn(Lsn(end));
+                            self.flush(repl, &mut batch, &mut durable, end).await?;
                         }
                         continue;
                     }
@@ -423,12 +421,9 @@ impl Runner {
                     batch.absorb(changes);
                     batch_end = Some(end_lsn.as_u64());
                     if batch.count >= MAX_BATCH_UPDATES {
-                        let b = std::mem::replace(&mut batch, Pending::new(self.tables.len()));
-                        let end = end_lsn.as_u64();
                         batch_end = None;
-                        self.append(b, Some(durable), end).await?;
-                        durable = end;
-                        repl.update_applied_lsn(Lsn(end));
+                        self.flush(repl, &mut batch, &mut durable, end_lsn.as_u64())
+                            .await?;
                     }
                 }
                 ReplicationEvent::KeepAlive { wal_end, .. } => {
@@ -442,6 +437,22 @@ impl Runner {
                 ReplicationEvent::Message { .. } | ReplicationEvent::StoppedAt { .. } => {}
             }
         }
+    }
+
+    /// Append the gathered transactions with progress `end`, then let the
+    /// upstream know everything before `end` is durable.
+    async fn flush(
+        &self,
+        repl: &ReplicationClient,
+        batch: &mut Pending,
+        durable: &mut u64,
+        end: u64,
+    ) -> Result<()> {
+        let b = std::mem::replace(batch, Pending::new(self.tables.len()));
+        self.append(b, Some(*durable), end).await?;
+        *durable = end;
+        repl.update_applied_lsn(Lsn(end));
+        Ok(())
     }
 
     /// Apply one decoded message to the open transaction.
