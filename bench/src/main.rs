@@ -23,6 +23,7 @@ mod connections;
 mod db;
 mod error;
 mod freshet;
+mod kafka;
 mod lookup;
 mod phases;
 mod planning;
@@ -161,6 +162,20 @@ struct Args {
     /// about a million updates) instead of the maintenance benchmark.
     #[arg(long)]
     sources: bool,
+    /// Run the Kafka source ingest benchmark (a backlog of records read
+    /// per format and envelope, then a steady producer) against a tansu
+    /// broker it starts, instead of the maintenance benchmark.
+    #[arg(long)]
+    kafka: bool,
+    /// Records in each backlog of the Kafka benchmark.
+    #[arg(long, default_value_t = 1_000_000)]
+    kafka_records: u64,
+    /// Records per second of the Kafka benchmark's steady producer.
+    #[arg(long, default_value_t = 10_000)]
+    kafka_rate: u32,
+    /// Seconds of the Kafka benchmark's steady producer.
+    #[arg(long, default_value_t = 10)]
+    kafka_seconds: u64,
     /// Updates in the soak benchmark.
     #[arg(long, default_value_t = 10_000_000)]
     soak_updates: u64,
@@ -286,6 +301,25 @@ async fn bench(args: &Args) -> Result<()> {
             "{}\n{}",
             report::render_environment("source ingest", &env, &notes),
             sources::render(&rows)
+        );
+        return emit(args, &text);
+    }
+    if args.kafka {
+        let kafka_settings = kafka::KafkaSettings {
+            bin: &bin,
+            workers: args.freshet_workers,
+            records: args.kafka_records,
+            rate: args.kafka_rate,
+            seconds: args.kafka_seconds,
+        };
+        let run = kafka::run(&kafka_settings).await?;
+        notes.push("PostgreSQL has no sources; this section measures Freshet alone.".into());
+        notes.extend(kafka::notes(&run));
+        let env = standalone_environment(args, &bin, "not run".into(), load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment("Kafka source ingest", &env, &notes),
+            kafka::render(&run, &kafka_settings)
         );
         return emit(args, &text);
     }
@@ -440,6 +474,9 @@ fn validate(args: &Args) -> Result<()> {
              --cdc-burst-rows-per-txn and --cdc-burst-writers must be positive, and \
              --cdc-relation ticks_mv or ticks",
         );
+    }
+    if args.kafka && (args.kafka_records == 0 || args.kafka_rate == 0 || args.kafka_seconds == 0) {
+        return failed("--kafka-records, --kafka-rate and --kafka-seconds must be positive");
     }
     if args.changes == 0 || args.batch == 0 || args.batches == 0 {
         return failed("--changes, --batch and --batches must be positive");

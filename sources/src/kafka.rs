@@ -319,6 +319,9 @@ impl Runner {
     ) -> Result<()> {
         let mut updates: Vec<Update> = Vec::new();
         let mut touched: Vec<i32> = Vec::new();
+        // Records read and their key and value bytes (an upsert's record
+        // makes two updates; the status counts what came from Kafka).
+        let (mut read, mut bytes) = (0u64, 0u64);
         for (partition, fetched) in ready {
             let records = fetched.map_err(|e| {
                 SourceError::Upstream(format!("fetching partition {partition}: {e}"))
@@ -330,6 +333,9 @@ impl Runner {
                     continue;
                 }
                 let next = r.offset + 1;
+                read += 1;
+                bytes += (r.record.key.as_ref().map_or(0, Vec::len)
+                    + r.record.value.as_ref().map_or(0, Vec::len)) as u64;
                 self.record(partition, r, &mut updates)?;
                 offsets.insert(partition, next);
                 if !touched.contains(&partition) {
@@ -345,11 +351,8 @@ impl Runner {
             return Ok(());
         }
         let mut writes = Vec::new();
-        let (mut records, mut bytes) = (0, 0);
         if !updates.is_empty() {
             let batch = write_updates(&self.output.schema, &updates)?;
-            records = batch.num_rows() as u64;
-            bytes = batch.get_array_memory_size() as u64;
             writes.push(TableWrite {
                 id: self.output.id,
                 updates: batch,
@@ -368,7 +371,7 @@ impl Runner {
         });
         self.storage.commit(writes).await?;
         durable.extend(changed);
-        self.status.ingested(records, bytes, describe(durable));
+        self.status.ingested(read, bytes, describe(durable));
         self.status.set_state(SourceState::Running, None);
         Ok(())
     }

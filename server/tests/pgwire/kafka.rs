@@ -240,6 +240,16 @@ async fn kafka_sources_read_every_partition_and_resume_exactly() {
         "a=2,c=1,d=1",
     )
     .await;
+    // The status counts records read (six), not the updates they made.
+    assert_eq!(
+        value(
+            &c,
+            "SELECT records_ingested FROM freshet_internal.source_statuses WHERE name = 'freshet.public.kv'"
+        )
+        .await
+        .as_deref(),
+        Some("6")
+    );
 
     // kill -9 while records arrive: every record once, upsert state kept.
     let producer = {
