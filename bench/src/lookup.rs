@@ -1,12 +1,15 @@
 //! Keyed lookups: an indexed materialized view in Freshet against a
 //! primary-key lookup in PostgreSQL, driven by `pgbench` with a custom
-//! script, for several client counts and both query protocols.
+//! script, for several query shapes, client counts and both protocols.
 //!
-//! Both systems hold `kv (k int, v text)` with `--lookup-rows` rows. Freshet
-//! serves `SELECT * FROM kv_mv WHERE k = :k` from an index on the
-//! materialized view `kv_mv AS SELECT k, v FROM kv`; PostgreSQL serves
-//! `SELECT * FROM kv WHERE k = :k` from the table's primary key. `pgbench
-//! -n -M simple|prepared -c N -j min(N, 2) -T secs` runs on the same machine,
+//! Both systems hold `kv (k int, v text)` with `--lookup-rows` rows and
+//! `dim (id int, name text)` with 100. Freshet serves reads of `kv_mv`
+//! (`AS SELECT k, v FROM kv`, indexed on `k`); PostgreSQL the same reads
+//! of `kv` through its primary key. The shapes: the whole row by key, one
+//! column by key (both answered from the index without a DataFusion plan),
+//! and the keyed row joined with `dim` (a DataFusion plan whose `kv_mv`
+//! input is the materialized view's storage). `pgbench -n -M
+//! simple|prepared -c N -j min(N, 2) -T secs` runs on the same machine,
 //! against each server in turn.
 
 use std::path::Path;
@@ -27,9 +30,36 @@ pub struct PgbenchResult {
     pub latency_ms: f64,
 }
 
+/// A query shape, as each system spells it (`:k` is pgbench's key).
+struct Shape {
+    name: &'static str,
+    freshet: &'static str,
+    postgres: &'static str,
+}
+
+const SHAPES: &[Shape] = &[
+    Shape {
+        name: "`SELECT *` by key",
+        freshet: "SELECT * FROM kv_mv WHERE k = :k",
+        postgres: "SELECT * FROM kv WHERE k = :k",
+    },
+    Shape {
+        name: "one column by key",
+        freshet: "SELECT v FROM kv_mv WHERE k = :k",
+        postgres: "SELECT v FROM kv WHERE k = :k",
+    },
+    Shape {
+        name: "by key, joined with a table",
+        freshet: "SELECT kv_mv.v, dim.name FROM kv_mv JOIN dim ON dim.id = kv_mv.k % 100 WHERE kv_mv.k = :k",
+        postgres: "SELECT kv.v, dim.name FROM kv JOIN dim ON dim.id = kv.k % 100 WHERE kv.k = :k",
+    },
+];
+
 /// One measured combination.
 #[derive(Debug, Clone)]
 pub struct LookupRow {
+    /// The query shape.
+    pub shape: &'static str,
     /// `simple` or `prepared`.
     pub mode: &'static str,
     /// Concurrent clients.
@@ -64,6 +94,8 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
         format!("INSERT INTO kv SELECT value, 'value ' || value FROM generate_series(1, {n})"),
         "CREATE MATERIALIZED VIEW kv_mv AS SELECT k, v FROM kv".to_string(),
         "CREATE INDEX kv_mv_k ON kv_mv (k)".to_string(),
+        "CREATE TABLE dim (id int PRIMARY KEY, name text)".to_string(),
+        "INSERT INTO dim SELECT value, 'name ' || value FROM generate_series(0, 99)".to_string(),
     ] {
         db::exec(&fc, &sql, "Freshet").await?;
     }
@@ -72,12 +104,16 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
     if counted.first().and_then(|r| r.first().cloned()).flatten() != Some(n.to_string()) {
         return failed(format!("kv_mv does not hold {n} rows: {counted:?}"));
     }
-    let plan = db::rows(&fc, "EXPLAIN SELECT * FROM kv_mv WHERE k = 1", "Freshet").await?;
-    let first = plan.first().and_then(|r| r.first().cloned()).flatten();
-    if !first.as_deref().is_some_and(|l| l.starts_with("Fast path")) {
-        return failed(format!(
-            "the lookup does not take the index fast path: {first:?}"
-        ));
+    for shape in &SHAPES[..2] {
+        let sql = format!("EXPLAIN {}", shape.freshet.replace(":k", "1"));
+        let plan = db::rows(&fc, &sql, "Freshet").await?;
+        let first = plan.first().and_then(|r| r.first().cloned()).flatten();
+        if !first.as_deref().is_some_and(|l| l.starts_with("Fast path")) {
+            return failed(format!(
+                "{} does not take the index fast path: {first:?}",
+                shape.name
+            ));
+        }
     }
     if let Some(pg) = pg {
         let pc = pg.connect().await?;
@@ -85,53 +121,60 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
             "DROP TABLE IF EXISTS kv".to_string(),
             "CREATE TABLE kv (k int PRIMARY KEY, v text)".to_string(),
             format!("INSERT INTO kv SELECT g, 'value ' || g FROM generate_series(1, {n}) g"),
+            "DROP TABLE IF EXISTS dim".to_string(),
+            "CREATE TABLE dim (id int PRIMARY KEY, name text)".to_string(),
+            "INSERT INTO dim SELECT g, 'name ' || g FROM generate_series(0, 99) g".to_string(),
             "VACUUM ANALYZE kv".to_string(),
+            "VACUUM ANALYZE dim".to_string(),
         ] {
             db::exec(&pc, &sql, "PostgreSQL").await?;
         }
     }
     let dir = tempfile::tempdir().context("create a temp dir for pgbench scripts")?;
-    let script = |name: &str, relation: &str| -> Result<std::path::PathBuf> {
+    let script = |name: String, query: &str| -> Result<std::path::PathBuf> {
         let path = dir.path().join(name);
-        let text = format!("\\set k random(1, {n})\nSELECT * FROM {relation} WHERE k = :k;\n");
+        let text = format!("\\set k random(1, {n})\n{query};\n");
         std::fs::write(&path, text).context(format!("write {}", path.display()))?;
         Ok(path)
     };
-    let freshet_script = script("freshet.sql", "kv_mv")?;
-    let pg_script = script("postgres.sql", "kv")?;
     let mut out = Vec::new();
-    for mode in ["simple", "prepared"] {
-        for &clients in &settings.clients {
-            eprintln!("lookup: {mode}, {clients} client(s)");
-            let target = Target {
-                port: freshet.port(),
-                user: "freshet",
-                db: "freshet",
-            };
-            let f = pgbench(&target, mode, clients, settings.seconds, &freshet_script)?;
-            let p = match pg {
-                Some(pg) => {
-                    let target = Target {
-                        port: pg.port(),
-                        user: "postgres",
-                        db: "postgres",
-                    };
-                    Some(pgbench(
-                        &target,
-                        mode,
-                        clients,
-                        settings.seconds,
-                        &pg_script,
-                    )?)
-                }
-                None => None,
-            };
-            out.push(LookupRow {
-                mode,
-                clients,
-                freshet: f,
-                postgres: p,
-            });
+    for (i, shape) in SHAPES.iter().enumerate() {
+        let freshet_script = script(format!("freshet{i}.sql"), shape.freshet)?;
+        let pg_script = script(format!("postgres{i}.sql"), shape.postgres)?;
+        for mode in ["simple", "prepared"] {
+            for &clients in &settings.clients {
+                eprintln!("lookup: {}, {mode}, {clients} client(s)", shape.name);
+                let target = Target {
+                    port: freshet.port(),
+                    user: "freshet",
+                    db: "freshet",
+                };
+                let f = pgbench(&target, mode, clients, settings.seconds, &freshet_script)?;
+                let p = match pg {
+                    Some(pg) => {
+                        let target = Target {
+                            port: pg.port(),
+                            user: "postgres",
+                            db: "postgres",
+                        };
+                        Some(pgbench(
+                            &target,
+                            mode,
+                            clients,
+                            settings.seconds,
+                            &pg_script,
+                        )?)
+                    }
+                    None => None,
+                };
+                out.push(LookupRow {
+                    shape: shape.name,
+                    mode,
+                    clients,
+                    freshet: f,
+                    postgres: p,
+                });
+            }
         }
     }
     drop(freshet);
@@ -196,13 +239,14 @@ fn pgbench(
 pub fn render(rows: &[LookupRow], settings: &LookupSettings<'_>) -> String {
     let mut s = format!(
         "## Keyed lookups: indexed materialized view vs primary key\n\n\
-         `kv` has {} rows. Freshet answers `SELECT * FROM kv_mv WHERE k = :k` from an index on \
-         the materialized view `kv_mv` (the fast path, no query plan); PostgreSQL answers \
-         `SELECT * FROM kv WHERE k = :k` from the primary key. pgbench `-n -c N -j min(N,2) \
-         -T {}` with a random key per transaction, against each server in turn on this \
-         machine.\n\n\
-         | protocol | clients | Freshet tps | PostgreSQL tps | Freshet / PostgreSQL | \
-         Freshet latency (ms) | PostgreSQL latency (ms) |\n|---|---:|---:|---:|---:|---:|---:|\n",
+         `kv` has {} rows, `dim` 100. Freshet reads the materialized view `kv_mv` (`SELECT k, v \
+         FROM kv`, indexed on `k`); PostgreSQL reads `kv` through its primary key. Shapes: \
+         `SELECT * … WHERE k = :k` and `SELECT v … WHERE k = :k` (Freshet: peeks of the index, \
+         no query plan), and the keyed row joined with `dim ON dim.id = k % 100` (Freshet: a \
+         DataFusion plan). pgbench `-n -c N -j min(N,2) -T {}` with a random key per \
+         transaction, against each server in turn on this machine.\n\n\
+         | shape | protocol | clients | Freshet tps | PostgreSQL tps | Freshet / PostgreSQL | \
+         Freshet latency (ms) | PostgreSQL latency (ms) |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
         settings.rows, settings.seconds
     );
     for r in rows {
@@ -215,8 +259,8 @@ pub fn render(rows: &[LookupRow], settings: &LookupSettings<'_>) -> String {
             None => ("—".into(), "—".into(), "—".into()),
         };
         s.push_str(&format!(
-            "| {} | {} | {:.0} | {} | {} | {:.3} | {} |\n",
-            r.mode, r.clients, r.freshet.tps, pg_tps, ratio, r.freshet.latency_ms, pg_lat
+            "| {} | {} | {} | {:.0} | {} | {} | {:.3} | {} |\n",
+            r.shape, r.mode, r.clients, r.freshet.tps, pg_tps, ratio, r.freshet.latency_ms, pg_lat
         ));
     }
     s

@@ -418,6 +418,70 @@ pub struct PeekPlan {
     pub inputs: BTreeSet<GlobalId>,
     /// `EXPLAIN`'s description.
     pub explain: String,
+    /// What the query does with the index's rows after the lookup, when
+    /// it is more than `SELECT *` (see [`crate::statements::peek`]).
+    pub finish: Option<Box<PeekFinish>>,
+}
+
+/// The part of a peeked query applied to the rows the index returns.
+#[derive(Debug, Clone)]
+pub struct PeekFinish {
+    /// The query itself: its read binding (for `mz_now()`), and the
+    /// general path when the transaction's own writes must show.
+    pub query: QueryPlan,
+    /// Which of the index's columns the scan reads (`None`: all).
+    pub columns: Option<Vec<usize>>,
+    /// The scanned rows' schema, as the query's expressions name them.
+    pub scan_schema: arrow::datatypes::SchemaRef,
+    /// What happens to the scanned rows, in order.
+    pub steps: Vec<PeekStep>,
+    /// The query's output schema.
+    pub output: arrow::datatypes::SchemaRef,
+    /// The constants (literals or `$n`) fixing the index's key columns,
+    /// with each column's type, in key order; `None`: a read of all rows.
+    pub key: Option<KeyConstants>,
+}
+
+/// The constants of a peek's key, one per key column: an expression (a
+/// literal or `$n`, perhaps cast) and the key column's type.
+pub type KeyConstants = Vec<(datafusion::logical_expr::Expr, arrow::datatypes::DataType)>;
+
+/// One step of a peeked query after the lookup; each evaluates its
+/// expressions against its input's schema.
+#[derive(Debug, Clone)]
+pub enum PeekStep {
+    /// Keep the rows where `predicate` is true.
+    Filter {
+        /// The condition.
+        predicate: datafusion::logical_expr::Expr,
+        /// The schema it reads.
+        input: datafusion::common::DFSchemaRef,
+    },
+    /// Compute the output columns.
+    Project {
+        /// One expression per output column.
+        exprs: Vec<datafusion::logical_expr::Expr>,
+        /// The schema they read.
+        input: datafusion::common::DFSchemaRef,
+        /// The columns they make.
+        output: arrow::datatypes::SchemaRef,
+    },
+    /// Order the rows (the first `fetch` of them, if given).
+    Sort {
+        /// Sort keys, most significant first.
+        exprs: Vec<datafusion::logical_expr::SortExpr>,
+        /// The schema they read.
+        input: datafusion::common::DFSchemaRef,
+        /// How many rows the sort must produce.
+        fetch: Option<usize>,
+    },
+    /// `OFFSET skip LIMIT fetch`.
+    Limit {
+        /// Rows skipped.
+        skip: usize,
+        /// Rows kept after them.
+        fetch: Option<usize>,
+    },
 }
 
 /// How a subscribe's rows describe changes.

@@ -56,7 +56,7 @@ impl Isolation {
 pub const SHOW_ISOLATION_LEVEL: &str = "transaction isolation level";
 
 /// A session's variables.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Vars {
     /// `application_name`
     pub application_name: String,

@@ -29,7 +29,7 @@ pub const ID_SCHEMA: &str = "[id]";
 pub const SYS_SCHEMA: &str = "[sys]";
 
 /// What a session contributes to name resolution.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionInfo {
     /// The database connected to.
     pub database: String,

@@ -149,7 +149,7 @@ fn name_part(keys: &[String]) -> String {
 
 /// The column a stored key names (its unquoted name; an expression key
 /// names no column).
-fn key_column_name(key: &str) -> String {
+pub(crate) fn key_column_name(key: &str) -> String {
     match key.strip_prefix('"').and_then(|k| k.strip_suffix('"')) {
         Some(quoted) => quoted.replace("\"\"", "\""),
         None => key.to_string(),
@@ -386,6 +386,7 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
             // The index's rows carry the types it was created with.
             desc: index.desc.clone().unwrap_or_else(|| desc.clone()),
             explain,
+            finish: None,
         }));
     }
     Ok(None)

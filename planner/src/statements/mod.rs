@@ -11,6 +11,7 @@ pub mod lookup;
 pub mod materialized;
 pub mod misc;
 pub mod options;
+pub mod peek;
 pub mod secret;
 pub mod sequence;
 pub mod source;
@@ -138,7 +139,7 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
     match stmt {
         S::Query(q) => match crate::statements::index::fast_path(cx, q)? {
             Some(peek) => Ok(Plan::Peek(peek)),
-            None => Ok(Plan::Select(plan_query(cx, q)?)),
+            None => peek::plan_select(cx, plan_query(cx, q)?),
         },
         S::CreateIndex(ci) => crate::statements::index::create_index(
             cx,

@@ -125,7 +125,7 @@ impl Coordinator {
             Plan::Peek(p) => Cursor {
                 statement,
                 created: std::time::SystemTime::now(),
-                rows: vec![self.peek(session, &p).await?].into(),
+                rows: self.peek(session, &p).await?.into(),
                 desc: p.desc,
                 subscribe: None,
             },

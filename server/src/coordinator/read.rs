@@ -1,14 +1,19 @@
 //! Reads: running a planned query at a held time (after the views it
 //! reads have caught up), `AS OF`, and peeks answered from an index.
 
+use std::sync::Arc;
+
 use arrow::array::RecordBatch;
+use datafusion::common::ParamValues;
+use freshet_catalog::CatalogState;
 use freshet_planner::statements::index::PeekPlan;
-use freshet_planner::{QueryPlan, ReadContext};
+use freshet_planner::{Plan, QueryPlan, ReadContext, SessionInfo};
 use freshet_repr::Timestamp;
 
 use super::Coordinator;
 use crate::error::{AdapterError, Result};
 use crate::session::{Session, TxnStatus};
+use crate::vars::Vars;
 
 impl Coordinator {
     /// Run `q` at the time its `AS OF` names (or, `AT LEAST`, at any
@@ -77,7 +82,18 @@ impl Coordinator {
 
     /// Answer a query from an index: at the time (and under the holds) any
     /// read of its object would use, once the index is complete there.
-    pub(super) async fn peek(&self, session: &mut Session, peek: &PeekPlan) -> Result<RecordBatch> {
+    pub(super) async fn peek(
+        &self,
+        session: &mut Session,
+        peek: &PeekPlan,
+    ) -> Result<Vec<RecordBatch>> {
+        if let Some(finish) = &peek.finish
+            && !session.txn.writes.is_empty()
+        {
+            // The block's own writes are not in any index: the general
+            // path shows them (or says why it cannot).
+            return self.read(session, &finish.query).await;
+        }
         let (ts, holds) = self.read_time(session, &peek.inputs, false)?;
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
         let pending = match self.compute.peek(peek.index, ts, peek.key.clone()) {
@@ -95,7 +111,73 @@ impl Coordinator {
             .await
             .map_err(|_| AdapterError::Compute(freshet_compute::ComputeError::PeekTimeout))??;
         drop(holds);
-        answer.map_err(AdapterError::Dataflow)
+        let rows = answer.map_err(AdapterError::Dataflow)?;
+        let Some(finish) = &peek.finish else {
+            return Ok(vec![rows]);
+        };
+        // `mz_now()` reads the peek's time (a peek kept for a prepared
+        // statement has none, and was bound at its first execution).
+        if finish.query.binding.as_of().is_none() {
+            finish
+                .query
+                .binding
+                .bind(ReadContext {
+                    as_of: ts,
+                    reader: self.reader(session),
+                })
+                .map_err(AdapterError::Internal)?;
+        }
+        Ok(vec![finish.apply(&session.df, rows)?])
+    }
+}
+
+/// A prepared statement's peek, decided once at Prepare (so Execute skips
+/// planning) and bound to each Execute's parameters, as long as the
+/// catalog and the session's settings are those it was planned with.
+#[derive(Debug)]
+pub struct PreparedPeek {
+    plan: PeekPlan,
+    catalog: Arc<CatalogState>,
+    info: SessionInfo,
+    vars: Vars,
+}
+
+impl Coordinator {
+    /// Keep `plan` (a statement's plan at Prepare) for its executions, if
+    /// it is a peek that can be bound again.
+    pub fn prepare_peek(&self, session: &Session, plan: &Plan) -> Option<Arc<PreparedPeek>> {
+        match plan {
+            Plan::Peek(peek) if peek.reusable() => Some(Arc::new(PreparedPeek {
+                plan: peek.clone(),
+                catalog: self.catalog_for(session),
+                info: session.info(),
+                vars: session.vars.clone(),
+            })),
+            _ => None,
+        }
+    }
+
+    /// The prepared peek bound to `params`, or `None` when it must be
+    /// planned again: the catalog or a setting changed since Prepare, or
+    /// the transaction block wrote (its writes are in no index).
+    pub(super) fn prepared_plan(
+        &self,
+        session: &Session,
+        prepared: &PreparedPeek,
+        params: Option<&ParamValues>,
+    ) -> Option<Result<Plan>> {
+        let current = Arc::ptr_eq(&prepared.catalog, &self.catalog_for(session))
+            && session.txn.writes.is_empty()
+            && prepared.vars == session.vars
+            && prepared.info == session.info();
+        current.then(|| {
+            Ok(Plan::Peek(
+                prepared
+                    .plan
+                    .bind(&session.df, params)
+                    .map_err(AdapterError::DataFusion)?,
+            ))
+        })
     }
 }
 

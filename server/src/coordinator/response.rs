@@ -75,6 +75,9 @@ pub struct Notice {
 pub struct ExecCtx {
     /// Notices to send before the statement's result.
     pub notices: Vec<Notice>,
+    /// The peek a prepared statement decided at Prepare: used instead of
+    /// planning while what it was planned against still holds.
+    pub prepared_peek: Option<std::sync::Arc<super::PreparedPeek>>,
 }
 
 impl ExecCtx {

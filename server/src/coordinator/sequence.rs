@@ -32,7 +32,14 @@ impl Coordinator {
         if super::temp::creates_temporary(stmt) {
             self.ensure_temp_schema(session, ctx).await?;
         }
-        let plan = self.plan(session, stmt, params).await?;
+        let prepared = ctx
+            .prepared_peek
+            .as_ref()
+            .and_then(|p| self.prepared_plan(session, p, params));
+        let plan = match prepared {
+            Some(plan) => plan?,
+            None => self.plan(session, stmt, params).await?,
+        };
         let tag = command_tag(stmt);
         match plan {
             Plan::Empty => Ok(ExecuteResponse::Command(tag)),
@@ -174,17 +181,28 @@ impl Coordinator {
             Plan::Explain(kind, q) => self.explain(session, kind, &q).await,
             Plan::ExplainDataflow(explain) => self.explain_dataflow(*explain),
             Plan::Peek(peek) => {
-                let batch = self.peek(session, &peek).await?;
+                let batches = self.peek(session, &peek).await?;
                 Ok(ExecuteResponse::Rows {
                     desc: peek.desc,
-                    batches: vec![batch],
+                    batches,
                     tag: "SELECT".into(),
                 })
             }
-            Plan::ExplainPeek(peek) => query_plan_rows(vec![
-                format!("Fast path: {}", self.humanize_ids(&peek.explain)),
-                "  (answered from the index's arrangement, without a DataFusion plan)".into(),
-            ]),
+            Plan::ExplainPeek(peek) => {
+                let mut lines = vec![format!("Fast path: {}", self.humanize_ids(&peek.explain))];
+                if let Some(finish) = &peek.finish {
+                    lines.extend(
+                        finish
+                            .describe(&session.df)
+                            .into_iter()
+                            .map(|l| format!("  then {l}")),
+                    );
+                }
+                lines.push(
+                    "  (answered from the index's arrangement, without a DataFusion plan)".into(),
+                );
+                query_plan_rows(lines)
+            }
             Plan::Write(w) => self.write(session, *w).await,
             Plan::Truncate(writes) => self.truncate(session, writes).await,
             Plan::CreateTableAs {

@@ -28,7 +28,7 @@ use super::{
     FreshetHandler, MAX_ROWS_PER_EXECUTE, Prepared, arrow_time_zone, encode_rows, format_options,
     session_slot,
 };
-use crate::coordinator::{Coordinator, ExecuteResponse};
+use crate::coordinator::{Coordinator, ExecuteResponse, PreparedPeek};
 use crate::encode::{field_infos, wire_type};
 use crate::error::AdapterError;
 use crate::session::Session;
@@ -39,17 +39,19 @@ pub struct FreshetParser {
     pub(super) coord: Arc<Coordinator>,
 }
 
+/// A statement's parameter types and result columns.
+type Described = (
+    Vec<Option<arrow::datatypes::FieldRef>>,
+    Option<RelationDesc>,
+);
+
+/// Describe a statement, and keep its peek if it is one that can be bound
+/// again at each execution.
 async fn describe(
     coord: &Coordinator,
     session: &Session,
     stmt: &Statement,
-) -> Result<
-    (
-        Vec<Option<arrow::datatypes::FieldRef>>,
-        Option<RelationDesc>,
-    ),
-    AdapterError,
-> {
+) -> Result<(Described, Option<Arc<PreparedPeek>>), AdapterError> {
     let plan = coord.plan(session, stmt, None).await?;
     let text = |name: &str| {
         RelationDesc::new(vec![ColumnDesc {
@@ -58,54 +60,64 @@ async fn describe(
             nullable: false,
         }])
     };
-    Ok(match plan {
-        Plan::Select(q) => (placeholder_types(&q.logical)?, Some(q.desc)),
-        Plan::SelectAt { query, .. } => (placeholder_types(&query.logical)?, Some(query.desc)),
-        Plan::Write(w) => (
-            placeholder_types(&w.source.logical)?,
-            w.returning.map(|r| r.desc),
-        ),
-        Plan::Rows { desc, .. } => (vec![], Some(desc)),
-        Plan::Explain(..) | Plan::ExplainPeek(_) => (vec![], Some(text("QUERY PLAN"))),
-        Plan::Peek(p) => (vec![], Some(p.desc)),
-        Plan::ShowVariable(name) if name == "all" => (
-            vec![],
-            Some(RelationDesc::new(vec![
-                ColumnDesc {
-                    name: "name".into(),
-                    ty: PgType::Text,
-                    nullable: false,
-                },
-                ColumnDesc {
-                    name: "setting".into(),
-                    ty: PgType::Text,
-                    nullable: false,
-                },
-            ])),
-        ),
-        Plan::ShowVariable(name) if name == crate::vars::SHOW_ISOLATION_LEVEL => {
-            (vec![], Some(text("transaction_isolation")))
-        }
-        Plan::ShowVariable(name) => (vec![], Some(text(&name))),
-        Plan::Execute { name, .. } => match session.prepared.get(&name) {
-            // EXECUTE's own parameters are in its arguments; the result is
-            // the prepared statement's.
-            Some(p) => (vec![], Box::pin(describe(coord, session, &p.stmt)).await?.1),
-            None => (vec![], None),
-        },
-        Plan::Fetch { name, .. } => (
-            vec![],
-            Some(
-                session
-                    .txn
-                    .cursors
-                    .get(&name)
-                    .map(|c| c.desc.clone())
-                    .ok_or(AdapterError::UnknownCursor(name))?,
+    let peek = coord.prepare_peek(session, &plan);
+    Ok((
+        match plan {
+            Plan::Select(q) => (placeholder_types(&q.logical)?, Some(q.desc)),
+            Plan::SelectAt { query, .. } => (placeholder_types(&query.logical)?, Some(query.desc)),
+            Plan::Write(w) => (
+                placeholder_types(&w.source.logical)?,
+                w.returning.map(|r| r.desc),
             ),
-        ),
-        _ => (vec![], None),
-    })
+            Plan::Rows { desc, .. } => (vec![], Some(desc)),
+            Plan::Explain(..) | Plan::ExplainPeek(_) => (vec![], Some(text("QUERY PLAN"))),
+            Plan::Peek(p) => match &p.finish {
+                Some(finish) => (placeholder_types(&finish.query.logical)?, Some(p.desc)),
+                None => (vec![], Some(p.desc)),
+            },
+            Plan::ShowVariable(name) if name == "all" => (
+                vec![],
+                Some(RelationDesc::new(vec![
+                    ColumnDesc {
+                        name: "name".into(),
+                        ty: PgType::Text,
+                        nullable: false,
+                    },
+                    ColumnDesc {
+                        name: "setting".into(),
+                        ty: PgType::Text,
+                        nullable: false,
+                    },
+                ])),
+            ),
+            Plan::ShowVariable(name) if name == crate::vars::SHOW_ISOLATION_LEVEL => {
+                (vec![], Some(text("transaction_isolation")))
+            }
+            Plan::ShowVariable(name) => (vec![], Some(text(&name))),
+            Plan::Execute { name, .. } => match session.prepared.get(&name) {
+                // EXECUTE's own parameters are in its arguments; the result is
+                // the prepared statement's.
+                Some(p) => (
+                    vec![],
+                    Box::pin(describe(coord, session, &p.stmt)).await?.0.1,
+                ),
+                None => (vec![], None),
+            },
+            Plan::Fetch { name, .. } => (
+                vec![],
+                Some(
+                    session
+                        .txn
+                        .cursors
+                        .get(&name)
+                        .map(|c| c.desc.clone())
+                        .ok_or(AdapterError::UnknownCursor(name))?,
+                ),
+            ),
+            _ => (vec![], None),
+        },
+        peek,
+    ))
 }
 
 #[async_trait]
@@ -133,13 +145,14 @@ impl QueryParser for FreshetParser {
         };
         let slot = session_slot(client)?;
         let session = slot.0.lock().await;
-        let (param_types, desc) = describe(&self.coord, &session, &stmt)
+        let ((param_types, desc), peek) = describe(&self.coord, &session, &stmt)
             .await
             .map_err(|e| e.at(sql, &stmt))?;
         Ok(Some(Prepared {
             stmt: Some(stmt),
             param_types,
             desc,
+            peek,
         }))
     }
 
@@ -334,7 +347,13 @@ impl ExtendedQueryHandler for FreshetHandler {
         let slot = session_slot(client)?;
         let mut session = slot.0.lock().await;
         let resp = self
-            .run(client, &mut session, stmt, params.as_ref())
+            .run(
+                client,
+                &mut session,
+                stmt,
+                params.as_ref(),
+                prepared.peek.clone(),
+            )
             .await?;
         let resp = super::deallocate(client.portal_store(), resp)?;
         if let ExecuteResponse::Rows { desc, batches, tag } = &resp

@@ -51,6 +51,8 @@ pub struct Prepared {
     pub param_types: Vec<Option<arrow::datatypes::FieldRef>>,
     /// Result columns, if the statement returns rows.
     pub desc: Option<RelationDesc>,
+    /// The statement's peek, decided at Parse, if it is one.
+    pub peek: Option<Arc<crate::coordinator::PreparedPeek>>,
 }
 
 /// Freshet's pgwire handlers.
@@ -402,6 +404,7 @@ impl FreshetHandler {
         session: &mut Session,
         stmt: &Statement,
         params: Option<&ParamValues>,
+        prepared_peek: Option<Arc<crate::coordinator::PreparedPeek>>,
     ) -> Result<ExecuteResponse, AdapterError>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
@@ -416,7 +419,10 @@ impl FreshetHandler {
         }
         let timeout = session.vars.statement_timeout;
         let watch = self.sockets.watch(&client.socket_addr());
-        let mut ctx = ExecCtx::default();
+        let mut ctx = ExecCtx {
+            prepared_peek,
+            ..ExecCtx::default()
+        };
         let result = {
             let work = self.coord.execute(session, stmt, params, &mut ctx);
             let guarded = async {

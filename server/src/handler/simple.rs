@@ -46,7 +46,7 @@ impl SimpleQueryHandler for FreshetHandler {
         let mut responses = Vec::with_capacity(stmts.len());
         for stmt in &stmts {
             let result = self
-                .run(client, &mut session, stmt, None)
+                .run(client, &mut session, stmt, None, None)
                 .await
                 .and_then(|resp| super::deallocate(client.portal_store(), resp));
             match result {

@@ -1,0 +1,677 @@
+//! Peek planning: a query that only filters, computes expressions over,
+//! sorts and limits the rows of one indexed object is answered from the
+//! index's arrangement, without a DataFusion physical plan.
+//!
+//! The query is planned as any other (so its expressions are typed and
+//! coerced exactly as the general path would run them); then its analyzed
+//! plan is matched: a chain of `Projection`, `Filter`, `Sort`, `Limit`
+//! and `SubqueryAlias` nodes over one scan of a table, source,
+//! materialized view or indexed view that has an index. Equality
+//! conjuncts on every key column of an index (`k = 7`, `(a, b) = (1, 2)`
+//! written as `a = 1 AND b = 2`) become a keyed lookup; the whole predicate
+//! is still applied to what the lookup returns, so a key only narrows the
+//! rows, never decides them. Materialize's peek planning (fast-path peeks
+//! over an index's arrangement, with a map/filter/project applied to what
+//! it finds) is the model.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::compute::{SortColumn, filter_record_batch, lexsort_to_indices, take_record_batch};
+use arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::tree_node::TreeNode;
+use datafusion::common::{
+    DFSchema, DFSchemaRef, ParamValues, Result as DfResult, ScalarValue, plan_datafusion_err,
+};
+use datafusion::datasource::source_as_provider;
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::expr::Cast;
+use datafusion::logical_expr::logical_plan::{FetchType, SkipType};
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::simplify::SimplifyContext;
+use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::{
+    BinaryExpr, Expr, LogicalPlan, Operator, SortExpr, TableScan, TryCast,
+};
+use datafusion::optimizer::simplify_expressions::ExprSimplifier;
+use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
+use freshet_catalog::{Item, ItemDetails};
+use freshet_repr::GlobalId;
+
+use crate::error::Result;
+use crate::plan::{KeyConstants, PeekFinish, PeekPlan, PeekStep, Plan, QueryPlan};
+use crate::query::provider::BoundTable;
+use crate::statements::context::StatementContext;
+
+/// `q` as a peek of an index when its shape allows one, else as a query.
+pub fn plan_select(cx: &StatementContext, q: QueryPlan) -> Result<Plan> {
+    Ok(match peek_of(cx, &q)? {
+        Some(peek) => Plan::Peek(peek),
+        None => Plan::Select(q),
+    })
+}
+
+/// The peek answering `q`, if `q` is a map/filter/sort/limit chain over
+/// one indexed object.
+fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
+    // A prepared statement's peek is decided at Prepare, with its `$n`
+    // bound at each Execute; an untyped `$n` leaves the output types open.
+    if q.logical
+        .get_parameter_fields()?
+        .values()
+        .any(Option::is_none)
+    {
+        return Ok(None);
+    }
+    let Some((chain, scan)) = chain_over_scan(&q.logical) else {
+        return Ok(None);
+    };
+    if scan.fetch.is_some() || !scan.filters.is_empty() {
+        return Ok(None);
+    }
+    let provider = source_as_provider(&scan.source)?;
+    let any: &dyn std::any::Any = provider.as_ref();
+    let Some(bound) = any.downcast_ref::<BoundTable>() else {
+        return Ok(None);
+    };
+    let object = match (bound.collection(), bound.index()) {
+        (Some(id), _) => id,
+        (None, Some((index, _))) => match cx.catalog.get_item(index)?.details {
+            ItemDetails::Index { on, .. } => on,
+            _ => return Ok(None),
+        },
+        (None, None) => return Ok(None),
+    };
+    let source_schema = provider.schema();
+    let scan_schema: SchemaRef = match &scan.projection {
+        Some(p) => Arc::new(
+            source_schema
+                .project(p)
+                .map_err(datafusion::error::DataFusionError::from)?,
+        ),
+        None => Arc::clone(&source_schema),
+    };
+    let Some(steps) = steps_of(&chain)? else {
+        return Ok(None);
+    };
+    // Equalities on columns of the scanned object, from the filters that
+    // sit directly on the scan (above a projection, positions change).
+    let mut equalities: Vec<(String, Expr)> = Vec::new();
+    for node in chain.iter().rev() {
+        match node {
+            LogicalPlan::Filter(f) => {
+                let predicate = simplified(cx.state, f.predicate.clone(), f.input.schema())?;
+                for conjunct in split_conjunction(&predicate) {
+                    if let Some((i, value)) = column_equality(conjunct, f.input.schema()) {
+                        let j = match &scan.projection {
+                            Some(p) => p[i],
+                            None => i,
+                        };
+                        equalities.push((source_schema.field(j).name().clone(), value));
+                    }
+                }
+            }
+            LogicalPlan::SubqueryAlias(_) => {}
+            _ => break,
+        }
+    }
+    let Some((index, key_exprs)) = choose_index(cx, object, &source_schema, &equalities)? else {
+        return Ok(None);
+    };
+    let keys = match &index.details {
+        ItemDetails::Index { keys, .. } => keys.join(", "),
+        _ => String::new(),
+    };
+    let key = key_exprs
+        .as_ref()
+        .and_then(|k| key_values(cx.state, k, None));
+    let explain = match (&key_exprs, &key) {
+        (None, _) => format!("Peek index {} (all rows)", index.name),
+        (Some(_), Some(values)) => format!(
+            "Peek index {} on ({keys}) = ({})",
+            index.name,
+            values
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (Some(exprs), None) => format!(
+            "Peek index {} on ({keys}) = ({})",
+            index.name,
+            exprs
+                .iter()
+                .map(|(e, _)| e.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Ok(Some(PeekPlan {
+        index: index.id,
+        key,
+        inputs: q.inputs.clone(),
+        desc: q.desc.clone(),
+        explain,
+        finish: Some(Box::new(PeekFinish {
+            columns: scan.projection.clone(),
+            scan_schema,
+            steps,
+            output: Arc::new(q.logical.schema().as_arrow().clone()),
+            query: q.clone(),
+            key: key_exprs,
+        })),
+    }))
+}
+
+/// The nodes from the plan's root down to its one scan (root first), if
+/// every node is one a peek can apply.
+fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)> {
+    let mut chain = Vec::new();
+    let mut node = plan;
+    loop {
+        match node {
+            LogicalPlan::TableScan(scan) => return Some((chain, scan)),
+            LogicalPlan::Projection(p) => {
+                chain.push(node);
+                node = &p.input;
+            }
+            LogicalPlan::Filter(f) => {
+                chain.push(node);
+                node = &f.input;
+            }
+            LogicalPlan::Sort(s) => {
+                chain.push(node);
+                node = &s.input;
+            }
+            LogicalPlan::Limit(l) => {
+                chain.push(node);
+                node = &l.input;
+            }
+            LogicalPlan::SubqueryAlias(a) => {
+                chain.push(node);
+                node = &a.input;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The chain as steps applied to the scanned rows, scan side first;
+/// `None` if an expression needs more than row-at-a-time evaluation.
+fn steps_of(chain: &[&LogicalPlan]) -> Result<Option<Vec<PeekStep>>> {
+    let mut steps = Vec::new();
+    for node in chain.iter().rev() {
+        if node.expressions().iter().any(|e| !evaluable(e)) {
+            return Ok(None);
+        }
+        let step = match node {
+            LogicalPlan::SubqueryAlias(_) => continue,
+            LogicalPlan::Filter(f) => PeekStep::Filter {
+                predicate: f.predicate.clone(),
+                input: Arc::clone(f.input.schema()),
+            },
+            LogicalPlan::Projection(p) => PeekStep::Project {
+                exprs: p.expr.clone(),
+                input: Arc::clone(p.input.schema()),
+                output: Arc::new(p.schema.as_arrow().clone()),
+            },
+            LogicalPlan::Sort(s) => PeekStep::Sort {
+                exprs: s.expr.clone(),
+                input: Arc::clone(s.input.schema()),
+                fetch: s.fetch,
+            },
+            LogicalPlan::Limit(l) => {
+                let (SkipType::Literal(skip), FetchType::Literal(fetch)) =
+                    (l.get_skip_type()?, l.get_fetch_type()?)
+                else {
+                    return Ok(None);
+                };
+                PeekStep::Limit { skip, fetch }
+            }
+            _ => return Ok(None),
+        };
+        steps.push(step);
+    }
+    Ok(Some(steps))
+}
+
+/// Whether `e` can be evaluated on a batch of rows by itself (no
+/// subquery, aggregate, window, unnest or parameter).
+fn evaluable(e: &Expr) -> bool {
+    !e.exists(|n| {
+        Ok(matches!(
+            n,
+            Expr::ScalarSubquery(_)
+                | Expr::Exists(_)
+                | Expr::InSubquery(_)
+                | Expr::SetComparison(_)
+                | Expr::OuterReferenceColumn(..)
+                | Expr::AggregateFunction(_)
+                | Expr::WindowFunction(_)
+                | Expr::Unnest(_)
+                | Expr::GroupingSet(_)
+                | Expr::ScalarVariable(..)
+                | Expr::HigherOrderFunction(_)
+                | Expr::Lambda(_)
+                | Expr::LambdaVariable(_)
+        ))
+    })
+    .unwrap_or(false)
+}
+
+/// `column = constant` (either way round, the column perhaps widened by a
+/// cast that keeps every value distinct; the constant a literal or a
+/// `$n`, perhaps cast): the column's position in `schema` and the
+/// constant.
+fn column_equality(e: &Expr, schema: &DFSchemaRef) -> Option<(usize, Expr)> {
+    let Expr::BinaryExpr(BinaryExpr {
+        left,
+        op: Operator::Eq,
+        right,
+    }) = e
+    else {
+        return None;
+    };
+    let (column, constant) = if is_constant(right) {
+        (left.as_ref(), right.as_ref())
+    } else if is_constant(left) {
+        (right.as_ref(), left.as_ref())
+    } else {
+        return None;
+    };
+    let (column, widened_to) = match column {
+        Expr::Column(c) => (c, None),
+        Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
+            match expr.as_ref() {
+                Expr::Column(c) => (c, Some(field.data_type())),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    let i = schema.index_of_column(column).ok()?;
+    let ty = schema.field(i).data_type();
+    if let Some(target) = widened_to
+        && !injective_cast(ty, target)
+    {
+        return None;
+    }
+    Some((i, constant.clone()))
+}
+
+/// A literal or a `$n` parameter, perhaps cast.
+fn is_constant(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(..) | Expr::Placeholder(_) => true,
+        Expr::Cast(Cast { expr, .. }) | Expr::TryCast(TryCast { expr, .. }) => is_constant(expr),
+        _ => false,
+    }
+}
+
+/// The key's values: each constant with `params` bound, as a value of its
+/// key column's type. `None` when one is NULL or not exactly a value of
+/// that type: no row matches it by key, so the peek reads all rows and
+/// the query's filter (always applied) decides.
+fn key_values(
+    state: &SessionState,
+    key: &[(Expr, DataType)],
+    params: Option<&ParamValues>,
+) -> Option<Vec<ScalarValue>> {
+    let empty: DFSchemaRef = Arc::new(DFSchema::empty());
+    key.iter()
+        .map(|(constant, ty)| {
+            let bound = with_params(constant.clone(), params).ok()?;
+            let Expr::Literal(value, _) = simplified(state, bound, &empty).ok()? else {
+                return None;
+            };
+            if value.is_null() {
+                return None;
+            }
+            let keyed = value.cast_to(ty).ok()?;
+            (keyed.cast_to(&value.data_type()).ok()? == value).then_some(keyed)
+        })
+        .collect()
+}
+
+/// `e` with its `$n` parameters replaced by their values (unchanged
+/// without values).
+fn with_params(e: Expr, params: Option<&ParamValues>) -> DfResult<Expr> {
+    let Some(params) = params else {
+        return Ok(e);
+    };
+    Ok(e.transform_up(|e| match e {
+        Expr::Placeholder(p) => {
+            let (value, metadata) = params.get_placeholders_with_values(&p.id)?.into_inner();
+            Ok(Transformed::yes(Expr::Literal(value, metadata)))
+        }
+        other => Ok(Transformed::no(other)),
+    })?
+    .data)
+}
+
+/// Whether casting `from` to `to` maps distinct values to distinct values,
+/// so `CAST(col AS to) = v` holds exactly for `col = v` cast back.
+fn injective_cast(from: &DataType, to: &DataType) -> bool {
+    use DataType::*;
+    let rank = |t: &DataType| match t {
+        Int8 => Some(1),
+        Int16 => Some(2),
+        Int32 => Some(3),
+        Int64 => Some(4),
+        _ => None,
+    };
+    match (rank(from), rank(to)) {
+        (Some(a), Some(b)) => a <= b,
+        _ => from == to,
+    }
+}
+
+/// The index serving a peek of `object`: one whose key columns are all
+/// fixed by `equalities` (with the constants, in key order, and each key
+/// column's type), else any index (all its rows). Indexes keyed by
+/// expressions serve only full reads.
+fn choose_index<'a>(
+    cx: &'a StatementContext,
+    object: GlobalId,
+    schema: &SchemaRef,
+    equalities: &[(String, Expr)],
+) -> Result<Option<(&'a Item, Option<KeyConstants>)>> {
+    let mut any = None;
+    for index in cx.catalog.indexes_on(object) {
+        let ItemDetails::Index { keys, .. } = &index.details else {
+            continue;
+        };
+        // The index's rows must carry the scan's column types.
+        let Some(desc) = &index.desc else {
+            continue;
+        };
+        let same_types = desc.columns.len() == schema.fields().len()
+            && desc
+                .columns
+                .iter()
+                .zip(schema.fields())
+                .all(|(c, f)| c.ty.arrow_type() == *f.data_type());
+        if !same_types {
+            continue;
+        }
+        any.get_or_insert(index);
+        let key: Option<KeyConstants> = keys
+            .iter()
+            .map(|k| {
+                let name = super::index::key_column_name(k);
+                let column = desc.columns.iter().find(|c| c.name == name)?;
+                let (_, constant) = equalities.iter().find(|(c, _)| *c == name)?;
+                Some((constant.clone(), column.ty.arrow_type()))
+            })
+            .collect();
+        if let Some(key) = key
+            && !key.is_empty()
+        {
+            return Ok(Some((index, Some(key))));
+        }
+    }
+    Ok(any.map(|i| (i, None)))
+}
+
+/// `expr` simplified as the optimizer would at this statement's start
+/// (constants folded, `now()` fixed, casts of literals applied).
+fn simplified(state: &SessionState, expr: Expr, schema: &DFSchemaRef) -> DfResult<Expr> {
+    let context = SimplifyContext::builder()
+        .with_schema(Arc::clone(schema))
+        .with_config_options(Arc::clone(state.config_options()))
+        .with_query_execution_start_time(state.execution_props().query_execution_start_time)
+        .build();
+    ExprSimplifier::new(context).simplify(expr)
+}
+
+/// `expr`, simplified, as a physical expression over `schema`'s rows.
+fn physical(
+    state: &SessionState,
+    expr: Expr,
+    schema: &DFSchemaRef,
+) -> DfResult<Arc<dyn PhysicalExpr>> {
+    let expr = simplified(state, expr, schema)?;
+    create_physical_expr(
+        &expr,
+        schema,
+        state.execution_props(),
+        &PhysicalPlanningContext::default(),
+    )
+}
+
+impl PeekPlan {
+    /// Whether this peek can be kept at Prepare and bound at each Execute:
+    /// it was planned from a query, and reads no per-execution state
+    /// through its binding (`mz_now()`).
+    pub fn reusable(&self) -> bool {
+        let Some(finish) = &self.finish else {
+            return false;
+        };
+        !finish.steps.iter().any(|step| {
+            step.expressions().any(|e| {
+                e.exists(|n| Ok(matches!(n, Expr::ScalarFunction(f) if f.name() == "mz_now")))
+                    .unwrap_or(true)
+            })
+        })
+    }
+
+    /// This peek for one execution: `params` in place of its `$n`, and its
+    /// key computed from them.
+    pub fn bind(&self, state: &SessionState, params: Option<&ParamValues>) -> DfResult<PeekPlan> {
+        let Some(finish) = &self.finish else {
+            return Ok(self.clone());
+        };
+        let bind_all = |exprs: &[Expr]| {
+            exprs
+                .iter()
+                .map(|e| with_params(e.clone(), params))
+                .collect::<DfResult<Vec<_>>>()
+        };
+        let steps = finish
+            .steps
+            .iter()
+            .map(|step| {
+                Ok(match step {
+                    PeekStep::Filter { predicate, input } => PeekStep::Filter {
+                        predicate: with_params(predicate.clone(), params)?,
+                        input: Arc::clone(input),
+                    },
+                    PeekStep::Project {
+                        exprs,
+                        input,
+                        output,
+                    } => PeekStep::Project {
+                        exprs: bind_all(exprs)?,
+                        input: Arc::clone(input),
+                        output: Arc::clone(output),
+                    },
+                    PeekStep::Sort {
+                        exprs,
+                        input,
+                        fetch,
+                    } => PeekStep::Sort {
+                        exprs: exprs
+                            .iter()
+                            .map(|s| {
+                                Ok(SortExpr {
+                                    expr: with_params(s.expr.clone(), params)?,
+                                    ..s.clone()
+                                })
+                            })
+                            .collect::<DfResult<Vec<_>>>()?,
+                        input: Arc::clone(input),
+                        fetch: *fetch,
+                    },
+                    PeekStep::Limit { skip, fetch } => PeekStep::Limit {
+                        skip: *skip,
+                        fetch: *fetch,
+                    },
+                })
+            })
+            .collect::<DfResult<Vec<_>>>()?;
+        let key = finish
+            .key
+            .as_ref()
+            .and_then(|k| key_values(state, k, params));
+        Ok(PeekPlan {
+            key,
+            finish: Some(Box::new(PeekFinish {
+                steps,
+                ..(**finish).clone()
+            })),
+            ..self.clone()
+        })
+    }
+}
+
+impl PeekStep {
+    /// The step's expressions.
+    fn expressions(&self) -> Box<dyn Iterator<Item = &Expr> + '_> {
+        match self {
+            PeekStep::Filter { predicate, .. } => Box::new(std::iter::once(predicate)),
+            PeekStep::Project { exprs, .. } => Box::new(exprs.iter()),
+            PeekStep::Sort { exprs, .. } => Box::new(exprs.iter().map(|s| &s.expr)),
+            PeekStep::Limit { .. } => Box::new(std::iter::empty()),
+        }
+    }
+}
+
+impl PeekFinish {
+    /// Apply the query's steps to the rows a peek returned (the index's
+    /// rows: every column of the object), giving the query's result.
+    /// Expressions are made physical here, with the session's execution
+    /// properties (so `now()` is the statement's time, as on the general
+    /// path).
+    pub fn apply(&self, state: &SessionState, rows: RecordBatch) -> DfResult<RecordBatch> {
+        let columns = match &self.columns {
+            Some(p) => p.iter().map(|&i| Arc::clone(rows.column(i))).collect(),
+            None => rows.columns().to_vec(),
+        };
+        let mut batch = RecordBatch::try_new_with_options(
+            Arc::clone(&self.scan_schema),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(rows.num_rows())),
+        )?;
+        for step in &self.steps {
+            batch = match step {
+                PeekStep::Filter { predicate, input } => {
+                    let predicate = physical(state, predicate.clone(), input)?;
+                    let mask = predicate.evaluate(&batch)?.into_array(batch.num_rows())?;
+                    let mask = mask
+                        .as_any()
+                        .downcast_ref::<BooleanArray>()
+                        .ok_or_else(|| plan_datafusion_err!("a filter that is not boolean"))?;
+                    filter_record_batch(&batch, mask)?
+                }
+                PeekStep::Project {
+                    exprs,
+                    input,
+                    output,
+                } => {
+                    let arrays = exprs
+                        .iter()
+                        .map(|e| {
+                            physical(state, e.clone(), input)?
+                                .evaluate(&batch)?
+                                .into_array(batch.num_rows())
+                        })
+                        .collect::<DfResult<Vec<_>>>()?;
+                    RecordBatch::try_new_with_options(
+                        Arc::clone(output),
+                        arrays,
+                        &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+                    )?
+                }
+                PeekStep::Sort {
+                    exprs,
+                    input,
+                    fetch,
+                } => {
+                    let keys = exprs
+                        .iter()
+                        .map(|s| {
+                            let values = physical(state, s.expr.clone(), input)?
+                                .evaluate(&batch)?
+                                .into_array(batch.num_rows())?;
+                            Ok(SortColumn {
+                                values,
+                                options: Some(arrow::compute::SortOptions {
+                                    descending: !s.asc,
+                                    nulls_first: s.nulls_first,
+                                }),
+                            })
+                        })
+                        .collect::<DfResult<Vec<_>>>()?;
+                    if keys.is_empty() {
+                        batch
+                    } else {
+                        let order = lexsort_to_indices(&keys, *fetch)?;
+                        take_record_batch(&batch, &order)?
+                    }
+                }
+                PeekStep::Limit { skip, fetch } => {
+                    let n = batch.num_rows();
+                    let start = (*skip).min(n);
+                    let len = fetch.unwrap_or(n).min(n - start);
+                    batch.slice(start, len)
+                }
+            };
+        }
+        // The query's own column names and types.
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.output),
+            batch.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+        )?)
+    }
+
+    /// The steps after the lookup, last first (as plans print), for
+    /// `EXPLAIN`: expressions simplified as they will run.
+    pub fn describe(&self, state: &SessionState) -> Vec<String> {
+        let show = |e: &Expr, schema: &DFSchemaRef| {
+            simplified(state, e.clone(), schema)
+                .unwrap_or_else(|_| e.clone())
+                .to_string()
+        };
+        self.steps
+            .iter()
+            .rev()
+            .map(|step| match step {
+                PeekStep::Filter { predicate, input } => {
+                    format!("Filter: {}", show(predicate, input))
+                }
+                PeekStep::Project { exprs, input, .. } => format!(
+                    "Project: {}",
+                    exprs
+                        .iter()
+                        .map(|e| show(e, input))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                PeekStep::Sort {
+                    exprs,
+                    fetch,
+                    input,
+                } => format!(
+                    "Sort: {}{}",
+                    exprs
+                        .iter()
+                        .map(|s| format!(
+                            "{} {} NULLS {}",
+                            show(&s.expr, input),
+                            if s.asc { "ASC" } else { "DESC" },
+                            if s.nulls_first { "FIRST" } else { "LAST" }
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    fetch.map(|f| format!(", fetch={f}")).unwrap_or_default()
+                ),
+                PeekStep::Limit { skip, fetch } => format!(
+                    "Limit: skip={skip}, fetch={}",
+                    fetch.map_or("None".to_string(), |f| f.to_string())
+                ),
+            })
+            .collect()
+    }
+}
