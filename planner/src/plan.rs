@@ -411,8 +411,11 @@ pub struct PeekPlan {
     pub index: GlobalId,
     /// Rows whose key equals these values (in key order); `None`: all rows.
     pub key: Option<Vec<ScalarValue>>,
-    /// Output columns (the object's).
+    /// Output columns.
     pub desc: RelationDesc,
+    /// Which of the index's columns the query returns, in order, when the
+    /// peek was decided on the SQL text (`None`: all, or see `finish`).
+    pub columns: Option<Vec<usize>>,
     /// Storage collections behind the object: held for the read, as for
     /// any query.
     pub inputs: BTreeSet<GlobalId>,

@@ -288,8 +288,10 @@ fn index_dataflow(
     Ok((plan, keys, schema, rows_desc))
 }
 
-/// `SELECT * FROM obj [WHERE key = constant AND ...]` on an indexed object,
-/// as a peek; `None` if the query has any other shape.
+/// `SELECT * | col [AS name], ... FROM obj [WHERE key = constant AND ...]`
+/// on an indexed object, as a peek decided on the SQL text (no planning at
+/// all); `None` if the query has any other shape (then
+/// [`crate::statements::peek`] looks at its plan).
 pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<PeekPlan>> {
     let ast::SetExpr::Select(select) = query.body.as_ref() else {
         return Ok(None);
@@ -306,7 +308,6 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
         && select.having.is_none()
         && select.qualify.is_none()
         && select.named_window.is_empty()
-        && matches!(select.projection.as_slice(), [ast::SelectItem::Wildcard(_)])
         && select.from.len() == 1
         && select.from[0].joins.is_empty();
     if !plain {
@@ -326,6 +327,46 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
     };
     let Some(desc) = item.desc.clone() else {
         return Ok(None);
+    };
+    // `*`, or plain column names (perhaps renamed).
+    let columns = match select.projection.as_slice() {
+        [ast::SelectItem::Wildcard(_)] => None,
+        items => {
+            let mut columns = Vec::with_capacity(items.len());
+            for item in items {
+                let (ident, alias) = match item {
+                    ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(c)) => (c, None),
+                    ast::SelectItem::ExprWithAlias {
+                        expr: ast::Expr::Identifier(c),
+                        alias,
+                    } => (c, Some(alias)),
+                    _ => return Ok(None),
+                };
+                // Unquoted, these name functions, not columns.
+                const SQL_VALUE_FUNCTIONS: &[&str] = &[
+                    "user",
+                    "current_user",
+                    "session_user",
+                    "current_role",
+                    "current_catalog",
+                    "current_schema",
+                    "current_date",
+                    "current_time",
+                    "current_timestamp",
+                    "localtime",
+                    "localtimestamp",
+                ];
+                let name = crate::parser::normalize_ident(ident);
+                if ident.quote_style.is_none() && SQL_VALUE_FUNCTIONS.contains(&name.as_str()) {
+                    return Ok(None);
+                }
+                let Some(i) = desc.columns.iter().position(|c| c.name == name) else {
+                    return Ok(None);
+                };
+                columns.push((i, alias.map(crate::parser::normalize_ident)));
+            }
+            Some(columns)
+        }
     };
     // `col = constant` conjuncts, by column.
     let mut equalities = Vec::new();
@@ -384,7 +425,27 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
             key,
             inputs: crate::statements::context::inputs_of(cx, &BTreeSet::from([item.id])),
             // The index's rows carry the types it was created with.
-            desc: index.desc.clone().unwrap_or_else(|| desc.clone()),
+            desc: match &columns {
+                None => index.desc.clone().unwrap_or_else(|| desc.clone()),
+                Some(columns) => {
+                    let rows = index.desc.as_ref().unwrap_or(&desc);
+                    RelationDesc::new(
+                        columns
+                            .iter()
+                            .map(|(i, alias)| {
+                                let mut column = rows.columns[*i].clone();
+                                if let Some(alias) = alias {
+                                    column.name = alias.clone();
+                                }
+                                column
+                            })
+                            .collect(),
+                    )
+                }
+            },
+            columns: columns
+                .as_ref()
+                .map(|c| c.iter().map(|(i, _)| *i).collect()),
             explain,
             finish: None,
         }));

@@ -95,25 +95,30 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
     let Some(steps) = steps_of(&chain)? else {
         return Ok(None);
     };
+    // Simplified once here (constants folded, `now()` fixed at this
+    // statement's start) unless `$n` remain: a prepared statement's steps
+    // are simplified when each Execute binds them.
+    let parameterized = !q.logical.get_parameter_fields()?.is_empty();
+    let steps = if parameterized {
+        steps
+    } else {
+        simplify_steps(cx.state, steps)?
+    };
     // Equalities on columns of the scanned object, from the filters that
     // sit directly on the scan (above a projection, positions change).
     let mut equalities: Vec<(String, Expr)> = Vec::new();
-    for node in chain.iter().rev() {
-        match node {
-            LogicalPlan::Filter(f) => {
-                let predicate = simplified(cx.state, f.predicate.clone(), f.input.schema())?;
-                for conjunct in split_conjunction(&predicate) {
-                    if let Some((i, value)) = column_equality(conjunct, f.input.schema()) {
-                        let j = match &scan.projection {
-                            Some(p) => p[i],
-                            None => i,
-                        };
-                        equalities.push((source_schema.field(j).name().clone(), value));
-                    }
-                }
+    for step in &steps {
+        let PeekStep::Filter { predicate, input } = step else {
+            break;
+        };
+        for conjunct in split_conjunction(predicate) {
+            if let Some((i, value)) = column_equality(conjunct, input) {
+                let j = match &scan.projection {
+                    Some(p) => p[i],
+                    None => i,
+                };
+                equalities.push((source_schema.field(j).name().clone(), value));
             }
-            LogicalPlan::SubqueryAlias(_) => {}
-            _ => break,
         }
     }
     let Some((index, key_exprs)) = choose_index(cx, object, &source_schema, &equalities)? else {
@@ -152,6 +157,7 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
         key,
         inputs: q.inputs.clone(),
         desc: q.desc.clone(),
+        columns: None,
         explain,
         finish: Some(Box::new(PeekFinish {
             columns: scan.projection.clone(),
@@ -425,13 +431,58 @@ fn simplified(state: &SessionState, expr: Expr, schema: &DFSchemaRef) -> DfResul
     ExprSimplifier::new(context).simplify(expr)
 }
 
-/// `expr`, simplified, as a physical expression over `schema`'s rows.
+/// Each step's expressions simplified (see [`simplified`]).
+fn simplify_steps(state: &SessionState, steps: Vec<PeekStep>) -> DfResult<Vec<PeekStep>> {
+    steps
+        .into_iter()
+        .map(|step| {
+            Ok(match step {
+                PeekStep::Filter { predicate, input } => PeekStep::Filter {
+                    predicate: simplified(state, predicate, &input)?,
+                    input,
+                },
+                PeekStep::Project {
+                    exprs,
+                    input,
+                    output,
+                } => PeekStep::Project {
+                    exprs: exprs
+                        .into_iter()
+                        .map(|e| simplified(state, e, &input))
+                        .collect::<DfResult<_>>()?,
+                    input,
+                    output,
+                },
+                PeekStep::Sort {
+                    exprs,
+                    input,
+                    fetch,
+                } => PeekStep::Sort {
+                    exprs: exprs
+                        .into_iter()
+                        .map(|s| {
+                            Ok(SortExpr {
+                                expr: simplified(state, s.expr.clone(), &input)?,
+                                ..s
+                            })
+                        })
+                        .collect::<DfResult<_>>()?,
+                    input,
+                    fetch,
+                },
+                limit @ PeekStep::Limit { .. } => limit,
+            })
+        })
+        .collect()
+}
+
+/// `expr` (already simplified) as a physical expression over `schema`'s
+/// rows.
 fn physical(
     state: &SessionState,
     expr: Expr,
     schema: &DFSchemaRef,
 ) -> DfResult<Arc<dyn PhysicalExpr>> {
-    let expr = simplified(state, expr, schema)?;
     create_physical_expr(
         &expr,
         schema,
@@ -442,18 +493,25 @@ fn physical(
 
 impl PeekPlan {
     /// Whether this peek can be kept at Prepare and bound at each Execute:
-    /// it was planned from a query, and reads no per-execution state
-    /// through its binding (`mz_now()`).
+    /// it was planned from a query with `$n` parameters (so its steps are
+    /// not yet simplified: `now()` is still to be fixed per execution),
+    /// and reads no per-execution state through its binding (`mz_now()`).
     pub fn reusable(&self) -> bool {
         let Some(finish) = &self.finish else {
             return false;
         };
-        !finish.steps.iter().any(|step| {
-            step.expressions().any(|e| {
-                e.exists(|n| Ok(matches!(n, Expr::ScalarFunction(f) if f.name() == "mz_now")))
-                    .unwrap_or(true)
+        let parameterized = finish
+            .query
+            .logical
+            .get_parameter_fields()
+            .is_ok_and(|p| !p.is_empty());
+        parameterized
+            && !finish.steps.iter().any(|step| {
+                step.expressions().any(|e| {
+                    e.exists(|n| Ok(matches!(n, Expr::ScalarFunction(f) if f.name() == "mz_now")))
+                        .unwrap_or(true)
+                })
             })
-        })
     }
 
     /// This peek for one execution: `params` in place of its `$n`, and its
@@ -510,6 +568,7 @@ impl PeekPlan {
                 })
             })
             .collect::<DfResult<Vec<_>>>()?;
+        let steps = simplify_steps(state, steps)?;
         let key = finish
             .key
             .as_ref()

@@ -113,7 +113,10 @@ impl Coordinator {
         drop(holds);
         let rows = answer.map_err(AdapterError::Dataflow)?;
         let Some(finish) = &peek.finish else {
-            return Ok(vec![rows]);
+            return Ok(vec![match &peek.columns {
+                Some(columns) => rows.project(columns)?,
+                None => rows,
+            }]);
         };
         // `mz_now()` reads the peek's time (a peek kept for a prepared
         // statement has none, and was bound at its first execution).

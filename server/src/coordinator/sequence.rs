@@ -190,6 +190,11 @@ impl Coordinator {
             }
             Plan::ExplainPeek(peek) => {
                 let mut lines = vec![format!("Fast path: {}", self.humanize_ids(&peek.explain))];
+                if peek.columns.is_some() {
+                    let names: Vec<&str> =
+                        peek.desc.columns.iter().map(|c| c.name.as_str()).collect();
+                    lines.push(format!("  then Project: {}", names.join(", ")));
+                }
                 if let Some(finish) = &peek.finish {
                     lines.extend(
                         finish

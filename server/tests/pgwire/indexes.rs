@@ -79,6 +79,7 @@ async fn peeks_with_expressions_agree_with_the_general_path() {
     let queries = [
         "SELECT n FROM {} WHERE k = 7",
         "SELECT k, n FROM {} WHERE k = 7",
+        "SELECT n AS cnt, k, n FROM {} WHERE k = 7 AND g = 'g0'",
         "SELECT n * 2 AS twice, s - m, g || '!' FROM {} WHERE k = 7 AND n > 40",
         "SELECT g, s FROM {} WHERE k = 3 AND g = 'g3'",
         "SELECT g, s FROM {} WHERE g = 'g3' AND k = 3",
@@ -116,6 +117,13 @@ async fn peeks_with_expressions_agree_with_the_general_path() {
         let expect_fast = !template.contains("count(") && !template.contains("DISTINCT");
         assert_eq!(fast, expect_fast, "{indexed}: {plan:?}");
     }
+    // Renamed columns keep their names.
+    let renamed = c
+        .prepare("SELECT n AS cnt, k FROM agg WHERE k = 7")
+        .await
+        .unwrap();
+    let names: Vec<&str> = renamed.columns().iter().map(|c| c.name()).collect();
+    assert_eq!(names, ["cnt", "k"]);
     // A key on every column of a two-column index is a keyed lookup; one
     // column of it alone uses the one-column index.
     let plan = rows(&c, "EXPLAIN SELECT s FROM agg WHERE g = 'g1' AND k = 8").await;
@@ -212,6 +220,15 @@ async fn peeks_with_expressions_agree_with_the_general_path() {
         .await
         .unwrap();
     check("new index").await;
+    // `now()` in a peek kept at Parse is each execution's time.
+    let clock = c
+        .prepare("SELECT k, now()::text FROM agg WHERE k = $1 AND g = 'g3'")
+        .await
+        .unwrap();
+    let first: String = c.query_one(&clock, &[&Some(3)]).await.unwrap().get(1);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let second: String = c.query_one(&clock, &[&Some(3)]).await.unwrap().get(1);
+    assert!(second > first, "{first} then {second}");
     c.batch_execute("SET search_path = pg_catalog")
         .await
         .unwrap();
