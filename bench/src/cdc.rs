@@ -52,6 +52,7 @@ use crate::error::{BenchError, Context, Result, failed};
 use crate::freshet::FreshetServer;
 use crate::postgres::PgServer;
 use crate::report::thousands;
+use crate::stats::{Latency, latency, percentile_ms as percentile, signed_ms};
 
 /// Settings added to the benchmark's usual PostgreSQL ones.
 pub const PG_EXTRA_SETTINGS: &[&str] = &[
@@ -94,14 +95,6 @@ pub struct CdcSettings<'a> {
     /// `ticks` (the subsource itself, with no view defined, to see what
     /// the view adds).
     pub relation: String,
-}
-
-/// p50, p99 and max, in milliseconds.
-#[derive(Debug, Clone, Copy)]
-pub struct Latency {
-    p50: f64,
-    p99: f64,
-    max: f64,
 }
 
 /// CPU seconds per wall second of each party over an interval.
@@ -662,33 +655,6 @@ async fn join_writers(
         }
     }
     Ok(all)
-}
-
-/// `later - earlier` in milliseconds, negative if `later` came first.
-fn signed_ms(later: Instant, earlier: Instant) -> f64 {
-    if later >= earlier {
-        (later - earlier).as_secs_f64() * 1e3
-    } else {
-        -((earlier - later).as_secs_f64() * 1e3)
-    }
-}
-
-/// Nearest-rank percentile `p` of `values` (sorted in place).
-fn percentile(values: &mut [f64], p: f64) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p / 100.0 * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
-}
-
-fn latency(values: &mut [f64]) -> Latency {
-    Latency {
-        p50: percentile(values, 50.0),
-        p99: percentile(values, 99.0),
-        max: values.last().copied().unwrap_or(f64::NAN),
-    }
 }
 
 /// When and how a row reached the subscriber.

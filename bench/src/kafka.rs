@@ -56,6 +56,7 @@ use crate::db;
 use crate::error::{BenchError, Context, Result, failed};
 use crate::freshet::{FreshetServer, free_port};
 use crate::report::thousands;
+use crate::stats::{Latency, latency, percentile_ms as percentile, signed_ms};
 
 /// Partitions of every topic.
 pub const PARTITIONS: i32 = 4;
@@ -373,14 +374,6 @@ fn broker_version() -> String {
         Ok(out) => format!("unknown (--version exited with {})", out.status),
         Err(e) => format!("unknown ({e})"),
     }
-}
-
-/// p50, p99 and max, in milliseconds.
-#[derive(Debug, Clone, Copy)]
-pub struct Latency {
-    p50: f64,
-    p99: f64,
-    max: f64,
 }
 
 /// CPU seconds per wall second of each party over an interval.
@@ -975,33 +968,6 @@ async fn steady(s: &KafkaSettings<'_>) -> Result<SteadyRow> {
         row.ack_to_visible.p50, row.ack_to_visible.p99, row.ack_to_visible.max
     );
     Ok(row)
-}
-
-/// `later - earlier` in milliseconds, negative if `later` came first.
-fn signed_ms(later: Instant, earlier: Instant) -> f64 {
-    if later >= earlier {
-        (later - earlier).as_secs_f64() * 1e3
-    } else {
-        -((earlier - later).as_secs_f64() * 1e3)
-    }
-}
-
-/// Nearest-rank percentile `p` of `values` (sorted in place).
-fn percentile(values: &mut [f64], p: f64) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p / 100.0 * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
-}
-
-fn latency(values: &mut [f64]) -> Latency {
-    Latency {
-        p50: percentile(values, 50.0),
-        p99: percentile(values, 99.0),
-        max: values.last().copied().unwrap_or(f64::NAN),
-    }
 }
 
 /// CPU time of Freshet, the broker and the bench.

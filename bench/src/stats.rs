@@ -2,7 +2,48 @@
 //! nearest-rank definition is ten lines and makes it obvious what "p99 of
 //! 200 samples" means (the 198th smallest).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// p50, p99 and max, in milliseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// `later - earlier` in milliseconds, negative if `later` came first (an
+/// upstream clock read before a local one).
+pub fn signed_ms(later: Instant, earlier: Instant) -> f64 {
+    if later >= earlier {
+        (later - earlier).as_secs_f64() * 1e3
+    } else {
+        -((earlier - later).as_secs_f64() * 1e3)
+    }
+}
+
+/// Nearest-rank percentile `p` of millisecond `values` (sorted in place);
+/// NaN when there are none.
+pub fn percentile_ms(values: &mut [f64], p: f64) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p / 100.0 * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+/// p50, p99 and max of millisecond `values` (sorted in place).
+pub fn latency(values: &mut [f64]) -> Latency {
+    Latency {
+        p50: percentile_ms(values, 50.0),
+        p99: percentile_ms(values, 99.0),
+        max: values.last().copied().unwrap_or(f64::NAN),
+    }
+}
 
 /// p50 and p99 of a set of latencies.
 #[derive(Clone, Copy, Debug)]

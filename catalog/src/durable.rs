@@ -193,6 +193,12 @@ impl Catalog {
     }
 
     fn append(&mut self, entry: LogEntry) -> Result<(), CatalogError> {
+        // A newer process may be claiming the log: stop appending as soon
+        // as its epoch exists. Without this check a process committing DDL
+        // in a loop can win every race for the log's head against the
+        // claimer (both take turns on the consensus store's lock), and the
+        // takeover gives up after `CLAIM_ATTEMPTS`.
+        self.fence.check()?;
         let next = self.seqno.map_or(1, |s| s + 1);
         match self.consensus.compare_and_set(
             CATALOG_KEY,

@@ -178,25 +178,13 @@ fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)
     loop {
         match node {
             LogicalPlan::TableScan(scan) => return Some((chain, scan)),
-            LogicalPlan::Projection(p) => {
+            LogicalPlan::Projection(_)
+            | LogicalPlan::Filter(_)
+            | LogicalPlan::Sort(_)
+            | LogicalPlan::Limit(_)
+            | LogicalPlan::SubqueryAlias(_) => {
                 chain.push(node);
-                node = &p.input;
-            }
-            LogicalPlan::Filter(f) => {
-                chain.push(node);
-                node = &f.input;
-            }
-            LogicalPlan::Sort(s) => {
-                chain.push(node);
-                node = &s.input;
-            }
-            LogicalPlan::Limit(l) => {
-                chain.push(node);
-                node = &l.input;
-            }
-            LogicalPlan::SubqueryAlias(a) => {
-                chain.push(node);
-                node = &a.input;
+                node = node.inputs().first().copied()?;
             }
             _ => return None,
         }
