@@ -423,44 +423,7 @@ fn simplified(state: &SessionState, expr: Expr, schema: &DFSchemaRef) -> DfResul
 fn simplify_steps(state: &SessionState, steps: Vec<PeekStep>) -> DfResult<Vec<PeekStep>> {
     steps
         .into_iter()
-        .map(|step| {
-            Ok(match step {
-                PeekStep::Filter { predicate, input } => PeekStep::Filter {
-                    predicate: simplified(state, predicate, &input)?,
-                    input,
-                },
-                PeekStep::Project {
-                    exprs,
-                    input,
-                    output,
-                } => PeekStep::Project {
-                    exprs: exprs
-                        .into_iter()
-                        .map(|e| simplified(state, e, &input))
-                        .collect::<DfResult<_>>()?,
-                    input,
-                    output,
-                },
-                PeekStep::Sort {
-                    exprs,
-                    input,
-                    fetch,
-                } => PeekStep::Sort {
-                    exprs: exprs
-                        .into_iter()
-                        .map(|s| {
-                            Ok(SortExpr {
-                                expr: simplified(state, s.expr.clone(), &input)?,
-                                ..s
-                            })
-                        })
-                        .collect::<DfResult<_>>()?,
-                    input,
-                    fetch,
-                },
-                limit @ PeekStep::Limit { .. } => limit,
-            })
-        })
+        .map(|step| step.map_exprs(|e, schema| simplified(state, e, schema)))
         .collect()
 }
 
@@ -493,13 +456,7 @@ impl PeekPlan {
             .logical
             .get_parameter_fields()
             .is_ok_and(|p| !p.is_empty());
-        parameterized
-            && !finish.steps.iter().any(|step| {
-                step.expressions().any(|e| {
-                    e.exists(|n| Ok(matches!(n, Expr::ScalarFunction(f) if f.name() == "mz_now")))
-                        .unwrap_or(true)
-                })
-            })
+        parameterized && !finish.reads_binding()
     }
 
     /// This peek for one execution: `params` in place of its `$n`, and its
@@ -508,71 +465,82 @@ impl PeekPlan {
         let Some(finish) = &self.finish else {
             return Ok(self.clone());
         };
-        let bind_all = |exprs: &[Expr]| {
-            exprs
-                .iter()
-                .map(|e| with_params(e.clone(), params))
-                .collect::<DfResult<Vec<_>>>()
-        };
         let steps = finish
             .steps
             .iter()
             .map(|step| {
-                Ok(match step {
-                    PeekStep::Filter { predicate, input } => PeekStep::Filter {
-                        predicate: with_params(predicate.clone(), params)?,
-                        input: Arc::clone(input),
-                    },
-                    PeekStep::Project {
-                        exprs,
-                        input,
-                        output,
-                    } => PeekStep::Project {
-                        exprs: bind_all(exprs)?,
-                        input: Arc::clone(input),
-                        output: Arc::clone(output),
-                    },
-                    PeekStep::Sort {
-                        exprs,
-                        input,
-                        fetch,
-                    } => PeekStep::Sort {
-                        exprs: exprs
-                            .iter()
-                            .map(|s| {
-                                Ok(SortExpr {
-                                    expr: with_params(s.expr.clone(), params)?,
-                                    ..s.clone()
-                                })
-                            })
-                            .collect::<DfResult<Vec<_>>>()?,
-                        input: Arc::clone(input),
-                        fetch: *fetch,
-                    },
-                    PeekStep::Limit { skip, fetch } => PeekStep::Limit {
-                        skip: *skip,
-                        fetch: *fetch,
-                    },
-                })
+                step.clone()
+                    .map_exprs(|e, schema| simplified(state, with_params(e, params)?, schema))
             })
             .collect::<DfResult<Vec<_>>>()?;
-        let steps = simplify_steps(state, steps)?;
         let key = finish
             .key
             .as_ref()
             .and_then(|k| key_values(state, k, params));
         Ok(PeekPlan {
+            index: self.index,
             key,
+            desc: self.desc.clone(),
+            columns: self.columns.clone(),
+            inputs: self.inputs.clone(),
+            explain: self.explain.clone(),
             finish: Some(Box::new(PeekFinish {
+                query: finish.query.clone(),
+                columns: finish.columns.clone(),
+                scan_schema: Arc::clone(&finish.scan_schema),
                 steps,
-                ..(**finish).clone()
+                output: Arc::clone(&finish.output),
+                key: finish.key.clone(),
             })),
-            ..self.clone()
         })
     }
 }
 
 impl PeekStep {
+    /// The step with `f` applied to each of its expressions (given the
+    /// schema they read).
+    fn map_exprs(
+        self,
+        mut f: impl FnMut(Expr, &DFSchemaRef) -> DfResult<Expr>,
+    ) -> DfResult<PeekStep> {
+        Ok(match self {
+            PeekStep::Filter { predicate, input } => PeekStep::Filter {
+                predicate: f(predicate, &input)?,
+                input,
+            },
+            PeekStep::Project {
+                exprs,
+                input,
+                output,
+            } => PeekStep::Project {
+                exprs: exprs
+                    .into_iter()
+                    .map(|e| f(e, &input))
+                    .collect::<DfResult<_>>()?,
+                input,
+                output,
+            },
+            PeekStep::Sort {
+                exprs,
+                input,
+                fetch,
+            } => PeekStep::Sort {
+                exprs: exprs
+                    .into_iter()
+                    .map(|s| {
+                        Ok(SortExpr {
+                            expr: f(s.expr.clone(), &input)?,
+                            ..s
+                        })
+                    })
+                    .collect::<DfResult<_>>()?,
+                input,
+                fetch,
+            },
+            limit @ PeekStep::Limit { .. } => limit,
+        })
+    }
+
     /// The step's expressions.
     fn expressions(&self) -> Box<dyn Iterator<Item = &Expr> + '_> {
         match self {
@@ -585,6 +553,17 @@ impl PeekStep {
 }
 
 impl PeekFinish {
+    /// Whether an expression reads the query's binding (`mz_now()`, the
+    /// read time), which must then be bound before [`Self::apply`].
+    pub fn reads_binding(&self) -> bool {
+        self.steps.iter().any(|step| {
+            step.expressions().any(|e| {
+                e.exists(|n| Ok(matches!(n, Expr::ScalarFunction(f) if f.name() == "mz_now")))
+                    .unwrap_or(true)
+            })
+        })
+    }
+
     /// Apply the query's steps to the rows a peek returned (the index's
     /// rows: every column of the object), giving the query's result.
     /// Expressions are made physical here, with the session's execution

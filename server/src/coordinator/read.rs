@@ -118,9 +118,9 @@ impl Coordinator {
                 None => rows,
             }]);
         };
-        // `mz_now()` reads the peek's time (a peek kept for a prepared
-        // statement has none, and was bound at its first execution).
-        if finish.query.binding.as_of().is_none() {
+        // `mz_now()` reads the peek's time. (Such a peek is planned for
+        // one execution: prepared statements do not keep it.)
+        if finish.reads_binding() {
             finish
                 .query
                 .binding

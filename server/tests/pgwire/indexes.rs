@@ -161,65 +161,59 @@ async fn peeks_with_expressions_agree_with_the_general_path() {
         .prepare("SELECT n, s FROM plain WHERE k = $1 AND g = $2")
         .await
         .unwrap();
-    for (k, g) in [
-        (Some(3), Some("g3")),
-        (Some(3), None),
-        (None, Some("g1")),
-        (Some(70), Some("g1")),
-    ] {
-        let a: Vec<(i64, Option<i64>)> = c
-            .query(&prepared, &[&k, &g])
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        let b: Vec<(i64, Option<i64>)> = c
-            .query(&general, &[&k, &g])
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        assert_eq!(a, b, "k {k:?} g {g:?}");
-    }
+    // The prepared statement's rows for `(k, g)` equal the general path's.
+    let agree = |label: &'static str, keys: Vec<(Option<i32>, Option<&'static str>)>| {
+        let (c, prepared, general) = (&c, &prepared, &general);
+        async move {
+            let run = |st: &tokio_postgres::Statement, k: Option<i32>, g: Option<&str>| {
+                let st = st.clone();
+                let g = g.map(str::to_string);
+                async move {
+                    c.query(&st, &[&k, &g])
+                        .await
+                        .unwrap()
+                        .iter()
+                        .map(|r| (r.get::<_, i64>(0), r.get::<_, Option<i64>>(1)))
+                        .collect::<Vec<_>>()
+                }
+            };
+            for (k, g) in keys {
+                assert_eq!(
+                    run(prepared, k, g).await,
+                    run(general, k, g).await,
+                    "{label}: k {k:?} g {g:?}"
+                );
+            }
+        }
+    };
+    agree(
+        "indexed",
+        vec![
+            (Some(3), Some("g3")),
+            (Some(3), None),
+            (None, Some("g1")),
+            (Some(70), Some("g1")),
+        ],
+    )
+    .await;
     // The peek a prepared statement kept at Parse is planned again once
     // the catalog changes under it: without its indexes the statement
     // reads storage, and a new index serves it again.
-    let check = |label: &'static str| {
-        let (c, prepared, general) = (&c, &prepared, &general);
-        async move {
-            for (k, g) in [
-                (Some(3), Some("g3")),
-                (Some(49), Some("g0")),
-                (Some(1), None),
-            ] {
-                let a: Vec<(i64, Option<i64>)> = c
-                    .query(prepared, &[&k, &g])
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|r| (r.get(0), r.get(1)))
-                    .collect();
-                let b: Vec<(i64, Option<i64>)> = c
-                    .query(general, &[&k, &g])
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|r| (r.get(0), r.get(1)))
-                    .collect();
-                assert_eq!(a, b, "{label}: k {k:?} g {g:?}");
-            }
-        }
+    let again = || {
+        vec![
+            (Some(3), Some("g3")),
+            (Some(49), Some("g0")),
+            (Some(1), None),
+        ]
     };
     c.batch_execute("DROP INDEX agg_k; DROP INDEX agg_kg")
         .await
         .unwrap();
-    check("no index").await;
+    agree("no index", again()).await;
     c.batch_execute("INSERT INTO t VALUES (3, 'g3', 1000); CREATE INDEX agg_gk ON agg (g, k)")
         .await
         .unwrap();
-    check("new index").await;
+    agree("new index", again()).await;
     // `now()` in a peek kept at Parse is each execution's time.
     let clock = c
         .prepare("SELECT k, now()::text FROM agg WHERE k = $1 AND g = 'g3'")
