@@ -70,7 +70,15 @@ async fn describe(
                 w.returning.map(|r| r.desc),
             ),
             Plan::Rows { desc, .. } => (vec![], Some(desc)),
-            Plan::Explain(..) | Plan::ExplainPeek(_) => (vec![], Some(text("QUERY PLAN"))),
+            // `EXPLAIN` takes the parameters of the statement it explains.
+            Plan::Explain(_, q) => (placeholder_types(&q.logical)?, Some(text("QUERY PLAN"))),
+            Plan::ExplainPeek(p) => (
+                match &p.finish {
+                    Some(finish) => placeholder_types(&finish.query.logical)?,
+                    None => vec![],
+                },
+                Some(text("QUERY PLAN")),
+            ),
             Plan::Peek(p) => match &p.finish {
                 Some(finish) => (placeholder_types(&finish.query.logical)?, Some(p.desc)),
                 None => (vec![], Some(p.desc)),

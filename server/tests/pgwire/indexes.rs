@@ -117,6 +117,21 @@ async fn peeks_with_expressions_agree_with_the_general_path() {
         let expect_fast = !template.contains("count(") && !template.contains("DISTINCT");
         assert_eq!(fast, expect_fast, "{indexed}: {plan:?}");
     }
+    // EXPLAIN of a statement with parameters takes them (as PostgreSQL).
+    let explained = c
+        .query("EXPLAIN SELECT n FROM agg WHERE k = $1", &[&7i32])
+        .await
+        .unwrap();
+    let first: &str = explained[0].get(0);
+    assert!(first.starts_with("Fast path: Peek index"), "{first}");
+    let general: Vec<String> = c
+        .query("EXPLAIN SELECT sum(n) FROM agg WHERE k = $1", &[&7i32])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(general[0].contains("logical plan"), "{general:?}");
     // Renamed columns keep their names.
     let renamed = c
         .prepare("SELECT n AS cnt, k FROM agg WHERE k = 7")
