@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use arrow::array::RecordBatch;
-use datafusion::common::{Result as DfResult, plan_datafusion_err};
+use datafusion::common::{Result as DfResult, ScalarValue, plan_datafusion_err};
 use freshet_repr::{GlobalId, Timestamp};
 
 use crate::builtins::Builtin;
@@ -23,6 +23,16 @@ pub trait CollectionReader: Send + Sync + fmt::Debug {
     fn builtin_rows(&self, builtin: Builtin) -> DfResult<Vec<RecordBatch>>;
     /// The rows index `index` holds at `as_of`.
     fn index_rows(&self, index: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>>;
+    /// The rows index `index` holds whose key is one of `keys`, at
+    /// `as_of`; `None` when the index cannot serve this read (the reading
+    /// transaction wrote to a collection behind it, or the index no
+    /// longer holds `as_of`), so the caller reads the whole object.
+    fn index_seek(
+        &self,
+        index: GlobalId,
+        as_of: Timestamp,
+        keys: &[Vec<ScalarValue>],
+    ) -> DfResult<Option<Vec<RecordBatch>>>;
 }
 
 /// The time a query reads at and where it reads from, fixed once the

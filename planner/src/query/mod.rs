@@ -8,6 +8,7 @@ pub mod catalog_functions;
 pub mod crypto;
 pub mod engine;
 pub mod functions;
+pub mod index_scan;
 pub mod json_build;
 pub mod jsonb_ops;
 pub mod keywords;

@@ -22,10 +22,11 @@ use datafusion::datasource::provider_as_source;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::planner::{ExprPlanner, TypePlanner};
 use datafusion::logical_expr::{
-    AggregateUDF, Expr, HigherOrderUDF, LogicalPlan, LogicalPlanBuilder, ScalarUDF, TableSource,
-    TableType, WindowUDF, col,
+    AggregateUDF, Expr, HigherOrderUDF, LogicalPlan, LogicalPlanBuilder, ScalarUDF,
+    TableProviderFilterPushDown, TableSource, TableType, WindowUDF, col,
 };
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::memory::LazyMemoryExec;
 use datafusion::sql::planner::{ContextProvider, ParserOptions, PlannerContext, SqlToRel};
 use datafusion::sql::sqlparser::ast;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -35,6 +36,9 @@ use freshet_repr::GlobalId;
 
 use crate::builtins::{Builtin, BuiltinRelation, BuiltinSource};
 pub use crate::query::binding::{CollectionReader, QueryBinding, ReadContext};
+use crate::query::index_scan::{
+    IndexSeek, IndexSeekGenerator, KeyedIndex, Whole, choose_seek, constrains_key, keyed_indexes,
+};
 use crate::query::resolve::{NameResolver, ROWS_SCHEMA, Resolved, parse_id_form};
 
 fn partitions(batches: Vec<RecordBatch>, n: usize) -> Vec<Vec<RecordBatch>> {
@@ -68,6 +72,8 @@ pub struct BoundTable {
     schema: SchemaRef,
     defaults: HashMap<String, Expr>,
     binding: Arc<QueryBinding>,
+    /// Indexes on a collection that a scan with key filters seeks in.
+    indexes: Vec<KeyedIndex>,
 }
 
 impl BoundTable {
@@ -86,6 +92,12 @@ impl BoundTable {
             Contents::Index(index, inputs) => Some((*index, inputs)),
             _ => None,
         }
+    }
+
+    /// The index seek serving a scan with `filters` (pushed down by
+    /// DataFusion), if an index's key is fixed by them.
+    pub fn seek(&self, filters: &[Expr]) -> Option<IndexSeek> {
+        choose_seek(&self.indexes, &self.schema, filters)
     }
 
     fn batches(&self) -> DfResult<Vec<RecordBatch>> {
@@ -137,13 +149,51 @@ impl TableProvider for BoundTable {
         self.defaults.get(column)
     }
 
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        // Key filters narrow what the scan reads; the query still applies
+        // them.
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if constrains_key(&self.indexes, &self.schema, f) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
     async fn scan(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
+        filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let whole = match &self.contents {
+            Contents::Collection(id) => Some(Whole::Collection(*id)),
+            Contents::Index(index, _) => Some(Whole::Index(*index)),
+            _ => None,
+        };
+        if let (Some(whole), Some(seek)) = (whole, self.seek(filters)) {
+            let generator = IndexSeekGenerator {
+                seek,
+                whole,
+                schema: Arc::clone(&self.schema),
+                binding: Arc::clone(&self.binding),
+                pending: None,
+            };
+            let exec = LazyMemoryExec::try_new(
+                Arc::clone(&self.schema),
+                vec![Arc::new(parking_lot::RwLock::new(generator))],
+            )?
+            .with_projection(projection.cloned());
+            return Ok(Arc::new(exec));
+        }
         let n = state.config().target_partitions();
         Ok(MemorySourceConfig::try_new_exec(
             &partitions(self.batches()?, n),
@@ -339,20 +389,30 @@ impl<'a> PlanningContext<'a> {
                 // NOT NULL is enforced by the sequencer with Postgres's
                 // error; DataFusion sees every column as nullable.
                 let schema = freshet_repr::nullable_schema(&desc.arrow_schema());
+                // Ad hoc reads seek in the object's indexes; dataflows
+                // read storage.
+                let indexes = if self.read_indexes {
+                    keyed_indexes(self.resolver.catalog, id, &schema)
+                } else {
+                    Vec::new()
+                };
                 provider_as_source(Arc::new(BoundTable {
                     contents: Contents::Collection(id),
                     schema,
                     defaults,
                     binding: Arc::clone(&self.binding),
+                    indexes,
                 }))
             }
             // An indexed view is read from its index, not recomputed.
             ItemKind::View
                 if let Some((index, rows)) = self.index_of(id).filter(|_| self.read_indexes) =>
             {
+                let schema = freshet_repr::nullable_schema(&rows.arrow_schema());
                 provider_as_source(Arc::new(BoundTable {
                     contents: Contents::Index(index, self.resolver.catalog.collections_behind(id)),
-                    schema: freshet_repr::nullable_schema(&rows.arrow_schema()),
+                    indexes: keyed_indexes(self.resolver.catalog, id, &schema),
+                    schema,
                     defaults: HashMap::new(),
                     binding: Arc::clone(&self.binding),
                 }))
@@ -450,6 +510,7 @@ impl ContextProvider for PlanningContext<'_> {
                 schema: Arc::clone(rows),
                 defaults: HashMap::new(),
                 binding: Arc::clone(&self.binding),
+                indexes: Vec::new(),
             })));
         }
         match parse_id_form(&parts) {
@@ -592,6 +653,7 @@ impl PlanningContext<'_> {
                 schema,
                 defaults: HashMap::new(),
                 binding: Arc::clone(&self.binding),
+                indexes: Vec::new(),
             }))),
             BuiltinSource::Empty => {
                 let plan = LogicalPlan::EmptyRelation(datafusion::logical_expr::EmptyRelation {
@@ -632,4 +694,26 @@ impl PlanningContext<'_> {
             .collect();
         Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
     }
+}
+
+/// The index seeks an optimized plan's scans make, with each scan's
+/// table: what `EXPLAIN` reports as the indexes serving the query.
+pub fn index_seeks(plan: &LogicalPlan) -> Vec<(TableReference, IndexSeek)> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    let mut out = Vec::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = datafusion::datasource::source_as_provider(&scan.source)
+        {
+            let any: &dyn std::any::Any = provider.as_ref();
+            if let Some(seek) = any
+                .downcast_ref::<BoundTable>()
+                .and_then(|b| b.seek(&scan.filters))
+            {
+                out.push((scan.table_name.clone(), seek));
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    out
 }

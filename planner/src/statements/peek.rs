@@ -41,6 +41,7 @@ use freshet_repr::GlobalId;
 
 use crate::error::Result;
 use crate::plan::{KeyConstants, PeekFinish, PeekPlan, PeekStep, Plan, QueryPlan};
+use crate::query::index_scan::{choose_seek, keyed_indexes};
 use crate::query::provider::BoundTable;
 use crate::statements::context::StatementContext;
 
@@ -107,11 +108,13 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
     // Equalities on columns of the scanned object, from the filters that
     // sit directly on the scan (above a projection, positions change).
     let mut equalities: Vec<(String, Expr)> = Vec::new();
+    let mut conjuncts: Vec<Expr> = Vec::new();
     for step in &steps {
         let PeekStep::Filter { predicate, input } = step else {
             break;
         };
         for conjunct in split_conjunction(predicate) {
+            conjuncts.push(conjunct.clone());
             if let Some((i, value)) = column_equality(conjunct, input) {
                 let j = match &scan.projection {
                     Some(p) => p[i],
@@ -124,6 +127,18 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
     let Some((index, key_exprs)) = choose_index(cx, object, &source_schema, &equalities)? else {
         return Ok(None);
     };
+    // `key IN (...)` (or an OR of equalities): the general path seeks each
+    // key instead of peeking every row.
+    if key_exprs.is_none()
+        && choose_seek(
+            &keyed_indexes(cx.catalog, object, &source_schema),
+            &source_schema,
+            &conjuncts,
+        )
+        .is_some()
+    {
+        return Ok(None);
+    }
     let keys = match &index.details {
         ItemDetails::Index { keys, .. } => keys.join(", "),
         _ => String::new(),

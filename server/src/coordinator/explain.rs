@@ -41,6 +41,13 @@ impl Coordinator {
                 let text = self.humanize_ids(&optimized.display_indent().to_string());
                 let mut lines = vec!["Optimized logical plan:".to_string()];
                 lines.extend(text.lines().map(|l| format!("  {l}")));
+                let seeks = freshet_planner::query::provider::index_seeks(&optimized);
+                if !seeks.is_empty() {
+                    lines.push("Index seeks:".to_string());
+                    for (table, seek) in seeks {
+                        lines.push(self.humanize_ids(&format!("  {table}: {seek}")));
+                    }
+                }
                 lines
             }
             ExplainKind::Timestamp => {

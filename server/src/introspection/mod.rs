@@ -298,6 +298,43 @@ impl CollectionReader for QueryReader {
         Ok(vec![answer?])
     }
 
+    fn index_seek(
+        &self,
+        index: GlobalId,
+        as_of: Timestamp,
+        keys: &[Vec<datafusion::common::ScalarValue>],
+    ) -> DfResult<Option<Vec<RecordBatch>>> {
+        // The transaction's own writes are in no index.
+        if self
+            .catalog
+            .collections_behind(index)
+            .iter()
+            .any(|t| self.pending.contains_key(t) || self.created.contains(t))
+        {
+            return Ok(None);
+        }
+        let mut pending = Vec::with_capacity(keys.len());
+        for key in keys {
+            match self.compute.peek(index, as_of, Some(key.clone())) {
+                Ok(peek) => pending.push(peek.wait()),
+                // Compacted past `as_of` (a serializable or transaction
+                // read at an older time): storage still holds it.
+                Err(freshet_compute::ComputeError::NotReadable { .. }) => return Ok(None),
+                Err(e) => return Err(DataFusionError::Execution(e.to_string())),
+            }
+        }
+        // Every key's workers are asked before waiting for any answer.
+        let answers = crate::query_exec::wait_here(futures::future::join_all(pending));
+        answers
+            .into_iter()
+            .map(|answer| {
+                let rows = answer.map_err(|e| DataFusionError::Execution(e.to_string()))?;
+                Ok(rows?)
+            })
+            .collect::<DfResult<Vec<_>>>()
+            .map(Some)
+    }
+
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
         if self.created.contains(&id) {
             let schema = self

@@ -1,0 +1,422 @@
+//! Reading a table, materialized view or source through one of its
+//! indexes: when a query's filters fix every key column of an index (by
+//! `=`, `IN (...)` or an `OR` of equalities), the scan seeks those keys in
+//! the index's arrangement instead of reading the whole collection.
+//!
+//! The filters are offered to DataFusion as *inexact* pushdowns, so the
+//! query still applies them above the scan: the seek only narrows what is
+//! read, it never decides what the query returns. A read the index cannot
+//! serve (the transaction wrote to the collection; the index has compacted
+//! past the read time) falls back to the collection's snapshot.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, SchemaRef};
+use datafusion::common::{Result as DfResult, ScalarValue};
+use datafusion::logical_expr::expr::InList;
+use datafusion::logical_expr::utils::split_conjunction;
+use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
+use datafusion::physical_plan::memory::LazyBatchGenerator;
+use freshet_catalog::{CatalogState, ItemDetails};
+use freshet_repr::GlobalId;
+use parking_lot::RwLock;
+
+use crate::query::binding::QueryBinding;
+
+/// The distinct values a key column may take, sorted.
+type Values = Vec<ScalarValue>;
+
+/// `values` sorted and without duplicates (all are of one type).
+fn normalized(mut values: Values) -> Values {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    values.dedup();
+    values
+}
+
+/// The most keys one scan seeks; a longer `IN` list (or a larger product
+/// of lists over a compound key) reads the whole collection instead.
+pub const MAX_SEEKS: usize = 1024;
+
+/// An index whose key is plain columns of the object it indexes, and whose
+/// rows carry the object's column types: one a scan can seek in.
+#[derive(Debug, Clone)]
+pub struct KeyedIndex {
+    /// The index.
+    pub id: GlobalId,
+    /// Its name, for `EXPLAIN`.
+    pub name: String,
+    /// Positions of its key columns in the object's columns, in key order.
+    pub key: Vec<usize>,
+}
+
+/// The indexes on `on` a scan of it can seek in.
+pub fn keyed_indexes(catalog: &CatalogState, on: GlobalId, schema: &SchemaRef) -> Vec<KeyedIndex> {
+    catalog
+        .indexes_on(on)
+        .filter_map(|index| {
+            let ItemDetails::Index { keys, .. } = &index.details else {
+                return None;
+            };
+            let desc = index.desc.as_ref()?;
+            let same_types = desc.columns.len() == schema.fields().len()
+                && desc
+                    .columns
+                    .iter()
+                    .zip(schema.fields())
+                    .all(|(c, f)| c.ty.arrow_type() == *f.data_type());
+            if !same_types || keys.is_empty() {
+                return None;
+            }
+            let key = keys
+                .iter()
+                .map(|k| {
+                    let name = crate::statements::index::key_column_name(k);
+                    desc.columns.iter().position(|c| c.name == name)
+                })
+                .collect::<Option<Vec<usize>>>()?;
+            Some(KeyedIndex {
+                id: index.id,
+                name: index.name.clone(),
+                key,
+            })
+        })
+        .collect()
+}
+
+/// A seek chosen for one scan: the index and the keys to read.
+#[derive(Debug, Clone)]
+pub struct IndexSeek {
+    /// The index read.
+    pub index: KeyedIndex,
+    /// Each key sought, values in key order as the key columns' types.
+    pub keys: Vec<Vec<ScalarValue>>,
+    /// The key columns' names, for display.
+    pub key_names: Vec<String>,
+}
+
+impl fmt::Display for IndexSeek {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = |values: &[ScalarValue]| {
+            values
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        write!(
+            f,
+            "index {} on ({}) = ",
+            self.index.name,
+            self.key_names.join(", ")
+        )?;
+        match self.keys.as_slice() {
+            [one] => write!(f, "({})", key(one)),
+            many => write!(
+                f,
+                "any of [{}]",
+                many.iter()
+                    .map(|k| format!("({})", key(k)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// Whether `filter` constrains a key column of some index to constants:
+/// DataFusion then passes it to the scan (and still applies it above).
+pub fn constrains_key(indexes: &[KeyedIndex], schema: &SchemaRef, filter: &Expr) -> bool {
+    key_constraint(filter, schema)
+        .is_some_and(|(column, _)| indexes.iter().any(|i| i.key.contains(&column)))
+}
+
+/// The seek that serves a scan with `filters`: the first index whose every
+/// key column the filters fix to a few constants.
+pub fn choose_seek(
+    indexes: &[KeyedIndex],
+    schema: &SchemaRef,
+    filters: &[Expr],
+) -> Option<IndexSeek> {
+    if indexes.is_empty() {
+        return None;
+    }
+    // The values each constrained column may take (the intersection of
+    // every conjunct that constrains it).
+    let mut allowed: Vec<Option<Values>> = vec![None; schema.fields().len()];
+    for conjunct in filters.iter().flat_map(|f| split_conjunction(f)) {
+        if let Some((column, values)) = key_constraint(conjunct, schema) {
+            let slot = &mut allowed[column];
+            *slot = Some(match slot.take() {
+                Some(before) => before.into_iter().filter(|v| values.contains(v)).collect(),
+                None => values,
+            });
+        }
+    }
+    indexes.iter().find_map(|index| {
+        let sets: Vec<&Values> = index
+            .key
+            .iter()
+            .map(|c| allowed[*c].as_ref())
+            .collect::<Option<_>>()?;
+        let count = sets
+            .iter()
+            .try_fold(1usize, |n, s| n.checked_mul(s.len()))?;
+        if count > MAX_SEEKS {
+            return None;
+        }
+        let mut keys: Vec<Vec<ScalarValue>> = vec![Vec::new()];
+        for set in sets {
+            keys = keys
+                .into_iter()
+                .flat_map(|prefix| {
+                    set.iter().map(move |v| {
+                        let mut key = prefix.clone();
+                        key.push(v.clone());
+                        key
+                    })
+                })
+                .collect();
+        }
+        if count == 0 {
+            keys.clear();
+        }
+        Some(IndexSeek {
+            key_names: index
+                .key
+                .iter()
+                .map(|c| schema.field(*c).name().clone())
+                .collect(),
+            index: index.clone(),
+            keys,
+        })
+    })
+}
+
+/// `column = constant`, `column IN (constants)`, or an `OR` of those on
+/// one column: the column's position and the non-NULL values it may take
+/// (a NULL never equals anything). Constants must be exactly values of
+/// the column's type.
+fn key_constraint(e: &Expr, schema: &SchemaRef) -> Option<(usize, Values)> {
+    let column_of = |e: &Expr| match e {
+        Expr::Column(c) => schema.index_of(&c.name).ok(),
+        _ => None,
+    };
+    let value_for = |column: usize, e: &Expr| -> Option<Option<ScalarValue>> {
+        let Expr::Literal(value, _) = e else {
+            return None;
+        };
+        exact_value(value, schema.field(column).data_type())
+    };
+    match e {
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Eq,
+            right,
+        }) => {
+            let (column, constant) = match (column_of(left), column_of(right)) {
+                (Some(c), None) => (c, right.as_ref()),
+                (None, Some(c)) => (c, left.as_ref()),
+                _ => return None,
+            };
+            Some((column, value_for(column, constant)?.into_iter().collect()))
+        }
+        Expr::InList(InList {
+            expr,
+            list,
+            negated: false,
+        }) => {
+            let column = column_of(expr)?;
+            let mut values = Values::new();
+            for item in list {
+                values.extend(value_for(column, item)?);
+            }
+            Some((column, normalized(values)))
+        }
+        Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Or,
+            right,
+        }) => {
+            let (a, mut values) = key_constraint(left, schema)?;
+            let (b, more) = key_constraint(right, schema)?;
+            if a != b {
+                return None;
+            }
+            values.extend(more);
+            Some((a, normalized(values)))
+        }
+        _ => None,
+    }
+}
+
+/// `value` as a value of `ty` if it is exactly one (`Some(None)` for NULL,
+/// which matches no key); `None` if the conversion would change it.
+fn exact_value(value: &ScalarValue, ty: &DataType) -> Option<Option<ScalarValue>> {
+    if value.is_null() {
+        return Some(None);
+    }
+    let keyed = value.cast_to(ty).ok()?;
+    (keyed.cast_to(&value.data_type()).ok()? == *value).then_some(Some(keyed))
+}
+
+/// Where a scan reads all of its object's rows: what a seek falls back to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Whole {
+    /// A storage collection's snapshot.
+    Collection(GlobalId),
+    /// An indexed view's index (the view has no collection).
+    Index(GlobalId),
+}
+
+/// Produces a seek's rows when the scan first runs (not while the query
+/// is planned), at the query's read time.
+#[derive(Debug)]
+pub(crate) struct IndexSeekGenerator {
+    pub(crate) seek: IndexSeek,
+    /// What to read when the index cannot serve the seek.
+    pub(crate) whole: Whole,
+    /// Its columns as the query sees them.
+    pub(crate) schema: SchemaRef,
+    pub(crate) binding: Arc<QueryBinding>,
+    /// Batches read, not yet produced (`None` until read).
+    pub(crate) pending: Option<Vec<RecordBatch>>,
+}
+
+impl fmt::Display for IndexSeekGenerator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.seek)
+    }
+}
+
+impl IndexSeekGenerator {
+    fn read(&self) -> DfResult<Vec<RecordBatch>> {
+        let read = self.binding.read()?;
+        let sought = read
+            .reader
+            .index_seek(self.seek.index.id, read.as_of, &self.seek.keys)?;
+        let batches = match (sought, self.whole) {
+            (Some(batches), _) => batches,
+            (None, Whole::Collection(id)) => read.reader.snapshot(id, read.as_of)?,
+            (None, Whole::Index(index)) => read.reader.index_rows(index, read.as_of)?,
+        };
+        batches
+            .into_iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| {
+                Ok(RecordBatch::try_new(
+                    Arc::clone(&self.schema),
+                    b.columns().to_vec(),
+                )?)
+            })
+            .collect()
+    }
+}
+
+impl LazyBatchGenerator for IndexSeekGenerator {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn generate_next_batch(&mut self) -> DfResult<Option<RecordBatch>> {
+        if self.pending.is_none() {
+            let mut batches = self.read()?;
+            batches.reverse();
+            self.pending = Some(batches);
+        }
+        Ok(self.pending.as_mut().and_then(Vec::pop))
+    }
+
+    fn reset_state(&self) -> Arc<RwLock<dyn LazyBatchGenerator>> {
+        Arc::new(RwLock::new(IndexSeekGenerator {
+            seek: self.seek.clone(),
+            whole: self.whole,
+            schema: Arc::clone(&self.schema),
+            binding: Arc::clone(&self.binding),
+            pending: None,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::datatypes::{Field, Schema};
+    use datafusion::logical_expr::{col, lit};
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Utf8, true),
+            Field::new("c", DataType::Int64, true),
+        ]))
+    }
+
+    fn index(key: Vec<usize>) -> KeyedIndex {
+        KeyedIndex {
+            id: GlobalId::User(1),
+            name: "i".into(),
+            key,
+        }
+    }
+
+    #[test]
+    fn equalities_and_lists_become_keys() {
+        let s = schema();
+        let filters = [col("a").in_list(vec![lit(3i32), lit(1i32), lit(3i32)], false)];
+        let seek = choose_seek(&[index(vec![0])], &s, &filters).expect("seek");
+        assert_eq!(
+            seek.keys,
+            vec![
+                vec![ScalarValue::Int32(Some(1))],
+                vec![ScalarValue::Int32(Some(3))]
+            ]
+        );
+        // A compound key takes the product; conjuncts on one column intersect.
+        let filters = [
+            col("a").eq(lit(1i32)).or(col("a").eq(lit(2i32))),
+            col("b").eq(lit("x")).and(col("a").eq(lit(2i32))),
+        ];
+        let seek = choose_seek(&[index(vec![0, 1])], &s, &filters).expect("seek");
+        assert_eq!(
+            seek.keys,
+            vec![vec![
+                ScalarValue::Int32(Some(2)),
+                ScalarValue::Utf8(Some("x".into()))
+            ]]
+        );
+        // Disjoint constraints: nothing to read.
+        let filters = [col("a").eq(lit(1i32)), col("a").eq(lit(2i32))];
+        let seek = choose_seek(&[index(vec![0])], &s, &filters).expect("seek");
+        assert!(seek.keys.is_empty());
+    }
+
+    #[test]
+    fn what_does_not_fix_the_key_is_no_seek() {
+        let s = schema();
+        // One key column unconstrained.
+        assert!(choose_seek(&[index(vec![0, 1])], &s, &[col("a").eq(lit(1i32))]).is_none());
+        // A range, a negated list, an OR across columns.
+        for f in [
+            col("a").gt(lit(1i32)),
+            col("a").in_list(vec![lit(1i32)], true),
+            col("a").eq(lit(1i32)).or(col("c").eq(lit(1i64))),
+        ] {
+            assert!(!constrains_key(&[index(vec![0])], &s, &f), "{f}");
+            assert!(choose_seek(&[index(vec![0])], &s, &[f]).is_none());
+        }
+        // A constant that is not exactly a value of the column's type.
+        let f = col("a").eq(lit(5_000_000_000i64));
+        assert!(choose_seek(&[index(vec![0])], &s, &[f]).is_none());
+        // NULL matches no key.
+        let f = col("a").eq(lit(ScalarValue::Int32(None)));
+        assert!(
+            choose_seek(&[index(vec![0])], &s, &[f])
+                .expect("seek")
+                .keys
+                .is_empty()
+        );
+    }
+}
