@@ -61,13 +61,7 @@ pub fn keyed_indexes(catalog: &CatalogState, on: GlobalId, schema: &SchemaRef) -
                 return None;
             };
             let desc = index.desc.as_ref()?;
-            let same_types = desc.columns.len() == schema.fields().len()
-                && desc
-                    .columns
-                    .iter()
-                    .zip(schema.fields())
-                    .all(|(c, f)| c.ty.arrow_type() == *f.data_type());
-            if !same_types || keys.is_empty() {
+            if !carries_types(desc, schema) || keys.is_empty() {
                 return None;
             }
             let key = keys
@@ -84,6 +78,17 @@ pub fn keyed_indexes(catalog: &CatalogState, on: GlobalId, schema: &SchemaRef) -
             })
         })
         .collect()
+}
+
+/// Whether an index's rows (`desc`) carry exactly the scanned object's
+/// column types, so they can stand in for its rows.
+pub fn carries_types(desc: &freshet_repr::RelationDesc, schema: &SchemaRef) -> bool {
+    desc.columns.len() == schema.fields().len()
+        && desc
+            .columns
+            .iter()
+            .zip(schema.fields())
+            .all(|(c, f)| c.ty.arrow_type() == *f.data_type())
 }
 
 /// A seek chosen for one scan: the index and the keys to read.

@@ -41,7 +41,7 @@ use freshet_repr::GlobalId;
 
 use crate::error::Result;
 use crate::plan::{KeyConstants, PeekFinish, PeekPlan, PeekStep, Plan, QueryPlan};
-use crate::query::index_scan::{choose_seek, keyed_indexes};
+use crate::query::index_scan::{carries_types, choose_seek, keyed_indexes};
 use crate::query::provider::BoundTable;
 use crate::statements::context::StatementContext;
 
@@ -395,13 +395,7 @@ fn choose_index<'a>(
         let Some(desc) = &index.desc else {
             continue;
         };
-        let same_types = desc.columns.len() == schema.fields().len()
-            && desc
-                .columns
-                .iter()
-                .zip(schema.fields())
-                .all(|(c, f)| c.ty.arrow_type() == *f.data_type());
-        if !same_types {
+        if !carries_types(desc, schema) {
             continue;
         }
         any.get_or_insert(index);
