@@ -299,25 +299,44 @@ impl fmt::Display for IndexSeekGenerator {
 impl IndexSeekGenerator {
     fn read(&self) -> DfResult<Vec<RecordBatch>> {
         let read = self.binding.read()?;
-        let sought = read
+        match read
             .reader
-            .index_seek(self.seek.index.id, read.as_of, &self.seek.keys)?;
-        let batches = match (sought, self.whole) {
-            (Some(batches), _) => batches,
-            (None, Whole::Collection(id)) => read.reader.snapshot(id, read.as_of)?,
-            (None, Whole::Index(index)) => read.reader.index_rows(index, read.as_of)?,
-        };
-        batches
-            .into_iter()
-            .filter(|b| b.num_rows() > 0)
-            .map(|b| {
-                Ok(RecordBatch::try_new(
-                    Arc::clone(&self.schema),
-                    b.columns().to_vec(),
-                )?)
-            })
-            .collect()
+            .index_seek(self.seek.index.id, read.as_of, &self.seek.keys)?
+        {
+            Some(batches) => retyped(&self.schema, batches),
+            None => read_whole(&self.binding, self.whole, &self.schema),
+        }
     }
+}
+
+/// All rows of `whole` at the binding's read time, as `schema` (the
+/// columns the query planned: nullable, named as the object's).
+pub(crate) fn read_whole(
+    binding: &QueryBinding,
+    whole: Whole,
+    schema: &SchemaRef,
+) -> DfResult<Vec<RecordBatch>> {
+    let read = binding.read()?;
+    let batches = match whole {
+        Whole::Collection(id) => read.reader.snapshot(id, read.as_of)?,
+        Whole::Index(index) => read.reader.index_rows(index, read.as_of)?,
+    };
+    retyped(schema, batches)
+}
+
+/// `batches` under `schema` (same column types; storage keeps NOT NULL
+/// and an index its own names, DataFusion plans nullable columns).
+fn retyped(schema: &SchemaRef, batches: Vec<RecordBatch>) -> DfResult<Vec<RecordBatch>> {
+    batches
+        .into_iter()
+        .filter(|b| b.num_rows() > 0)
+        .map(|b| {
+            Ok(RecordBatch::try_new(
+                Arc::clone(schema),
+                b.columns().to_vec(),
+            )?)
+        })
+        .collect()
 }
 
 impl LazyBatchGenerator for IndexSeekGenerator {

@@ -38,6 +38,7 @@ use crate::builtins::{Builtin, BuiltinRelation, BuiltinSource};
 pub use crate::query::binding::{CollectionReader, QueryBinding, ReadContext};
 use crate::query::index_scan::{
     IndexSeek, IndexSeekGenerator, KeyedIndex, Whole, choose_seek, constrains_key, keyed_indexes,
+    read_whole,
 };
 use crate::query::resolve::{NameResolver, ROWS_SCHEMA, Resolved, parse_id_form};
 
@@ -103,28 +104,11 @@ impl BoundTable {
     fn batches(&self) -> DfResult<Vec<RecordBatch>> {
         match &self.contents {
             Contents::Collection(id) => {
-                let read = self.binding.read()?;
-                read.reader
-                    .snapshot(*id, read.as_of)?
-                    .into_iter()
-                    // Storage schemas keep NOT NULL; DataFusion sees nullable columns.
-                    .map(|b| Ok(b.with_schema(Arc::clone(&self.schema))?))
-                    .collect()
+                read_whole(&self.binding, Whole::Collection(*id), &self.schema)
             }
             Contents::Builtin(builtin) => self.binding.read()?.reader.builtin_rows(*builtin),
             Contents::Index(index, _) => {
-                let read = self.binding.read()?;
-                read.reader
-                    .index_rows(*index, read.as_of)?
-                    .into_iter()
-                    // The view's column names and types, as planned.
-                    .map(|b| {
-                        Ok(RecordBatch::try_new(
-                            Arc::clone(&self.schema),
-                            b.columns().to_vec(),
-                        )?)
-                    })
-                    .collect()
+                read_whole(&self.binding, Whole::Index(*index), &self.schema)
             }
             Contents::WrittenRows => Ok(self.binding.rows()),
         }
