@@ -283,6 +283,11 @@ pub enum Plan {
     ExplainDataflow(Box<ExplainDataflowPlan>),
     /// A write.
     Write(Box<WritePlan>),
+    /// An `INSERT ... VALUES` of constants and parameters, without a
+    /// query plan.
+    InsertValues(Box<crate::statements::insert_values::InsertValuesPlan>),
+    /// `EXPLAIN` of an [`Plan::InsertValues`].
+    ExplainInsertValues(Box<crate::statements::insert_values::InsertValuesPlan>),
     /// `COPY ... FROM STDIN`.
     CopyFrom(Box<CopyFromPlan>),
     /// `COPY (query) TO STDOUT`.

@@ -51,6 +51,12 @@ pub trait Consensus: Send + Sync + std::fmt::Debug {
     fn scan(&self, key: &str, from: SeqNo) -> Result<Vec<VersionedData>>;
     /// Drop entries older than `seqno`; the head is never removed.
     fn truncate(&self, key: &str, seqno: SeqNo) -> Result<usize>;
+    /// Whether `key`'s head may no longer be `seqno`: never `false` once
+    /// it has moved on, and cheaper than [`Consensus::head`], for checks
+    /// made on every commit (a `true` costs the caller a full read).
+    fn may_have_moved(&self, key: &str, seqno: SeqNo) -> Result<bool> {
+        Ok(self.head(key)?.is_none_or(|h| h.seqno != seqno))
+    }
     /// Every key that starts with `prefix`.
     fn list_keys(&self, prefix: &str) -> Result<Vec<String>>;
     /// Remove a key and its whole log (for dropped collections).
@@ -190,6 +196,17 @@ impl Consensus for FileConsensus {
             }
         }
         Ok(out)
+    }
+
+    /// Two existence checks instead of a listing: an entry is linked in
+    /// before any older one is removed, and truncation removes in
+    /// ascending order, so while `seqno` is the head its entry exists and
+    /// the next does not, and once it has moved on, either the next exists
+    /// or `seqno`'s is gone.
+    fn may_have_moved(&self, key: &str, seqno: SeqNo) -> Result<bool> {
+        let dir = self.dir(key)?;
+        Ok(!dir.join(entry_name(seqno)).try_exists()?
+            || dir.join(entry_name(seqno + 1)).try_exists()?)
     }
 
     fn truncate(&self, key: &str, seqno: SeqNo) -> Result<usize> {

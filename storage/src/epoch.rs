@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::consensus::{CasResult, Consensus, VersionedData};
+use crate::consensus::{CasResult, Consensus, SeqNo, VersionedData};
 use crate::error::{Result, StorageError};
 
 /// Consensus key holding the current epoch.
@@ -25,6 +25,9 @@ pub const CLAIM_ATTEMPTS: usize = 1000;
 pub struct Fence {
     consensus: Arc<dyn Consensus>,
     epoch: u64,
+    /// The consensus entry that recorded this epoch: while it is the
+    /// head, no newer process exists.
+    seqno: SeqNo,
 }
 
 impl Fence {
@@ -41,12 +44,17 @@ impl Fence {
                 seqno: seqno.map_or(1, |s| s + 1),
                 data: epoch.to_string().into_bytes(),
             };
+            let mine = new.seqno;
             if consensus.compare_and_set(EPOCH_KEY, seqno, new)? == CasResult::Committed {
                 if let Some(s) = seqno {
                     consensus.truncate(EPOCH_KEY, s + 1)?;
                 }
                 tracing::info!(epoch, "acquired data directory epoch");
-                return Ok(Fence { consensus, epoch });
+                return Ok(Fence {
+                    consensus,
+                    epoch,
+                    seqno: mine,
+                });
             }
         }
     }
@@ -65,7 +73,13 @@ impl Fence {
     }
 
     /// Fail with [`StorageError::Fenced`] if a newer process has taken over.
+    /// Called after every group commit's fsync, so it first asks consensus
+    /// the cheap question (is this epoch's entry still the head?) and
+    /// reads the current epoch only when it may not be.
     pub fn check(&self) -> Result<()> {
+        if !self.consensus.may_have_moved(EPOCH_KEY, self.seqno)? {
+            return Ok(());
+        }
         let current = self.current()?;
         if current > self.epoch {
             Err(StorageError::Fenced {
@@ -105,5 +119,21 @@ mod tests {
         assert!(b.epoch() > a.epoch());
         assert!(a.check().unwrap_err().is_fenced());
         b.check().unwrap();
+    }
+
+    #[test]
+    fn fenced_after_takeovers_whose_entries_were_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let c: Arc<dyn Consensus> = Arc::new(FileConsensus::open(dir.path()).unwrap());
+        let a = Fence::acquire(Arc::clone(&c)).unwrap();
+        let b = Fence::acquire(Arc::clone(&c)).unwrap();
+        let d = Fence::acquire(Arc::clone(&c)).unwrap();
+        // Only the newest entry is left: `a`'s and `b`'s were truncated.
+        assert_eq!(c.scan(EPOCH_KEY, 0).unwrap().len(), 1);
+        assert!(a.check().unwrap_err().is_fenced());
+        assert!(b.check().unwrap_err().is_fenced());
+        d.check().unwrap();
+        assert!(!c.may_have_moved(EPOCH_KEY, d.seqno).unwrap());
+        assert!(c.may_have_moved(EPOCH_KEY, a.seqno).unwrap());
     }
 }

@@ -145,6 +145,43 @@ fn placeholder_casts(
     Ok(casts)
 }
 
+/// `params` as values of the types planning gave their placeholders. A
+/// prepared statement's values are decoded as the types it was prepared
+/// with; planned again after a catalog change (its table re-created with
+/// another column type), a placeholder may have another type now, and its
+/// value is cast to it as PostgreSQL's re-planned statement casts it.
+fn fit_params(plan: &LogicalPlan, params: &ParamValues) -> Result<ParamValues> {
+    let ParamValues::List(values) = params else {
+        return Ok(params.clone());
+    };
+    let Ok(types) = placeholder_types(plan) else {
+        return Ok(params.clone());
+    };
+    let fitted = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let Some(field) = types.get(i).cloned().flatten() else {
+                return Ok(v.clone());
+            };
+            let ty = field.data_type();
+            if v.value.data_type() == *ty {
+                return Ok(v.clone());
+            }
+            let value = if v.value.is_null() {
+                datafusion::common::ScalarValue::try_from(ty)?
+            } else {
+                v.value.cast_to(ty)?
+            };
+            Ok(datafusion::common::metadata::ScalarAndMetadata::new(
+                value,
+                v.metadata.clone(),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ParamValues::List(fitted))
+}
+
 /// Bind parameters, run the analyzer (Postgres literal types, type
 /// coercion, checked arithmetic) and describe the output.
 pub(crate) fn finish_query(
@@ -156,7 +193,10 @@ pub(crate) fn finish_query(
 ) -> Result<QueryPlan> {
     let logical = infer_array_placeholders(logical)?;
     let logical = match cx.params {
-        Some(params) => logical.with_param_values(params.clone())?,
+        Some(params) => {
+            let params = fit_params(&logical, params)?;
+            logical.with_param_values(params)?
+        }
         None => logical,
     };
     let volatile = is_volatile(&logical);

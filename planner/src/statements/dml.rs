@@ -22,6 +22,7 @@ use crate::plan::{Plan, QueryPlan, WriteKind, WritePlan};
 use crate::query::resolve::ROWS_SCHEMA;
 use crate::query::resolve::{Resolved, id_name};
 use crate::statements::context::{StatementContext, finish_query, plan_query};
+use crate::statements::insert_values::{self, InsertTarget};
 
 fn parse_expr(sql: &str) -> Result<Expr> {
     Parser::new(&PostgreSqlDialect {})
@@ -98,6 +99,11 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
             })
             .collect::<Result<_>>()?
     };
+    for (i, t) in targets.iter().enumerate() {
+        if targets[..i].contains(t) {
+            return Err(PlanError::DuplicateColumn(desc.columns[*t].name.clone()));
+        }
+    }
     let returning_list = ins.returning.clone();
     let mut ins = ins.clone();
     let mut source = match ins.source.take() {
@@ -111,8 +117,23 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
             ))?
         }
     };
-    let targets = if ins.columns.is_empty() {
-        (0..desc.arity()).collect()
+    let targets: Vec<usize> = if ins.columns.is_empty() {
+        // Without a column list, VALUES rows fill the first columns and
+        // the rest take their defaults, as in PostgreSQL: name them.
+        let width = match source.body.as_ref() {
+            SetExpr::Values(values) => values.rows.first().map(|r| r.content.len()),
+            _ => None,
+        };
+        match width {
+            Some(w) if w < desc.arity() => {
+                ins.columns = desc.columns[..w]
+                    .iter()
+                    .map(|c| ast::ObjectName::from(vec![ast::Ident::with_quote('"', &c.name)]))
+                    .collect();
+                (0..w).collect()
+            }
+            _ => (0..desc.arity()).collect(),
+        }
     } else {
         targets
     };
@@ -141,6 +162,19 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
                     ),
                 )));
             }
+        }
+    }
+    // Constants and parameters need no query plan.
+    if returning_list.is_none() {
+        let target = InsertTarget {
+            table: item.id,
+            desc: &desc,
+            defaults: &defaults,
+            targets: &targets,
+            named_columns: !ins.columns.is_empty(),
+        };
+        if let Some(plan) = insert_values::plan(&target, &source, cx.params) {
+            return Ok(Plan::InsertValues(Box::new(plan)));
         }
     }
     // `DEFAULT` in VALUES means the column's default (or NULL).

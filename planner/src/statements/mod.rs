@@ -7,6 +7,7 @@ pub mod ddl;
 pub mod dml;
 pub mod explain;
 pub mod index;
+pub mod insert_values;
 pub mod lookup;
 pub mod materialized;
 pub mod misc;
@@ -305,6 +306,7 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
                 Plan::Select(q) => q,
                 Plan::Peek(peek) => return Ok(Plan::ExplainPeek(peek)),
                 Plan::Write(w) => w.source,
+                Plan::InsertValues(insert) => return Ok(Plan::ExplainInsertValues(insert)),
                 Plan::CopyTo(q, _) => q,
                 _ => {
                     return Err(PlanError::unsupported(format!(

@@ -53,7 +53,7 @@ mod temp;
 mod timestamps;
 mod write;
 
-pub use read::PreparedPeek;
+pub use read::PreparedPlan;
 pub use response::{ExecCtx, ExecuteResponse, Notice, command_tag};
 pub use temp::TempSchemaGuard;
 
@@ -216,7 +216,8 @@ impl Coordinator {
     /// admits) while this future waits: other sessions keep running, and a
     /// timeout, CancelRequest or disconnect answers the client at once,
     /// and the abandoned plan stops at its next optimizer rule
-    /// ([`freshet_planner::interrupt`]).
+    /// ([`freshet_planner::interrupt`]). A short `INSERT ... VALUES` of
+    /// constants is planned here: its plan is cheaper than the hand-off.
     pub async fn plan(
         &self,
         session: &Session,
@@ -225,6 +226,15 @@ impl Coordinator {
     ) -> Result<Plan> {
         let catalog = self.catalog_for(session);
         let info = session.info();
+        if freshet_planner::statements::insert_values::plans_inline(stmt) {
+            let cx = StatementContext {
+                state: &session.df,
+                catalog: &catalog,
+                session: &info,
+                params,
+            };
+            return Ok(plan_statement(&cx, stmt)?);
+        }
         let state = Arc::clone(&session.df);
         let stmt = stmt.clone();
         let params = params.cloned();

@@ -7,6 +7,7 @@ use arrow::array::RecordBatch;
 use datafusion::common::ParamValues;
 use freshet_catalog::CatalogState;
 use freshet_planner::statements::index::PeekPlan;
+use freshet_planner::statements::insert_values::InsertValuesPlan;
 use freshet_planner::{Plan, QueryPlan, ReadContext, SessionInfo};
 use freshet_repr::Timestamp;
 
@@ -134,53 +135,68 @@ impl Coordinator {
     }
 }
 
-/// A prepared statement's peek, decided once at Prepare (so Execute skips
+/// A prepared statement's plan, decided once at Prepare (so Execute skips
 /// planning) and bound to each Execute's parameters, as long as the
 /// catalog and the session's settings are those it was planned with.
 #[derive(Debug)]
-pub struct PreparedPeek {
-    plan: PeekPlan,
+pub struct PreparedPlan {
+    plan: Reusable,
     catalog: Arc<CatalogState>,
     info: SessionInfo,
     vars: Vars,
 }
 
+/// The plans that can be bound again.
+#[derive(Debug)]
+enum Reusable {
+    /// A query answered from an index.
+    Peek(PeekPlan),
+    /// An `INSERT ... VALUES` of constants and parameters.
+    Insert(InsertValuesPlan),
+}
+
 impl Coordinator {
     /// Keep `plan` (a statement's plan at Prepare) for its executions, if
-    /// it is a peek that can be bound again.
-    pub fn prepare_peek(&self, session: &Session, plan: &Plan) -> Option<Arc<PreparedPeek>> {
-        match plan {
-            Plan::Peek(peek) if peek.reusable() => Some(Arc::new(PreparedPeek {
-                plan: peek.clone(),
-                catalog: self.catalog_for(session),
-                info: session.info(),
-                vars: session.vars.clone(),
-            })),
-            _ => None,
-        }
+    /// it can be bound again.
+    pub fn prepare_plan(&self, session: &Session, plan: &Plan) -> Option<Arc<PreparedPlan>> {
+        let plan = match plan {
+            Plan::Peek(peek) if peek.reusable() => Reusable::Peek(peek.clone()),
+            Plan::InsertValues(insert) => Reusable::Insert(insert.as_ref().clone()),
+            _ => return None,
+        };
+        Some(Arc::new(PreparedPlan {
+            plan,
+            catalog: self.catalog_for(session),
+            info: session.info(),
+            vars: session.vars.clone(),
+        }))
     }
 
-    /// The prepared peek bound to `params`, or `None` when it must be
+    /// The prepared plan bound to `params`, or `None` when it must be
     /// planned again: the catalog or a setting changed since Prepare, or
-    /// the transaction block wrote (its writes are in no index).
+    /// (for a peek) the transaction block wrote (its writes are in no
+    /// index).
     pub(super) fn prepared_plan(
         &self,
         session: &Session,
-        prepared: &PreparedPeek,
+        prepared: &PreparedPlan,
         params: Option<&ParamValues>,
     ) -> Option<Result<Plan>> {
         let current = Arc::ptr_eq(&prepared.catalog, &self.catalog_for(session))
-            && session.txn.writes.is_empty()
             && prepared.vars == session.vars
             && prepared.info == session.info();
-        current.then(|| {
-            Ok(Plan::Peek(
-                prepared
-                    .plan
-                    .bind(&session.df, params)
-                    .map_err(AdapterError::DataFusion)?,
-            ))
-        })
+        if !current {
+            return None;
+        }
+        match &prepared.plan {
+            Reusable::Peek(peek) => session.txn.writes.is_empty().then(|| {
+                Ok(Plan::Peek(
+                    peek.bind(&session.df, params)
+                        .map_err(AdapterError::DataFusion)?,
+                ))
+            }),
+            Reusable::Insert(insert) => Some(Ok(Plan::InsertValues(Box::new(insert.clone())))),
+        }
     }
 }
 

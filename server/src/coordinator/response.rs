@@ -77,7 +77,7 @@ pub struct ExecCtx {
     pub notices: Vec<Notice>,
     /// The peek a prepared statement decided at Prepare: used instead of
     /// planning while what it was planned against still holds.
-    pub prepared_peek: Option<std::sync::Arc<super::PreparedPeek>>,
+    pub prepared_plan: Option<std::sync::Arc<super::PreparedPlan>>,
 }
 
 impl ExecCtx {

@@ -33,7 +33,7 @@ impl Coordinator {
             self.ensure_temp_schema(session, ctx).await?;
         }
         let prepared = ctx
-            .prepared_peek
+            .prepared_plan
             .as_ref()
             .and_then(|p| self.prepared_plan(session, p, params));
         let plan = match prepared {
@@ -209,6 +209,13 @@ impl Coordinator {
                 query_plan_rows(lines)
             }
             Plan::Write(w) => self.write(session, *w).await,
+            Plan::InsertValues(insert) => match insert.bind(params) {
+                Some(rows) => self.insert_values(session, &insert, rows).await,
+                None => self.insert_unbound(session, stmt, &insert, params).await,
+            },
+            Plan::ExplainInsertValues(insert) => {
+                query_plan_rows(vec![insert.explain(&self.table_name(insert.table))])
+            }
             Plan::Truncate(writes) => self.truncate(session, writes).await,
             Plan::CreateTableAs {
                 def,
@@ -489,6 +496,7 @@ impl Coordinator {
             Plan::Select(q) => placeholder_types(&q.logical)?,
             Plan::SelectAt { query, .. } => placeholder_types(&query.logical)?,
             Plan::Write(w) => placeholder_types(&w.source.logical)?,
+            Plan::InsertValues(insert) => insert.params,
             _ => Vec::new(),
         }
         .into_iter()

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use freshet_catalog::ItemDetails;
-use freshet_planner::{WriteKind, WritePlan};
+use freshet_planner::statements::insert_values::{InsertCell, InsertValuesPlan};
+use freshet_planner::{PlanError, WriteKind, WritePlan};
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 use freshet_storage::{StorageError, TableWrite, write_batch};
 
@@ -114,6 +115,57 @@ impl Coordinator {
         };
         self.finish_write(session, &w, written, commit_ts, count)
             .await
+    }
+
+    /// An `INSERT ... VALUES` of constants and parameters, its `rows`
+    /// bound: checked and committed as any write's rows are (in a block,
+    /// joining the block's writes), with no query to run and no lock to
+    /// take (it reads nothing).
+    pub(super) async fn insert_values(
+        &self,
+        session: &mut Session,
+        insert: &InsertValuesPlan,
+        rows: RecordBatch,
+    ) -> Result<ExecuteResponse> {
+        let rows = self.table_rows(insert.table, &insert.table_desc, vec![rows])?;
+        let count: usize = rows.iter().map(|b| b.num_rows()).sum();
+        let writes = table_writes(insert.table, &rows, 1)?;
+        if session.status == TxnStatus::InBlock {
+            session.txn.writes.extend(writes);
+        } else if !writes.is_empty() {
+            self.commit_writes(writes, Vec::new(), Vec::new()).await?;
+        }
+        Ok(ExecuteResponse::Command(format!("INSERT 0 {count}")))
+    }
+
+    /// An `INSERT ... VALUES` whose parameters do not bind to its columns'
+    /// types (or are missing): planned again with their values, which
+    /// plans it as a query that casts them or reports why it cannot.
+    pub(super) async fn insert_unbound(
+        &self,
+        session: &mut Session,
+        stmt: &freshet_planner::parser::Statement,
+        insert: &InsertValuesPlan,
+        params: Option<&datafusion::common::ParamValues>,
+    ) -> Result<ExecuteResponse> {
+        if params.is_none() {
+            let first = insert
+                .rows
+                .iter()
+                .flatten()
+                .find_map(|c| match c {
+                    InsertCell::Param(i) => Some(i + 1),
+                    InsertCell::Value(_) => None,
+                })
+                .unwrap_or(1);
+            return Err(PlanError::UndefinedParameter(first.to_string()).into());
+        }
+        match self.plan(session, stmt, params).await? {
+            freshet_planner::Plan::Write(w) => self.write(session, *w).await,
+            _ => Err(AdapterError::Internal(
+                "an INSERT whose parameters do not bind planned without a query".into(),
+            )),
+        }
     }
 
     /// `TRUNCATE`: every row of each table retracted, in one commit (in a

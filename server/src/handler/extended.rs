@@ -10,17 +10,18 @@ use freshet_planner::statements::context::placeholder_types;
 use freshet_repr::{ColumnDesc, PgType, RelationDesc};
 use futures::sink::{Sink, SinkExt};
 use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{ExtendedQueryHandler, send_describe_response};
+use pgwire::api::query::ExtendedQueryHandler;
 use pgwire::api::results::{
-    DescribePortalResponse, DescribeStatementResponse, FieldInfo, Response, Tag,
+    DescribePortalResponse, DescribeResponse, DescribeStatementResponse, FieldInfo, Response, Tag,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{ClientInfo, ClientPortalStore, DEFAULT_NAME, Type};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
-    Bind, BindComplete, Describe, Execute, TARGET_TYPE_BYTE_PORTAL,
+    Bind, BindComplete, Describe, Execute, TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT,
 };
 use pgwire::types::format::FormatOptions;
 
@@ -28,7 +29,7 @@ use super::{
     FreshetHandler, MAX_ROWS_PER_EXECUTE, Prepared, arrow_time_zone, encode_rows, format_options,
     session_slot,
 };
-use crate::coordinator::{Coordinator, ExecuteResponse, PreparedPeek};
+use crate::coordinator::{Coordinator, ExecuteResponse, PreparedPlan};
 use crate::encode::{field_infos, wire_type};
 use crate::error::AdapterError;
 use crate::session::Session;
@@ -45,13 +46,13 @@ type Described = (
     Option<RelationDesc>,
 );
 
-/// Describe a statement, and keep its peek if it is one that can be bound
+/// Describe a statement, and keep its plan if it is one that can be bound
 /// again at each execution.
 async fn describe(
     coord: &Coordinator,
     session: &Session,
     stmt: &Statement,
-) -> Result<(Described, Option<Arc<PreparedPeek>>), AdapterError> {
+) -> Result<(Described, Option<Arc<PreparedPlan>>), AdapterError> {
     let plan = coord.plan(session, stmt, None).await?;
     let text = |name: &str| {
         RelationDesc::new(vec![ColumnDesc {
@@ -60,7 +61,7 @@ async fn describe(
             nullable: false,
         }])
     };
-    let peek = coord.prepare_peek(session, &plan);
+    let prepared = coord.prepare_plan(session, &plan);
     Ok((
         match plan {
             Plan::Select(q) => (placeholder_types(&q.logical)?, Some(q.desc)),
@@ -69,6 +70,8 @@ async fn describe(
                 placeholder_types(&w.source.logical)?,
                 w.returning.map(|r| r.desc),
             ),
+            Plan::InsertValues(insert) => (insert.params, None),
+            Plan::ExplainInsertValues(insert) => (insert.params, Some(text("QUERY PLAN"))),
             Plan::Rows { desc, .. } => (vec![], Some(desc)),
             // `EXPLAIN` takes the parameters of the statement it explains.
             Plan::Explain(_, q) => (placeholder_types(&q.logical)?, Some(text("QUERY PLAN"))),
@@ -124,8 +127,37 @@ async fn describe(
             ),
             _ => (vec![], None),
         },
-        peek,
+        prepared,
     ))
+}
+
+/// Queue a Describe's answer (ParameterDescription for a statement, then
+/// RowDescription or NoData) without flushing it: like PostgreSQL, the
+/// answers to Parse/Bind/Describe/Execute reach the socket together at
+/// `Sync` or `Flush`, in one write instead of one per message.
+async fn feed_describe_response<C, R>(client: &mut C, response: &R) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    R: DescribeResponse,
+{
+    if let Some(types) = response.parameters() {
+        client
+            .feed(PgWireBackendMessage::ParameterDescription(
+                ParameterDescription::new(types.iter().map(|t| t.oid()).collect()),
+            ))
+            .await?;
+    }
+    let message = if response.is_no_data() {
+        PgWireBackendMessage::NoData(NoData::new())
+    } else {
+        PgWireBackendMessage::RowDescription(RowDescription::new(
+            response.fields().iter().map(Into::into).collect(),
+        ))
+    };
+    client.feed(message).await?;
+    Ok(())
 }
 
 #[async_trait]
@@ -153,14 +185,14 @@ impl QueryParser for FreshetParser {
         };
         let slot = session_slot(client)?;
         let session = slot.0.lock().await;
-        let ((param_types, desc), peek) = describe(&self.coord, &session, &stmt)
+        let ((param_types, desc), plan) = describe(&self.coord, &session, &stmt)
             .await
             .map_err(|e| e.at(sql, &stmt))?;
         Ok(Some(Prepared {
             stmt: Some(stmt),
             param_types,
             desc,
-            peek,
+            plan,
         }))
     }
 
@@ -253,7 +285,8 @@ impl ExtendedQueryHandler for FreshetHandler {
     /// Describe as the pgwire crate does, except that a portal name no
     /// Bind created may be a cursor opened with `DECLARE` (PostgreSQL
     /// keeps both in one namespace; psycopg's server-side cursors describe
-    /// theirs this way).
+    /// theirs this way), and that the response is queued for the `Sync`
+    /// or `Flush` that follows, as `BindComplete` is.
     async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -276,10 +309,33 @@ impl ExtendedQueryHandler for FreshetHandler {
                     &Format::UnifiedText,
                     &Arc::new(FormatOptions::default()),
                 );
-                return send_describe_response(client, &DescribePortalResponse::new(fields)).await;
+                return feed_describe_response(client, &DescribePortalResponse::new(fields)).await;
             }
         }
-        self._on_describe(client, message).await
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
+                Some(Entry::Value(stmt)) => {
+                    let response = self.do_describe_statement(client, &stmt).await?;
+                    feed_describe_response(client, &response).await
+                }
+                Some(Entry::Empty) => {
+                    feed_describe_response(client, &DescribeStatementResponse::no_data()).await
+                }
+                None => Err(PgWireError::StatementNotFound(name.to_owned())),
+            },
+            TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => {
+                    let response = self.do_describe_portal(client, &portal).await?;
+                    feed_describe_response(client, &response).await
+                }
+                Some(Entry::Empty) => {
+                    feed_describe_response(client, &DescribePortalResponse::no_data()).await
+                }
+                None => Err(PgWireError::PortalNotFound(name.to_owned())),
+            },
+            other => Err(PgWireError::InvalidTargetType(other)),
+        }
     }
 
     /// Bind as the pgwire crate does, but queue `BindComplete` instead of
@@ -360,7 +416,7 @@ impl ExtendedQueryHandler for FreshetHandler {
                 &mut session,
                 stmt,
                 params.as_ref(),
-                prepared.peek.clone(),
+                prepared.plan.clone(),
             )
             .await?;
         let resp = super::deallocate(client.portal_store(), resp)?;

@@ -51,8 +51,9 @@ pub struct Prepared {
     pub param_types: Vec<Option<arrow::datatypes::FieldRef>>,
     /// Result columns, if the statement returns rows.
     pub desc: Option<RelationDesc>,
-    /// The statement's peek, decided at Parse, if it is one.
-    pub peek: Option<Arc<crate::coordinator::PreparedPeek>>,
+    /// The statement's plan, decided at Parse, if it is one that is bound
+    /// again at each Execute (a peek, an `INSERT ... VALUES`).
+    pub plan: Option<Arc<crate::coordinator::PreparedPlan>>,
 }
 
 /// Freshet's pgwire handlers.
@@ -404,7 +405,7 @@ impl FreshetHandler {
         session: &mut Session,
         stmt: &Statement,
         params: Option<&ParamValues>,
-        prepared_peek: Option<Arc<crate::coordinator::PreparedPeek>>,
+        prepared_plan: Option<Arc<crate::coordinator::PreparedPlan>>,
     ) -> Result<ExecuteResponse, AdapterError>
     where
         C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
@@ -420,7 +421,7 @@ impl FreshetHandler {
         let timeout = session.vars.statement_timeout;
         let watch = self.sockets.watch(&client.socket_addr());
         let mut ctx = ExecCtx {
-            prepared_peek,
+            prepared_plan,
             ..ExecCtx::default()
         };
         let result = {

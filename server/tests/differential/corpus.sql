@@ -1213,7 +1213,10 @@ CREATE TABLE short_ins (a int, b text)
 INSERT INTO short_ins VALUES (1)
 
 -- query
-SELECT a, b FROM short_ins
+INSERT INTO short_ins VALUES (1 + 1) RETURNING a, b
+
+-- query
+SELECT a, b FROM short_ins ORDER BY a
 
 -- ===================================================================
 -- Errors (compared by SQLSTATE)

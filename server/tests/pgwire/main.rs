@@ -14,6 +14,7 @@ mod error_texts;
 mod harness;
 mod hostile;
 mod indexes;
+mod inserts;
 mod kafka;
 mod mv_property;
 mod pg;
