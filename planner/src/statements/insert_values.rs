@@ -163,7 +163,7 @@ pub fn plan(
         for (expr, &column) in row.content.iter().zip(target.targets) {
             let ty = &columns.get(column)?.ty;
             let cell = if is_default(expr) {
-                default_cell(target.defaults.get(column)?.as_deref(), ty)?
+                default_cell(default_of(target.defaults, column), ty)?
             } else {
                 literal_cell(expr, ty)?
             };
@@ -186,7 +186,7 @@ pub fn plan(
             .enumerate()
             .map(|(column, cell)| match cell {
                 Some(cell) => Some(cell),
-                None => default_cell(target.defaults.get(column)?.as_deref(), &columns[column].ty),
+                None => default_cell(default_of(target.defaults, column), &columns[column].ty),
             })
             .collect::<Option<Vec<_>>>()?;
         rows.push(cells);
@@ -247,6 +247,12 @@ pub fn plans_inline(stmt: &crate::parser::Statement) -> bool {
                 } => matches!(expr.as_ref(), Expr::Value(_)),
                 other => is_default(other),
             })
+}
+
+/// Column `column`'s default expression (a table created before it had
+/// defaults recorded for every column has none for the rest).
+fn default_of(defaults: &[Option<String>], column: usize) -> Option<&str> {
+    defaults.get(column).and_then(|d| d.as_deref())
 }
 
 /// Whether `expr` is the keyword `DEFAULT`.
