@@ -285,9 +285,9 @@ pub enum Plan {
     Write(Box<WritePlan>),
     /// An `INSERT ... VALUES` of constants and parameters, without a
     /// query plan.
-    InsertValues(Box<crate::statements::insert_values::InsertValuesPlan>),
+    InsertValues(Arc<crate::statements::insert_values::InsertValuesPlan>),
     /// `EXPLAIN` of an [`Plan::InsertValues`].
-    ExplainInsertValues(Box<crate::statements::insert_values::InsertValuesPlan>),
+    ExplainInsertValues(Arc<crate::statements::insert_values::InsertValuesPlan>),
     /// `COPY ... FROM STDIN`.
     CopyFrom(Box<CopyFromPlan>),
     /// `COPY (query) TO STDOUT`.

@@ -174,7 +174,7 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
             named_columns: !ins.columns.is_empty(),
         };
         if let Some(plan) = insert_values::plan(&target, &source, cx.params) {
-            return Ok(Plan::InsertValues(Box::new(plan)));
+            return Ok(Plan::InsertValues(std::sync::Arc::new(plan)));
         }
     }
     // `DEFAULT` in VALUES means the column's default (or NULL).

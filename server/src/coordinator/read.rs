@@ -152,7 +152,7 @@ enum Reusable {
     /// A query answered from an index.
     Peek(PeekPlan),
     /// An `INSERT ... VALUES` of constants and parameters.
-    Insert(InsertValuesPlan),
+    Insert(Arc<InsertValuesPlan>),
 }
 
 impl Coordinator {
@@ -161,7 +161,7 @@ impl Coordinator {
     pub fn prepare_plan(&self, session: &Session, plan: &Plan) -> Option<Arc<PreparedPlan>> {
         let plan = match plan {
             Plan::Peek(peek) if peek.reusable() => Reusable::Peek(peek.clone()),
-            Plan::InsertValues(insert) => Reusable::Insert(insert.as_ref().clone()),
+            Plan::InsertValues(insert) => Reusable::Insert(Arc::clone(insert)),
             _ => return None,
         };
         Some(Arc::new(PreparedPlan {
@@ -195,7 +195,7 @@ impl Coordinator {
                         .map_err(AdapterError::DataFusion)?,
                 ))
             }),
-            Reusable::Insert(insert) => Some(Ok(Plan::InsertValues(Box::new(insert.clone())))),
+            Reusable::Insert(insert) => Some(Ok(Plan::InsertValues(Arc::clone(insert)))),
         }
     }
 }

@@ -496,7 +496,7 @@ impl Coordinator {
             Plan::Select(q) => placeholder_types(&q.logical)?,
             Plan::SelectAt { query, .. } => placeholder_types(&query.logical)?,
             Plan::Write(w) => placeholder_types(&w.source.logical)?,
-            Plan::InsertValues(insert) => insert.params,
+            Plan::InsertValues(insert) => insert.params.clone(),
             _ => Vec::new(),
         }
         .into_iter()

@@ -70,8 +70,8 @@ async fn describe(
                 placeholder_types(&w.source.logical)?,
                 w.returning.map(|r| r.desc),
             ),
-            Plan::InsertValues(insert) => (insert.params, None),
-            Plan::ExplainInsertValues(insert) => (insert.params, Some(text("QUERY PLAN"))),
+            Plan::InsertValues(insert) => (insert.params.clone(), None),
+            Plan::ExplainInsertValues(insert) => (insert.params.clone(), Some(text("QUERY PLAN"))),
             Plan::Rows { desc, .. } => (vec![], Some(desc)),
             // `EXPLAIN` takes the parameters of the statement it explains.
             Plan::Explain(_, q) => (placeholder_types(&q.logical)?, Some(text("QUERY PLAN"))),
