@@ -28,6 +28,8 @@ pub struct PgbenchResult {
     pub tps: f64,
     /// Mean latency in milliseconds.
     pub latency_ms: f64,
+    /// Transactions that completed.
+    pub transactions: u64,
 }
 
 /// A query shape, as each system spells it (`:k` is pgbench's key).
@@ -183,14 +185,14 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
 }
 
 /// Where pgbench connects.
-struct Target {
-    port: u16,
-    user: &'static str,
-    db: &'static str,
+pub(crate) struct Target {
+    pub port: u16,
+    pub user: &'static str,
+    pub db: &'static str,
 }
 
 /// Run pgbench once and read its tps and mean latency.
-fn pgbench(
+pub(crate) fn pgbench(
     target: &Target,
     mode: &str,
     clients: u32,
@@ -229,8 +231,20 @@ fn pgbench(
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|v| v.parse().ok())
     };
-    match (field("tps = "), field("latency average = ")) {
-        (Some(tps), Some(latency_ms)) => Ok(PgbenchResult { tps, latency_ms }),
+    let processed = text
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("number of transactions actually processed: ")
+        })
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|v| v.parse().ok());
+    match (field("tps = "), field("latency average = "), processed) {
+        (Some(tps), Some(latency_ms), Some(transactions)) => Ok(PgbenchResult {
+            tps,
+            latency_ms,
+            transactions,
+        }),
         _ => failed(format!("cannot read pgbench's output:\n{text}")),
     }
 }

@@ -35,6 +35,7 @@ mod sources;
 mod stats;
 mod subscribe;
 mod workload;
+mod writes;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -113,6 +114,20 @@ struct Args {
     /// Seconds per pgbench run in the lookup benchmark.
     #[arg(long, default_value_t = 10)]
     lookup_seconds: u64,
+    /// Run the writes benchmark (single-row INSERT into tables without
+    /// and with a primary key, UPDATE by primary key, with pgbench) instead
+    /// of the maintenance benchmark.
+    #[arg(long)]
+    writes: bool,
+    /// Rows in the writes benchmark's updated table.
+    #[arg(long, default_value_t = 100_000)]
+    writes_rows: usize,
+    /// Client counts of the writes benchmark, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    writes_clients: Vec<u32>,
+    /// Seconds per pgbench run in the writes benchmark.
+    #[arg(long, default_value_t = 5)]
+    writes_seconds: u64,
     /// Run the SUBSCRIBE latency benchmark (write commit → row delivered)
     /// instead of the maintenance benchmark.
     #[arg(long)]
@@ -387,6 +402,24 @@ async fn bench(args: &Args) -> Result<()> {
             "{}\n{}",
             report::render_environment("planning", &env, &notes),
             planning::render(&rows)
+        );
+        return emit(args, &text);
+    }
+    if args.writes {
+        let write_settings = writes::WriteSettings {
+            bin: &bin,
+            workers: args.freshet_workers,
+            rows: args.writes_rows,
+            clients: args.writes_clients.clone(),
+            seconds: args.writes_seconds,
+        };
+        let rows = writes::run(&write_settings, pg.as_ref()).await?;
+        drop(pg);
+        let env = standalone_environment(args, &bin, pg_version, load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment("writes", &env, &notes),
+            writes::render(&rows, &write_settings)
         );
         return emit(args, &text);
     }

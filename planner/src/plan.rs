@@ -8,6 +8,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_expr::PhysicalExpr;
 use freshet_catalog::ItemDef;
 use freshet_compute_types::{Export, RelPlan};
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
@@ -120,13 +121,34 @@ pub struct WritePlan {
     pub table_desc: RelationDesc,
     /// Insert, update or delete.
     pub kind: WriteKind,
-    /// The query producing the rows to write.
-    pub source: QueryPlan,
+    /// The query producing the rows to write (shared by the executions of
+    /// a prepared keyed write, which do not run it).
+    pub source: Arc<QueryPlan>,
     /// Whether the statement reads before it writes and so must hold the
     /// table's write lock from its read to its commit.
     pub read_then_write: bool,
     /// `RETURNING` over the rows written, if any.
     pub returning: Option<QueryPlan>,
+    /// For an `UPDATE` or `DELETE` that fixes its table's primary key:
+    /// how to read that one row instead of the table.
+    pub keyed: Option<KeyedWrite>,
+}
+
+/// How an `UPDATE` or `DELETE` whose `WHERE` fixes every column of its
+/// table's primary key finds its rows: the row with that key, looked up
+/// in the table's rows by key, with the source query's steps applied to
+/// it (see [`crate::statements::keyed_write`]).
+#[derive(Debug, Clone)]
+pub struct KeyedWrite {
+    /// The key's values, in key order, as the key columns' types; `None`
+    /// until the statement's `$n` are bound, or when a value is NULL or
+    /// not exactly a value of its column's type (the general path runs).
+    pub key: Option<Vec<ScalarValue>>,
+    /// The primary key's column positions in the table.
+    pub key_columns: Vec<usize>,
+    /// The source query's steps (its whole `WHERE`, then the new values)
+    /// applied to the row found; `finish.key` holds the key's constants.
+    pub finish: PeekFinish,
 }
 
 /// COPY data formats.
@@ -288,6 +310,8 @@ pub enum Plan {
     InsertValues(Arc<crate::statements::insert_values::InsertValuesPlan>),
     /// `EXPLAIN` of an [`Plan::InsertValues`].
     ExplainInsertValues(Arc<crate::statements::insert_values::InsertValuesPlan>),
+    /// `EXPLAIN` of an `UPDATE` or `DELETE` by primary key.
+    ExplainKeyedWrite(Box<WritePlan>),
     /// `COPY ... FROM STDIN`.
     CopyFrom(Box<CopyFromPlan>),
     /// `COPY (query) TO STDOUT`.
@@ -436,19 +460,31 @@ pub struct PeekPlan {
 pub struct PeekFinish {
     /// The query itself: its read binding (for `mz_now()`), and the
     /// general path when the transaction's own writes must show.
-    pub query: QueryPlan,
+    pub query: Arc<QueryPlan>,
     /// Which of the index's columns the scan reads (`None`: all).
     pub columns: Option<Vec<usize>>,
     /// The scanned rows' schema, as the query's expressions name them.
     pub scan_schema: arrow::datatypes::SchemaRef,
     /// What happens to the scanned rows, in order.
-    pub steps: Vec<PeekStep>,
+    pub steps: Arc<Vec<PeekStep>>,
     /// The query's output schema.
     pub output: arrow::datatypes::SchemaRef,
     /// The constants (literals or `$n`) fixing the index's key columns,
     /// with each column's type, in key order; `None`: a read of all rows.
     pub key: Option<KeyConstants>,
+    /// The steps made physical for one execution (by
+    /// [`PeekFinish::bind`](crate::statements::peek)); `None`: made
+    /// physical when applied.
+    pub physical: Option<Arc<Vec<crate::statements::peek::PhysicalStep>>>,
+    /// The physical form of each expression whose value cannot change
+    /// between executions, made at the first execution and shared by the
+    /// plan's later ones (`None` in the list: bound per execution).
+    pub invariant: Arc<std::sync::OnceLock<InvariantExprs>>,
 }
+
+/// A peek's expressions in step order, each made physical if its value
+/// cannot change between executions (`None`: bound per execution).
+pub type InvariantExprs = Vec<Option<Arc<dyn PhysicalExpr>>>;
 
 /// The constants of a peek's key, one per key column: an expression (a
 /// literal or `$n`, perhaps cast) and the key column's type.

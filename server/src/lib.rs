@@ -11,6 +11,7 @@ pub mod error;
 pub mod handler;
 pub mod http;
 pub mod introspection;
+pub mod keyed_rows;
 pub mod keys;
 pub mod overlay;
 pub mod params;

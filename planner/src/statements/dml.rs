@@ -231,9 +231,10 @@ pub fn insert(cx: &StatementContext, ins: &ast::Insert) -> Result<Plan> {
         table: item.id,
         table_desc: desc,
         kind: WriteKind::Insert,
-        source,
+        source: std::sync::Arc::new(source),
         read_then_write,
         returning: returning(cx, item, None, returning_list.as_ref())?,
+        keyed: None,
     })))
 }
 
@@ -341,13 +342,15 @@ pub fn delete(cx: &StatementContext, del: &ast::Delete) -> Result<Plan> {
         sql.push_str(&format!(" WHERE {sel}"));
     }
     let source = plan_query(cx, &parse_query(&sql)?)?;
+    let keyed = super::keyed_write::plan(cx, item, &source)?;
     Ok(Plan::Write(Box::new(WritePlan {
         table: item.id,
         table_desc: item.desc.clone().unwrap_or_default(),
         kind: WriteKind::Delete,
-        source,
+        source: std::sync::Arc::new(source),
         read_then_write: true,
         returning: returning(cx, item, Some(&alias), del.returning.as_ref())?,
+        keyed,
     })))
 }
 
@@ -375,9 +378,10 @@ pub fn truncate(cx: &StatementContext, t: &ast::Truncate) -> Result<Plan> {
             table: item.id,
             table_desc: item.desc.clone().unwrap_or_default(),
             kind: WriteKind::Delete,
-            source,
+            source: std::sync::Arc::new(source),
             read_then_write: true,
             returning: None,
+            keyed: None,
         });
     }
     Ok(Plan::Truncate(writes))
@@ -466,12 +470,14 @@ pub fn update(cx: &StatementContext, upd: &ast::Update) -> Result<Plan> {
     }
     let plan = LogicalPlanBuilder::from(plan).project(exprs)?.build()?;
     let source = finish_query(cx, &pc, plan, None, &refs)?;
+    let keyed = super::keyed_write::plan(cx, item, &source)?;
     Ok(Plan::Write(Box::new(WritePlan {
         table: item.id,
         table_desc: desc,
         kind: WriteKind::Update,
-        source,
+        source: std::sync::Arc::new(source),
         read_then_write: true,
         returning: returning(cx, item, Some(&alias), upd.returning.as_ref())?,
+        keyed,
     })))
 }

@@ -8,6 +8,7 @@ pub mod dml;
 pub mod explain;
 pub mod index;
 pub mod insert_values;
+pub mod keyed_write;
 pub mod lookup;
 pub mod materialized;
 pub mod misc;
@@ -305,7 +306,8 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
             let query = match plan_sql(cx, statement)? {
                 Plan::Select(q) => q,
                 Plan::Peek(peek) => return Ok(Plan::ExplainPeek(peek)),
-                Plan::Write(w) => w.source,
+                Plan::Write(w) if w.keyed.is_some() => return Ok(Plan::ExplainKeyedWrite(w)),
+                Plan::Write(w) => std::sync::Arc::unwrap_or_clone(w.source),
                 Plan::InsertValues(insert) => return Ok(Plan::ExplainInsertValues(insert)),
                 Plan::CopyTo(q, _) => q,
                 _ => {

@@ -32,7 +32,7 @@ use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext
 use datafusion::logical_expr::simplify::SimplifyContext;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{
-    BinaryExpr, Expr, LogicalPlan, Operator, SortExpr, TableScan, TryCast,
+    BinaryExpr, Expr, LogicalPlan, Operator, SortExpr, TableScan, TryCast, Volatility,
 };
 use datafusion::optimizer::simplify_expressions::ExprSimplifier;
 use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
@@ -97,33 +97,11 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
         return Ok(None);
     };
     // Simplified once here (constants folded, `now()` fixed at this
-    // statement's start) unless `$n` remain: a prepared statement's steps
-    // are simplified when each Execute binds them.
+    // statement's start); in a prepared statement, expressions that read
+    // a `$n` or the time are simplified when each Execute binds them.
     let parameterized = !q.logical.get_parameter_fields()?.is_empty();
-    let steps = if parameterized {
-        steps
-    } else {
-        simplify_steps(cx.state, steps)?
-    };
-    // Equalities on columns of the scanned object, from the filters that
-    // sit directly on the scan (above a projection, positions change).
-    let mut equalities: Vec<(String, Expr)> = Vec::new();
-    let mut conjuncts: Vec<Expr> = Vec::new();
-    for step in &steps {
-        let PeekStep::Filter { predicate, input } = step else {
-            break;
-        };
-        for conjunct in split_conjunction(predicate) {
-            conjuncts.push(conjunct.clone());
-            if let Some((i, value)) = column_equality(conjunct, input) {
-                let j = match &scan.projection {
-                    Some(p) => p[i],
-                    None => i,
-                };
-                equalities.push((source_schema.field(j).name().clone(), value));
-            }
-        }
-    }
+    let steps = simplify_steps(cx.state, steps, parameterized)?;
+    let (equalities, conjuncts) = scan_equalities(&steps, scan, &source_schema);
     let Some((index, key_exprs)) = choose_index(cx, object, &source_schema, &equalities)? else {
         return Ok(None);
     };
@@ -177,17 +155,47 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
         finish: Some(Box::new(PeekFinish {
             columns: scan.projection.clone(),
             scan_schema,
-            steps,
+            steps: Arc::new(steps),
             output: Arc::new(q.logical.schema().as_arrow().clone()),
-            query: q.clone(),
+            query: Arc::new(q.clone()),
             key: key_exprs,
+            physical: None,
+            invariant: Arc::default(),
         })),
     }))
 }
 
+/// Equalities on columns of the scanned object (by column name, with
+/// the constant), from the filters that sit directly on the scan (above
+/// a projection, positions change); and every conjunct of those filters.
+pub(super) fn scan_equalities(
+    steps: &[PeekStep],
+    scan: &TableScan,
+    source_schema: &SchemaRef,
+) -> (Vec<(String, Expr)>, Vec<Expr>) {
+    let mut equalities: Vec<(String, Expr)> = Vec::new();
+    let mut conjuncts: Vec<Expr> = Vec::new();
+    for step in steps {
+        let PeekStep::Filter { predicate, input } = step else {
+            break;
+        };
+        for conjunct in split_conjunction(predicate) {
+            conjuncts.push(conjunct.clone());
+            if let Some((i, value)) = column_equality(conjunct, input) {
+                let j = match &scan.projection {
+                    Some(p) => p[i],
+                    None => i,
+                };
+                equalities.push((source_schema.field(j).name().clone(), value));
+            }
+        }
+    }
+    (equalities, conjuncts)
+}
+
 /// The nodes from the plan's root down to its one scan (root first), if
 /// every node is one a peek can apply.
-fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)> {
+pub(super) fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)> {
     let mut chain = Vec::new();
     let mut node = plan;
     loop {
@@ -208,7 +216,7 @@ fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)
 
 /// The chain as steps applied to the scanned rows, scan side first;
 /// `None` if an expression needs more than row-at-a-time evaluation.
-fn steps_of(chain: &[&LogicalPlan]) -> Result<Option<Vec<PeekStep>>> {
+pub(super) fn steps_of(chain: &[&LogicalPlan]) -> Result<Option<Vec<PeekStep>>> {
     let mut steps = Vec::new();
     for node in chain.iter().rev() {
         if node.expressions().iter().any(|e| !evaluable(e)) {
@@ -322,7 +330,7 @@ fn is_constant(e: &Expr) -> bool {
 /// key column's type. `None` when one is NULL or not exactly a value of
 /// that type: no row matches it by key, so the peek reads all rows and
 /// the query's filter (always applied) decides.
-fn key_values(
+pub(super) fn key_values(
     state: &SessionState,
     key: &[(Expr, DataType)],
     params: Option<&ParamValues>,
@@ -428,12 +436,40 @@ fn simplified(state: &SessionState, expr: Expr, schema: &DFSchemaRef) -> DfResul
     ExprSimplifier::new(context).simplify(expr)
 }
 
-/// Each step's expressions simplified (see [`simplified`]).
-fn simplify_steps(state: &SessionState, steps: Vec<PeekStep>) -> DfResult<Vec<PeekStep>> {
+/// Each step's expressions simplified (see [`simplified`]); with
+/// `prepared`, only those whose value cannot change between executions
+/// (the rest are simplified when each execution binds them).
+pub(super) fn simplify_steps(
+    state: &SessionState,
+    steps: Vec<PeekStep>,
+    prepared: bool,
+) -> DfResult<Vec<PeekStep>> {
     steps
         .into_iter()
-        .map(|step| step.map_exprs(|e, schema| simplified(state, e, schema)))
+        .map(|step| {
+            step.map_exprs(|e, schema| {
+                if prepared && bound_per_execution(&e) {
+                    Ok(e)
+                } else {
+                    simplified(state, e, schema)
+                }
+            })
+        })
         .collect()
+}
+
+/// Whether `e` is simplified at each execution of a prepared statement:
+/// it reads a `$n`, or calls a function that is not immutable (`now()`
+/// takes the statement's start time when simplified).
+fn bound_per_execution(e: &Expr) -> bool {
+    e.exists(|n| {
+        Ok(match n {
+            Expr::Placeholder(_) => true,
+            Expr::ScalarFunction(f) => f.func.signature().volatility != Volatility::Immutable,
+            _ => false,
+        })
+    })
+    .unwrap_or(true)
 }
 
 /// `expr` (already simplified) as a physical expression over `schema`'s
@@ -474,18 +510,7 @@ impl PeekPlan {
         let Some(finish) = &self.finish else {
             return Ok(self.clone());
         };
-        let steps = finish
-            .steps
-            .iter()
-            .map(|step| {
-                step.clone()
-                    .map_exprs(|e, schema| simplified(state, with_params(e, params)?, schema))
-            })
-            .collect::<DfResult<Vec<_>>>()?;
-        let key = finish
-            .key
-            .as_ref()
-            .and_then(|k| key_values(state, k, params));
+        let KeyBinding { finish, key } = finish.bind(state, params)?;
         Ok(PeekPlan {
             index: self.index,
             key,
@@ -493,16 +518,110 @@ impl PeekPlan {
             columns: self.columns.clone(),
             inputs: self.inputs.clone(),
             explain: self.explain.clone(),
-            finish: Some(Box::new(PeekFinish {
-                query: finish.query.clone(),
-                columns: finish.columns.clone(),
-                scan_schema: Arc::clone(&finish.scan_schema),
-                steps,
-                output: Arc::clone(&finish.output),
-                key: finish.key.clone(),
-            })),
+            finish: Some(Box::new(finish)),
         })
     }
+}
+
+/// A [`PeekFinish`] bound to one execution's parameters, with its key.
+pub(super) struct KeyBinding {
+    /// The steps with the parameters' values in place, simplified.
+    pub finish: PeekFinish,
+    /// The key's values (see [`key_values`]); `None`: no key, or one
+    /// that no row can match by key.
+    pub key: Option<Vec<ScalarValue>>,
+}
+
+impl PeekFinish {
+    /// The steps for one execution, made physical: expressions that read
+    /// a `$n` or the time with `params` in place and simplified (so
+    /// `now()` is this execution's), the others as made at the plan's
+    /// first execution; and the key computed from `params`.
+    pub(super) fn bind(
+        &self,
+        state: &SessionState,
+        params: Option<&ParamValues>,
+    ) -> DfResult<KeyBinding> {
+        let invariant = match self.invariant.get() {
+            Some(v) => v,
+            None => {
+                let mut made = Vec::new();
+                for step in self.steps.iter() {
+                    for (e, schema) in step.expressions_with_schemas() {
+                        made.push(if bound_per_execution(e) {
+                            None
+                        } else {
+                            Some(physical(state, e.clone(), schema)?)
+                        });
+                    }
+                }
+                // Another execution may have made them meanwhile: equal.
+                let _ = self.invariant.set(made);
+                self.invariant
+                    .get()
+                    .ok_or_else(|| plan_datafusion_err!("invariant expressions not made"))?
+            }
+        };
+        let mut made = invariant.iter();
+        let mut next = |e: &Expr, schema: &DFSchemaRef| -> DfResult<Arc<dyn PhysicalExpr>> {
+            match made.next() {
+                Some(Some(p)) => Ok(Arc::clone(p)),
+                Some(None) => physical(
+                    state,
+                    simplified(state, with_params(e.clone(), params)?, schema)?,
+                    schema,
+                ),
+                None => Err(plan_datafusion_err!("a step's expressions changed")),
+            }
+        };
+        let physical_steps = self
+            .steps
+            .iter()
+            .map(|step| step.to_physical(&mut next))
+            .collect::<DfResult<Vec<_>>>()?;
+        let key = self.key.as_ref().and_then(|k| key_values(state, k, params));
+        Ok(KeyBinding {
+            finish: PeekFinish {
+                query: Arc::clone(&self.query),
+                columns: self.columns.clone(),
+                scan_schema: Arc::clone(&self.scan_schema),
+                steps: Arc::clone(&self.steps),
+                output: Arc::clone(&self.output),
+                key: self.key.clone(),
+                physical: Some(Arc::new(physical_steps)),
+                invariant: Arc::clone(&self.invariant),
+            },
+            key,
+        })
+    }
+}
+
+/// A peek step with its expressions made physical, ready to evaluate.
+#[derive(Debug, Clone)]
+pub enum PhysicalStep {
+    /// Keep the rows where the predicate is true.
+    Filter(Arc<dyn PhysicalExpr>),
+    /// Compute the output columns.
+    Project {
+        /// One expression per output column.
+        exprs: Vec<Arc<dyn PhysicalExpr>>,
+        /// The columns they make.
+        output: SchemaRef,
+    },
+    /// Order the rows (the first `fetch` of them, if given).
+    Sort {
+        /// Sort keys with their directions, most significant first.
+        keys: Vec<(Arc<dyn PhysicalExpr>, arrow::compute::SortOptions)>,
+        /// How many rows the sort must produce.
+        fetch: Option<usize>,
+    },
+    /// Skip and fetch.
+    Limit {
+        /// Rows skipped.
+        skip: usize,
+        /// Rows kept after them (`None`: all).
+        fetch: Option<usize>,
+    },
 }
 
 impl PeekStep {
@@ -559,6 +678,63 @@ impl PeekStep {
             PeekStep::Limit { .. } => Box::new(std::iter::empty()),
         }
     }
+
+    /// The step's expressions with the schema each reads, in the order
+    /// [`Self::to_physical`] makes them.
+    fn expressions_with_schemas(&self) -> Vec<(&Expr, &DFSchemaRef)> {
+        let schema = match self {
+            PeekStep::Filter { input, .. }
+            | PeekStep::Project { input, .. }
+            | PeekStep::Sort { input, .. } => input,
+            PeekStep::Limit { .. } => return Vec::new(),
+        };
+        self.expressions().map(|e| (e, schema)).collect()
+    }
+
+    /// The step with each expression made physical by `make` (given the
+    /// schema it reads), in expression order.
+    fn to_physical(
+        &self,
+        make: &mut impl FnMut(&Expr, &DFSchemaRef) -> DfResult<Arc<dyn PhysicalExpr>>,
+    ) -> DfResult<PhysicalStep> {
+        Ok(match self {
+            PeekStep::Filter { predicate, input } => PhysicalStep::Filter(make(predicate, input)?),
+            PeekStep::Project {
+                exprs,
+                input,
+                output,
+            } => PhysicalStep::Project {
+                exprs: exprs
+                    .iter()
+                    .map(|e| make(e, input))
+                    .collect::<DfResult<_>>()?,
+                output: Arc::clone(output),
+            },
+            PeekStep::Sort {
+                exprs,
+                input,
+                fetch,
+            } => PhysicalStep::Sort {
+                keys: exprs
+                    .iter()
+                    .map(|s| {
+                        Ok((
+                            make(&s.expr, input)?,
+                            arrow::compute::SortOptions {
+                                descending: !s.asc,
+                                nulls_first: s.nulls_first,
+                            },
+                        ))
+                    })
+                    .collect::<DfResult<_>>()?,
+                fetch: *fetch,
+            },
+            PeekStep::Limit { skip, fetch } => PhysicalStep::Limit {
+                skip: *skip,
+                fetch: *fetch,
+            },
+        })
+    }
 }
 
 impl PeekFinish {
@@ -575,10 +751,24 @@ impl PeekFinish {
 
     /// Apply the query's steps to the rows a peek returned (the index's
     /// rows: every column of the object), giving the query's result.
-    /// Expressions are made physical here, with the session's execution
-    /// properties (so `now()` is the statement's time, as on the general
-    /// path).
+    /// Expressions not made physical by [`PeekFinish::bind`] are made
+    /// here, with the session's execution properties (so `now()` is the
+    /// statement's time, as on the general path).
     pub fn apply(&self, state: &SessionState, rows: RecordBatch) -> DfResult<RecordBatch> {
+        let made;
+        let steps: &[PhysicalStep] = match &self.physical {
+            Some(steps) => steps,
+            None => {
+                made = self
+                    .steps
+                    .iter()
+                    .map(|step| {
+                        step.to_physical(&mut |e, schema| physical(state, e.clone(), schema))
+                    })
+                    .collect::<DfResult<Vec<_>>>()?;
+                &made
+            }
+        };
         let columns = match &self.columns {
             Some(p) => p.iter().map(|&i| Arc::clone(rows.column(i))).collect(),
             None => rows.columns().to_vec(),
@@ -588,10 +778,9 @@ impl PeekFinish {
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows.num_rows())),
         )?;
-        for step in &self.steps {
+        for step in steps {
             batch = match step {
-                PeekStep::Filter { predicate, input } => {
-                    let predicate = physical(state, predicate.clone(), input)?;
+                PhysicalStep::Filter(predicate) => {
                     let mask = predicate.evaluate(&batch)?.into_array(batch.num_rows())?;
                     let mask = mask
                         .as_any()
@@ -599,18 +788,10 @@ impl PeekFinish {
                         .ok_or_else(|| plan_datafusion_err!("a filter that is not boolean"))?;
                     filter_record_batch(&batch, mask)?
                 }
-                PeekStep::Project {
-                    exprs,
-                    input,
-                    output,
-                } => {
+                PhysicalStep::Project { exprs, output } => {
                     let arrays = exprs
                         .iter()
-                        .map(|e| {
-                            physical(state, e.clone(), input)?
-                                .evaluate(&batch)?
-                                .into_array(batch.num_rows())
-                        })
+                        .map(|e| e.evaluate(&batch)?.into_array(batch.num_rows()))
                         .collect::<DfResult<Vec<_>>>()?;
                     RecordBatch::try_new_with_options(
                         Arc::clone(output),
@@ -618,23 +799,13 @@ impl PeekFinish {
                         &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
                     )?
                 }
-                PeekStep::Sort {
-                    exprs,
-                    input,
-                    fetch,
-                } => {
-                    let keys = exprs
+                PhysicalStep::Sort { keys, fetch } => {
+                    let keys = keys
                         .iter()
-                        .map(|s| {
-                            let values = physical(state, s.expr.clone(), input)?
-                                .evaluate(&batch)?
-                                .into_array(batch.num_rows())?;
+                        .map(|(e, options)| {
                             Ok(SortColumn {
-                                values,
-                                options: Some(arrow::compute::SortOptions {
-                                    descending: !s.asc,
-                                    nulls_first: s.nulls_first,
-                                }),
+                                values: e.evaluate(&batch)?.into_array(batch.num_rows())?,
+                                options: Some(*options),
                             })
                         })
                         .collect::<DfResult<Vec<_>>>()?;
@@ -645,7 +816,7 @@ impl PeekFinish {
                         take_record_batch(&batch, &order)?
                     }
                 }
-                PeekStep::Limit { skip, fetch } => {
+                PhysicalStep::Limit { skip, fetch } => {
                     let n = batch.num_rows();
                     let start = (*skip).min(n);
                     let len = fetch.unwrap_or(n).min(n - start);

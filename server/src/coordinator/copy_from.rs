@@ -93,7 +93,7 @@ impl Coordinator {
         if session.status == TxnStatus::InBlock {
             session.txn.writes.extend(writes);
         } else if !writes.is_empty() {
-            self.commit_writes(writes, Vec::new(), Vec::new()).await?;
+            self.commit_writes(writes, (), Vec::new()).await?;
         }
         Ok(count)
     }

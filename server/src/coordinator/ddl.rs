@@ -269,7 +269,7 @@ impl Coordinator {
         let n = count(&rows);
         let writes = super::write::table_writes(id, &rows, 1)?;
         if !writes.is_empty()
-            && let Err(e) = self.commit_writes(writes, Vec::new(), Vec::new()).await
+            && let Err(e) = self.commit_writes(writes, (), Vec::new()).await
         {
             if let Err(drop_error) = self
                 .transact_holding(vec![Op::Drop(vec![id])], Vec::new(), None)

@@ -84,6 +84,7 @@ impl Coordinator {
                     self.storage.drop_collection(id)?;
                     self.table_locks.lock().remove(&id);
                     self.keys.forget(id);
+                    self.keyed_rows.forget(id);
                 }
                 Implication::InitReadPolicy(id) => self.init_read_policy(id)?,
                 Implication::InstallDataflow(id) => {

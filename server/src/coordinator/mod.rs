@@ -68,7 +68,10 @@ pub struct Coordinator {
     /// The ingestions of sources (started and stopped by implications).
     pub sources: Arc<freshet_sources::Sources>,
     base_df: datafusion::execution::SessionState,
-    table_locks: Mutex<HashMap<GlobalId, Arc<tokio::sync::Mutex<()>>>>,
+    /// Per table: held alone by writes that read the table before they
+    /// write it (from the read to the commit), shared by keyed writes
+    /// (which lock their key's stripe besides).
+    table_locks: Mutex<HashMap<GlobalId, Arc<tokio::sync::RwLock<()>>>>,
     /// Cancel-request registry (pgwire).
     pub connections: Arc<ConnectionManager>,
     /// Running subscribes, ended when an input is dropped.
@@ -82,6 +85,8 @@ pub struct Coordinator {
     replanned: Mutex<Vec<(GlobalId, freshet_catalog::WrittenPlan)>>,
     /// Key sets of tables with a primary key, checked by every commit.
     keys: Arc<crate::keys::KeySets>,
+    /// Rows of tables with a primary key, by key, for keyed writes.
+    keyed_rows: crate::keyed_rows::KeyedRows,
     /// Where queries' physical plans run, and their memory budget.
     pub queries: QueryExecutor,
     /// Values of sequences (`serial` and identity columns', `CREATE
@@ -139,6 +144,7 @@ impl Coordinator {
             temp_sessions: std::sync::atomic::AtomicU64::new(1),
             replanned: Mutex::new(Vec::new()),
             keys: Arc::default(),
+            keyed_rows: Default::default(),
             queries,
             sequences: Arc::clone(&sequences),
         };

@@ -8,7 +8,7 @@ use datafusion::common::ParamValues;
 use freshet_catalog::CatalogState;
 use freshet_planner::statements::index::PeekPlan;
 use freshet_planner::statements::insert_values::InsertValuesPlan;
-use freshet_planner::{Plan, QueryPlan, ReadContext, SessionInfo};
+use freshet_planner::{Plan, QueryPlan, ReadContext, SessionInfo, WritePlan};
 use freshet_repr::Timestamp;
 
 use super::Coordinator;
@@ -153,6 +153,8 @@ enum Reusable {
     Peek(PeekPlan),
     /// An `INSERT ... VALUES` of constants and parameters.
     Insert(Arc<InsertValuesPlan>),
+    /// An `UPDATE` or `DELETE` by primary key.
+    KeyedWrite(Box<WritePlan>),
 }
 
 impl Coordinator {
@@ -162,6 +164,7 @@ impl Coordinator {
         let plan = match plan {
             Plan::Peek(peek) if peek.reusable() => Reusable::Peek(peek.clone()),
             Plan::InsertValues(insert) => Reusable::Insert(Arc::clone(insert)),
+            Plan::Write(w) if w.reusable() => Reusable::KeyedWrite(w.clone()),
             _ => return None,
         };
         Some(Arc::new(PreparedPlan {
@@ -196,6 +199,12 @@ impl Coordinator {
                 ))
             }),
             Reusable::Insert(insert) => Some(Ok(Plan::InsertValues(Arc::clone(insert)))),
+            // In a block the write reads the block's own writes: the
+            // general path, planned with the values.
+            Reusable::KeyedWrite(w) => (session.status != TxnStatus::InBlock)
+                .then(|| w.bind_keyed(&session.df, params).transpose())
+                .flatten()
+                .map(|bound| Ok(Plan::Write(Box::new(bound?)))),
         }
     }
 }

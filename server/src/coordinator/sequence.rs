@@ -213,6 +213,34 @@ impl Coordinator {
                 Some(rows) => self.insert_values(session, &insert, rows).await,
                 None => self.insert_unbound(session, stmt, &insert, params).await,
             },
+            Plan::ExplainKeyedWrite(w) => {
+                let keyed = w
+                    .keyed
+                    .as_ref()
+                    .ok_or_else(|| AdapterError::Internal("a keyed write without a key".into()))?;
+                let names: Vec<String> = keyed
+                    .key_columns
+                    .iter()
+                    .filter_map(|&i| w.table_desc.columns.get(i))
+                    .map(|c| c.name.clone())
+                    .collect();
+                let mut lines = vec![format!(
+                    "Fast path: {}",
+                    keyed.explain(&self.table_name(w.table), &names)
+                )];
+                lines.extend(
+                    keyed
+                        .finish
+                        .describe(&session.df)
+                        .into_iter()
+                        .map(|l| format!("  then {l}")),
+                );
+                lines.push(
+                    "  (the row found in the table's rows by primary key, without a DataFusion plan)"
+                        .into(),
+                );
+                query_plan_rows(lines)
+            }
             Plan::ExplainInsertValues(insert) => {
                 query_plan_rows(vec![insert.explain(&self.table_name(insert.table))])
             }
@@ -454,7 +482,16 @@ impl Coordinator {
                         Some(read) => txn.validate.iter().map(|id| (*id, read.ts)).collect(),
                         None => Vec::new(),
                     };
-                    let result = self.commit_writes(txn.writes, Vec::new(), reads).await;
+                    // The tables' write locks, as a write that reads
+                    // before it writes holds them: keyed writes, which
+                    // read rows by key, wait for this commit.
+                    let tables: std::collections::BTreeSet<_> =
+                        txn.writes.iter().map(|w| w.id).collect();
+                    let mut locks = Vec::with_capacity(tables.len());
+                    for id in tables {
+                        locks.push(self.table_lock(id).write_owned().await);
+                    }
+                    let result = self.commit_writes(txn.writes, locks, reads).await;
                     drop(txn.read);
                     result?;
                 }

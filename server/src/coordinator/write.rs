@@ -6,14 +6,16 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
+use datafusion::common::ScalarValue;
 use freshet_catalog::ItemDetails;
 use freshet_planner::statements::insert_values::{InsertCell, InsertValuesPlan};
-use freshet_planner::{PlanError, WriteKind, WritePlan};
+use freshet_planner::{KeyedWrite, PlanError, WriteKind, WritePlan};
 use freshet_repr::{GlobalId, RelationDesc, Timestamp};
 use freshet_storage::{StorageError, TableWrite, write_batch};
 
 use super::{Coordinator, ExecuteResponse};
 use crate::error::{AdapterError, Result};
+use crate::keyed_rows::Found;
 use crate::session::{Session, TxnStatus};
 use crate::values::check_rows;
 use crate::vars::Isolation;
@@ -25,10 +27,10 @@ impl Coordinator {
     /// — in a task of its own, so a cancelled or timed-out statement can
     /// neither release the locks nor stop the key bookkeeping while the
     /// commit is still in flight.
-    pub(super) async fn commit_writes(
+    pub(super) async fn commit_writes<L: Send + 'static>(
         &self,
         writes: Vec<TableWrite>,
-        locks: Vec<tokio::sync::OwnedMutexGuard<()>>,
+        locks: L,
         reads: Vec<(GlobalId, Timestamp)>,
     ) -> Result<Timestamp> {
         let storage = Arc::clone(&self.storage);
@@ -71,7 +73,7 @@ impl Coordinator {
             .collect()
     }
 
-    pub(super) fn table_lock(&self, id: GlobalId) -> Arc<tokio::sync::Mutex<()>> {
+    pub(super) fn table_lock(&self, id: GlobalId) -> Arc<tokio::sync::RwLock<()>> {
         Arc::clone(self.table_locks.lock().entry(id).or_default())
     }
 
@@ -98,8 +100,13 @@ impl Coordinator {
         if session.status == TxnStatus::InBlock {
             return self.write_in_block(session, w).await;
         }
+        if let Some(keyed) = &w.keyed
+            && let Some(key) = &keyed.key
+        {
+            return self.write_by_key(session, &w, keyed, key).await;
+        }
         let lock = if w.read_then_write {
-            Some(self.table_lock(w.table).lock_owned().await)
+            Some(self.table_lock(w.table).write_owned().await)
         } else {
             None
         };
@@ -110,11 +117,55 @@ impl Coordinator {
         let commit_ts = if writes.is_empty() {
             ts
         } else {
-            self.commit_writes(writes, lock.into_iter().collect(), Vec::new())
-                .await?
+            self.commit_writes(writes, lock, Vec::new()).await?
         };
         self.finish_write(session, &w, written, commit_ts, count)
             .await
+    }
+
+    /// An `UPDATE` or `DELETE` of the row with primary key `key`: the row
+    /// is looked up by key (under the table's write lock shared and the
+    /// key's stripe lock, held to the end of the commit) and the source
+    /// query's steps applied to it, instead of reading the table. (A
+    /// prepared statement's source query may still hold its `$n`: it is
+    /// not run.)
+    async fn write_by_key(
+        &self,
+        session: &mut Session,
+        w: &WritePlan,
+        keyed: &KeyedWrite,
+        key: &[ScalarValue],
+    ) -> Result<ExecuteResponse> {
+        let table_lock = self.table_lock(w.table).read_owned().await;
+        let mut rows = self.keyed_rows.table(w.table, &keyed.key_columns);
+        let mut key_lock = rows.lock_key(key).await;
+        let mut found = rows.get(&self.storage, key).await?;
+        if matches!(found, Found::Unavailable) {
+            // Built again from the table, once.
+            drop(key_lock);
+            self.keyed_rows.forget(w.table);
+            rows = self.keyed_rows.table(w.table, &keyed.key_columns);
+            key_lock = rows.lock_key(key).await;
+            found = rows.get(&self.storage, key).await?;
+        }
+        let source = match found {
+            Found::Row(row) => vec![keyed.finish.apply(&session.df, row)?],
+            Found::Missing => Vec::new(),
+            Found::Unavailable => {
+                return Err(AdapterError::Internal(format!(
+                    "the rows by key of {} do not follow it",
+                    self.table_name(w.table)
+                )));
+            }
+        };
+        let (writes, written, count) = self.changes(w, source)?;
+        let ts = if writes.is_empty() {
+            self.storage.read_ts()
+        } else {
+            self.commit_writes(writes, (table_lock, key_lock), Vec::new())
+                .await?
+        };
+        self.finish_write(session, w, written, ts, count).await
     }
 
     /// An `INSERT ... VALUES` of constants and parameters, its `rows`
@@ -133,7 +184,7 @@ impl Coordinator {
         if session.status == TxnStatus::InBlock {
             session.txn.writes.extend(writes);
         } else if !writes.is_empty() {
-            self.commit_writes(writes, Vec::new(), Vec::new()).await?;
+            self.commit_writes(writes, (), Vec::new()).await?;
         }
         Ok(ExecuteResponse::Command(format!("INSERT 0 {count}")))
     }
@@ -185,7 +236,7 @@ impl Coordinator {
         let tables: BTreeSet<GlobalId> = writes.iter().map(|w| w.table).collect();
         let mut locks = Vec::with_capacity(tables.len());
         for id in &tables {
-            locks.push(self.table_lock(*id).lock_owned().await);
+            locks.push(self.table_lock(*id).write_owned().await);
         }
         let (ts, holds) = self.choose_and_hold(&tables, Isolation::StrictSerializable)?;
         let mut changes = Vec::new();

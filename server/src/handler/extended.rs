@@ -72,6 +72,10 @@ async fn describe(
             ),
             Plan::InsertValues(insert) => (insert.params.clone(), None),
             Plan::ExplainInsertValues(insert) => (insert.params.clone(), Some(text("QUERY PLAN"))),
+            Plan::ExplainKeyedWrite(w) => (
+                placeholder_types(&w.source.logical)?,
+                Some(text("QUERY PLAN")),
+            ),
             Plan::Rows { desc, .. } => (vec![], Some(desc)),
             // `EXPLAIN` takes the parameters of the statement it explains.
             Plan::Explain(_, q) => (placeholder_types(&q.logical)?, Some(text("QUERY PLAN"))),

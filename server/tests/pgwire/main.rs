@@ -16,6 +16,7 @@ mod hostile;
 mod indexes;
 mod inserts;
 mod kafka;
+mod keyed_writes;
 mod mv_property;
 mod pg;
 mod postgres_source;
