@@ -192,6 +192,11 @@ pub struct Session {
     pub copy_in: Option<PendingCopy>,
     /// Statements prepared with SQL `PREPARE`, by name.
     pub prepared: std::collections::HashMap<String, SqlPrepared>,
+    /// Plans of simple-protocol statement templates (integer literals
+    /// made parameters), by the template's text; `None`: the template's
+    /// plan is not one to keep (see `Coordinator::templated_plan`).
+    pub templates:
+        std::collections::HashMap<String, Option<std::sync::Arc<crate::coordinator::PreparedPlan>>>,
     /// `set_config` calls of the running statement, applied when it
     /// succeeds.
     pub pending_settings: crate::session_functions::PendingSettings,
@@ -264,6 +269,7 @@ impl Session {
             df: Arc::new(base.clone()),
             copy_in: None,
             prepared: std::collections::HashMap::new(),
+            templates: std::collections::HashMap::new(),
             pending_settings: Default::default(),
             pid: 0,
             temp_schema: None,

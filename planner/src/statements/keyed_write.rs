@@ -14,12 +14,16 @@
 //! value of its key column's type, leaves the key unbound and the general
 //! path runs.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::common::ParamValues;
 use datafusion::common::Result as DfResult;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::SessionState;
+use datafusion::logical_expr::expr::Cast;
+use datafusion::logical_expr::{Expr, LogicalPlan};
 use freshet_catalog::{Item, ItemDetails};
 
 use super::peek::{
@@ -45,7 +49,12 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
         return Ok(None);
     }
     let params = source.logical.get_parameter_fields()?;
-    if params.values().any(Option::is_none) {
+    let untyped: HashSet<&String> = params
+        .iter()
+        .filter(|(_, field)| field.is_none())
+        .map(|(id, _)| id)
+        .collect();
+    if !untyped.is_empty() && !only_under_casts(&source.logical, &untyped) {
         return Ok(None);
     }
     let Some((chain, scan)) = chain_over_scan(&source.logical) else {
@@ -118,6 +127,38 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
         key_columns: keys.primary_key.clone(),
         finish,
     }))
+}
+
+/// Whether every use of the `untyped` placeholders is the operand of a
+/// cast (`CAST($1 AS integer)`, as [`super::templates`] writes them): the
+/// cast fixes the type each expression sees, whatever type the bound
+/// value has.
+fn only_under_casts(plan: &LogicalPlan, untyped: &HashSet<&String>) -> bool {
+    let mut ok = true;
+    let _ = plan.apply(|node| {
+        for e in node.expressions() {
+            let _ = e.apply(|x| {
+                Ok(match x {
+                    Expr::Cast(Cast { expr, .. })
+                        if matches!(expr.as_ref(), Expr::Placeholder(_)) =>
+                    {
+                        TreeNodeRecursion::Jump
+                    }
+                    Expr::Placeholder(p) if untyped.contains(&p.id) => {
+                        ok = false;
+                        TreeNodeRecursion::Stop
+                    }
+                    _ => TreeNodeRecursion::Continue,
+                })
+            });
+        }
+        Ok(if ok {
+            TreeNodeRecursion::Continue
+        } else {
+            TreeNodeRecursion::Stop
+        })
+    });
+    ok
 }
 
 impl WritePlan {

@@ -18,6 +18,7 @@ pub mod secret;
 pub mod sequence;
 pub mod source;
 pub mod subscribe;
+pub mod templates;
 pub mod webhook;
 pub mod written_plan;
 

@@ -209,6 +209,46 @@ impl Coordinator {
     }
 }
 
+/// How many statement templates a session keeps (then it starts over).
+const MAX_TEMPLATES: usize = 256;
+
+impl Coordinator {
+    /// The plan of a simple-protocol `UPDATE` or `DELETE` from its
+    /// template's kept plan, bound to the statement's integer literals
+    /// ([`freshet_planner::statements::templates`]): a statement that
+    /// differs from an earlier one only in those literals is not planned
+    /// again. The template is planned the first time it is seen, and its
+    /// plan kept only if it can be bound again (a write by primary key);
+    /// `None` plans the statement itself.
+    pub(super) async fn templated_plan(
+        &self,
+        session: &mut Session,
+        stmt: &freshet_planner::parser::Statement,
+    ) -> Option<Result<Plan>> {
+        if session.status != TxnStatus::Idle {
+            return None;
+        }
+        let (template, values) = freshet_planner::statements::templates::parameterize(stmt)?;
+        let key = template.to_string();
+        let prepared = match session.templates.get(&key) {
+            Some(kept) => kept.clone()?,
+            None => {
+                let kept = match self.plan(session, &template, None).await {
+                    Ok(plan) => self.prepare_plan(session, &plan),
+                    Err(_) => None,
+                };
+                if session.templates.len() >= MAX_TEMPLATES {
+                    session.templates.clear();
+                }
+                session.templates.insert(key, kept.clone());
+                kept?
+            }
+        };
+        let params = ParamValues::List(values.into_iter().map(Into::into).collect());
+        self.prepared_plan(session, &prepared, Some(&params))
+    }
+}
+
 /// How long a peek waits for the workers before failing (statement_timeout
 /// usually ends it sooner).
 pub(crate) const PEEK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);

@@ -32,10 +32,11 @@ impl Coordinator {
         if super::temp::creates_temporary(stmt) {
             self.ensure_temp_schema(session, ctx).await?;
         }
-        let prepared = ctx
-            .prepared_plan
-            .as_ref()
-            .and_then(|p| self.prepared_plan(session, p, params));
+        let prepared = match &ctx.prepared_plan {
+            Some(p) => self.prepared_plan(session, p, params),
+            None if params.is_none() => self.templated_plan(session, stmt).await,
+            None => None,
+        };
         let plan = match prepared {
             Some(plan) => plan?,
             None => self.plan(session, stmt, params).await?,

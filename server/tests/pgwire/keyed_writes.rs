@@ -117,6 +117,72 @@ async fn keyed_writes_agree_with_the_general_path() {
     );
 }
 
+/// Simple-protocol statements that differ only in their integer literals
+/// share one plan (the literals bound as parameters): every value must
+/// still be what the general path gives, overflows and misses included.
+#[tokio::test(flavor = "multi_thread")]
+async fn repeated_statements_with_other_literals_agree_with_the_general_path() {
+    let s = Server::start();
+    let c = s.connect().await;
+    for t in ["fast", "general"] {
+        c.batch_execute(&format!(
+            "CREATE TABLE {t} (k int PRIMARY KEY, v int, b bigint, s text);
+             INSERT INTO {t} SELECT g, g, g * 1000, 'r' || g FROM generate_series(1, 20) g;"
+        ))
+        .await
+        .unwrap();
+    }
+    let shapes = [
+        "UPDATE {t} SET v = v + {n} WHERE {k}{m}",
+        "UPDATE {t} SET b = b * {n}, s = s || {n} WHERE {k}{m} AND v < 1000000",
+        "UPDATE {t} SET v = {n} / (v - {m}) WHERE {k}{m}",
+        "DELETE FROM {t} WHERE {k}{m} AND v > {n}",
+    ];
+    let values = [
+        (1i64, 3i64),
+        (7, 3),
+        (2147483647, 4),
+        (3000000000, 5),
+        (-2, 6),
+        (1, 99),
+        (0, 7),
+        (5, 2147483648),
+    ];
+    for shape in shapes {
+        for (n, m) in values {
+            let fill = |t: &str, k: &str| {
+                shape
+                    .replace("{t}", t)
+                    .replace("{k}", k)
+                    .replace("{n}", &n.to_string())
+                    .replace("{m}", &m.to_string())
+            };
+            let fast = fill("fast", "k = ");
+            let a = outcome(&c, &fast, "fast").await;
+            let b = outcome(&c, &fill("general", "k + 0 = "), "general").await;
+            assert_eq!(a, b, "{fast}");
+        }
+    }
+    let contents = "SELECT k, v, b, s FROM {} ORDER BY k";
+    assert_eq!(
+        rows(&c, &contents.replace("{}", "fast")).await,
+        rows(&c, &contents.replace("{}", "general")).await
+    );
+    // The kept plan follows the catalog: the table re-created with the
+    // key's type changed.
+    c.batch_execute(
+        "DROP TABLE fast; CREATE TABLE fast (k bigint PRIMARY KEY, v int, b bigint, s text);
+         INSERT INTO fast VALUES (3000000000, 1, 1, 'x')",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome(&c, "UPDATE fast SET v = v + 1 WHERE k = 3000000000", "fast").await,
+        Ok(vec!["tag 1".to_string()])
+    );
+    assert_eq!(value(&c, "SELECT v FROM fast").await, Some("2".into()));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn composite_keys_and_prepared_keyed_writes() {
     let s = Server::start();
