@@ -57,9 +57,9 @@ const SHAPES: &[Shape] = &[
     },
 ];
 
-/// One measured combination.
+/// One measured combination of a pgbench benchmark (lookups, writes).
 #[derive(Debug, Clone)]
-pub struct LookupRow {
+pub struct PgbenchRow {
     /// The query shape.
     pub shape: &'static str,
     /// `simple` or `prepared`.
@@ -87,7 +87,7 @@ pub struct LookupSettings<'a> {
 }
 
 /// Load both systems, then run pgbench for every mode and client count.
-pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result<Vec<LookupRow>> {
+pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result<Vec<PgbenchRow>> {
     let freshet = FreshetServer::start(settings.bin, settings.workers).await?;
     let fc = freshet.connect().await?;
     let n = settings.rows;
@@ -169,7 +169,7 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
                     }
                     None => None,
                 };
-                out.push(LookupRow {
+                out.push(PgbenchRow {
                     shape: shape.name,
                     mode,
                     clients,
@@ -250,7 +250,7 @@ pub(crate) fn pgbench(
 }
 
 /// The Markdown section of the lookup benchmark.
-pub fn render(rows: &[LookupRow], settings: &LookupSettings<'_>) -> String {
+pub fn render(rows: &[PgbenchRow], settings: &LookupSettings<'_>) -> String {
     let mut s = format!(
         "## Keyed lookups: indexed materialized view vs primary key\n\n\
          `kv` has {} rows, `dim` 100. Freshet reads the materialized view `kv_mv` (`SELECT k, v \

@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::db;
 use crate::error::{Context, Result, failed};
 use crate::freshet::FreshetServer;
-use crate::lookup::{PgbenchResult, Target, pgbench};
+use crate::lookup::{PgbenchRow, Target, pgbench};
 use crate::postgres::PgServer;
 
 /// A measured statement, as both systems spell it (`:k` is pgbench's
@@ -44,21 +44,6 @@ const SHAPES: &[Shape] = &[
         existing_key: true,
     },
 ];
-
-/// One measured combination.
-#[derive(Debug, Clone)]
-pub struct WriteRow {
-    /// The statement.
-    pub shape: &'static str,
-    /// `simple` or `prepared`.
-    pub mode: &'static str,
-    /// Concurrent clients.
-    pub clients: u32,
-    /// Freshet's figures.
-    pub freshet: PgbenchResult,
-    /// PostgreSQL's, if it ran.
-    pub postgres: Option<PgbenchResult>,
-}
 
 /// What the writes benchmark needs to know.
 pub struct WriteSettings<'a> {
@@ -89,7 +74,7 @@ fn setup(rows: usize) -> Vec<String> {
 
 /// Load both systems, then run pgbench for every statement, protocol and
 /// client count, Freshet and PostgreSQL one after the other per row.
-pub async fn run(settings: &WriteSettings<'_>, pg: Option<&PgServer>) -> Result<Vec<WriteRow>> {
+pub async fn run(settings: &WriteSettings<'_>, pg: Option<&PgServer>) -> Result<Vec<PgbenchRow>> {
     let freshet = FreshetServer::start(settings.bin, settings.workers).await?;
     let fc = freshet.connect().await?;
     for sql in setup(settings.rows) {
@@ -144,7 +129,7 @@ pub async fn run(settings: &WriteSettings<'_>, pg: Option<&PgServer>) -> Result<
                     }
                     None => None,
                 };
-                out.push(WriteRow {
+                out.push(PgbenchRow {
                     shape: shape.name,
                     mode,
                     clients,
@@ -171,7 +156,7 @@ pub async fn run(settings: &WriteSettings<'_>, pg: Option<&PgServer>) -> Result<
 }
 
 /// The Markdown section of the writes benchmark.
-pub fn render(rows: &[WriteRow], settings: &WriteSettings<'_>) -> String {
+pub fn render(rows: &[PgbenchRow], settings: &WriteSettings<'_>) -> String {
     let mut s = format!(
         "## Writes: single-row INSERT and UPDATE by primary key\n\n\
          `kv` has {} rows. pgbench `-n -c N -j min(N,2) -T {}`, one statement per \

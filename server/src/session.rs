@@ -193,10 +193,9 @@ pub struct Session {
     /// Statements prepared with SQL `PREPARE`, by name.
     pub prepared: std::collections::HashMap<String, SqlPrepared>,
     /// Plans of simple-protocol statement templates (integer literals
-    /// made parameters), by the template's text; `None`: the template's
-    /// plan is not one to keep (see `Coordinator::templated_plan`).
-    pub templates:
-        std::collections::HashMap<String, Option<std::sync::Arc<crate::coordinator::PreparedPlan>>>,
+    /// made parameters), by the template's text (see
+    /// `Coordinator::templated_plan`).
+    pub templates: std::collections::HashMap<String, crate::coordinator::TemplatePlan>,
     /// `set_config` calls of the running statement, applied when it
     /// succeeds.
     pub pending_settings: crate::session_functions::PendingSettings,

@@ -20,14 +20,14 @@ use std::sync::Arc;
 use datafusion::common::ParamValues;
 use datafusion::common::Result as DfResult;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
-use datafusion::datasource::source_as_provider;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::expr::Cast;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 use freshet_catalog::{Item, ItemDetails};
 
 use super::peek::{
-    KeyBinding, chain_over_scan, key_values, scan_equalities, simplify_steps, steps_of,
+    ChainOverScan, KeyBinding, chain_over_bound_scan, key_values, projected, scan_equalities,
+    simplify_steps, steps_of,
 };
 use crate::error::Result;
 use crate::plan::{KeyConstants, KeyedWrite, PeekFinish, QueryPlan, WritePlan};
@@ -57,13 +57,14 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
     if !untyped.is_empty() && !only_under_casts(&source.logical, &untyped) {
         return Ok(None);
     }
-    let Some((chain, scan)) = chain_over_scan(&source.logical) else {
+    let Some(ChainOverScan {
+        chain,
+        scan,
+        provider,
+    }) = chain_over_bound_scan(&source.logical)?
+    else {
         return Ok(None);
     };
-    if scan.fetch.is_some() || !scan.filters.is_empty() {
-        return Ok(None);
-    }
-    let provider = source_as_provider(&scan.source)?;
     let any: &dyn std::any::Any = provider.as_ref();
     if any
         .downcast_ref::<BoundTable>()
@@ -76,14 +77,7 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
     if !carries_types(desc, &source_schema) {
         return Ok(None);
     }
-    let scan_schema = match &scan.projection {
-        Some(p) => Arc::new(
-            source_schema
-                .project(p)
-                .map_err(datafusion::error::DataFusionError::from)?,
-        ),
-        None => Arc::clone(&source_schema),
-    };
+    let scan_schema = projected(&source_schema, scan.projection.as_ref())?;
     let Some(steps) = steps_of(&chain)? else {
         return Ok(None);
     };

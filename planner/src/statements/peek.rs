@@ -65,13 +65,14 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
     {
         return Ok(None);
     }
-    let Some((chain, scan)) = chain_over_scan(&q.logical) else {
+    let Some(ChainOverScan {
+        chain,
+        scan,
+        provider,
+    }) = chain_over_bound_scan(&q.logical)?
+    else {
         return Ok(None);
     };
-    if scan.fetch.is_some() || !scan.filters.is_empty() {
-        return Ok(None);
-    }
-    let provider = source_as_provider(&scan.source)?;
     let any: &dyn std::any::Any = provider.as_ref();
     let Some(bound) = any.downcast_ref::<BoundTable>() else {
         return Ok(None);
@@ -85,14 +86,7 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
         (None, None) => return Ok(None),
     };
     let source_schema = provider.schema();
-    let scan_schema: SchemaRef = match &scan.projection {
-        Some(p) => Arc::new(
-            source_schema
-                .project(p)
-                .map_err(datafusion::error::DataFusionError::from)?,
-        ),
-        None => Arc::clone(&source_schema),
-    };
+    let scan_schema = projected(&source_schema, scan.projection.as_ref())?;
     let Some(steps) = steps_of(&chain)? else {
         return Ok(None);
     };
@@ -193,9 +187,47 @@ pub(super) fn scan_equalities(
     (equalities, conjuncts)
 }
 
+/// A plan's chain of nodes over its one scan, with the scan's provider.
+pub(super) struct ChainOverScan<'a> {
+    /// The nodes from the root down (see [`chain_over_scan`]).
+    pub chain: Vec<&'a LogicalPlan>,
+    /// The scan, with no filters or fetch pushed into it.
+    pub scan: &'a TableScan,
+    /// What the scan reads.
+    pub provider: Arc<dyn datafusion::datasource::TableProvider>,
+}
+
+/// The chain over `plan`'s one scan, if every node is one a peek can
+/// apply and nothing was pushed into the scan itself.
+pub(super) fn chain_over_bound_scan(plan: &LogicalPlan) -> DfResult<Option<ChainOverScan<'_>>> {
+    let Some((chain, scan)) = chain_over_scan(plan) else {
+        return Ok(None);
+    };
+    if scan.fetch.is_some() || !scan.filters.is_empty() {
+        return Ok(None);
+    }
+    let provider = source_as_provider(&scan.source)?;
+    Ok(Some(ChainOverScan {
+        chain,
+        scan,
+        provider,
+    }))
+}
+
+/// The columns `projection` keeps of `source` (all without one).
+pub(super) fn projected(
+    source: &SchemaRef,
+    projection: Option<&Vec<usize>>,
+) -> DfResult<SchemaRef> {
+    Ok(match projection {
+        Some(p) => Arc::new(source.project(p)?),
+        None => Arc::clone(source),
+    })
+}
+
 /// The nodes from the plan's root down to its one scan (root first), if
 /// every node is one a peek can apply.
-pub(super) fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)> {
+fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)> {
     let mut chain = Vec::new();
     let mut node = plan;
     loop {

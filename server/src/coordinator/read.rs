@@ -141,9 +141,35 @@ impl Coordinator {
 #[derive(Debug)]
 pub struct PreparedPlan {
     plan: Reusable,
+    stamp: PlanStamp,
+}
+
+/// What a plan was made against: the catalog version, the session's
+/// identity and its settings. A plan kept for later executions serves
+/// them only while all three are unchanged.
+#[derive(Debug)]
+pub struct PlanStamp {
     catalog: Arc<CatalogState>,
     info: SessionInfo,
     vars: Vars,
+}
+
+impl PlanStamp {
+    /// Whether `session` would plan against the same state now.
+    fn current(&self, coord: &Coordinator, session: &Session) -> bool {
+        Arc::ptr_eq(&self.catalog, &coord.catalog_for(session))
+            && self.vars == session.vars
+            && self.info == session.info()
+    }
+}
+
+/// A session's kept plan of a simple-protocol statement template, with
+/// the state it was planned against (`plan` is `None` when the template's
+/// plan cannot be bound again: its statements are planned themselves).
+#[derive(Debug)]
+pub struct TemplatePlan {
+    stamp: PlanStamp,
+    plan: Option<Arc<PreparedPlan>>,
 }
 
 /// The plans that can be bound again.
@@ -158,6 +184,15 @@ enum Reusable {
 }
 
 impl Coordinator {
+    /// What a plan made for `session` now is made against.
+    fn stamp(&self, session: &Session) -> PlanStamp {
+        PlanStamp {
+            catalog: self.catalog_for(session),
+            info: session.info(),
+            vars: session.vars.clone(),
+        }
+    }
+
     /// Keep `plan` (a statement's plan at Prepare) for its executions, if
     /// it can be bound again.
     pub fn prepare_plan(&self, session: &Session, plan: &Plan) -> Option<Arc<PreparedPlan>> {
@@ -169,9 +204,7 @@ impl Coordinator {
         };
         Some(Arc::new(PreparedPlan {
             plan,
-            catalog: self.catalog_for(session),
-            info: session.info(),
-            vars: session.vars.clone(),
+            stamp: self.stamp(session),
         }))
     }
 
@@ -185,10 +218,7 @@ impl Coordinator {
         prepared: &PreparedPlan,
         params: Option<&ParamValues>,
     ) -> Option<Result<Plan>> {
-        let current = Arc::ptr_eq(&prepared.catalog, &self.catalog_for(session))
-            && prepared.vars == session.vars
-            && prepared.info == session.info();
-        if !current {
+        if !prepared.stamp.current(self, session) {
             return None;
         }
         match &prepared.plan {
@@ -230,18 +260,32 @@ impl Coordinator {
         }
         let (template, values) = freshet_planner::statements::templates::parameterize(stmt)?;
         let key = template.to_string();
-        let prepared = match session.templates.get(&key) {
-            Some(kept) => kept.clone()?,
+        let kept = session
+            .templates
+            .get(&key)
+            .filter(|t| t.stamp.current(self, session))
+            .map(|t| t.plan.clone());
+        let prepared = match kept {
+            Some(plan) => plan?,
             None => {
-                let kept = match self.plan(session, &template, None).await {
-                    Ok(plan) => self.prepare_plan(session, &plan),
-                    Err(_) => None,
-                };
+                // Stamped before planning: a change meanwhile makes the
+                // kept plan stale at once, never current by mistake.
+                let stamp = self.stamp(session);
+                // A template that does not plan (a missing table, say)
+                // is not kept: the statement's own planning says why.
+                let plan = self.plan(session, &template, None).await.ok()?;
+                let plan = self.prepare_plan(session, &plan);
                 if session.templates.len() >= MAX_TEMPLATES {
                     session.templates.clear();
                 }
-                session.templates.insert(key, kept.clone());
-                kept?
+                session.templates.insert(
+                    key,
+                    TemplatePlan {
+                        stamp,
+                        plan: plan.clone(),
+                    },
+                );
+                plan?
             }
         };
         let params = ParamValues::List(values.into_iter().map(Into::into).collect());

@@ -187,3 +187,51 @@ async fn null_ordering_and_constraints_match_postgres() {
         Some("4")
     );
 }
+
+/// `sum` is described as the type its rows carry, in binary too:
+/// `bigint` for `smallint` and `integer`, `numeric` for `bigint` (as in
+/// PostgreSQL). A driver decoding binary results (tokio-postgres here,
+/// asyncpg) fails on any mismatch.
+#[tokio::test(flavor = "multi_thread")]
+async fn sums_are_described_as_the_type_they_carry() {
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE nums (s smallint, i int, b bigint);
+         INSERT INTO nums VALUES (1, 2147483647, 9223372036854775807), (2, 2147483647, 9223372036854775807)",
+    )
+    .await
+    .unwrap();
+    let row = c
+        .query_one(
+            "SELECT sum(s), sum(i), sum(b)::text, pg_typeof(sum(b))::text FROM nums",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 3);
+    assert_eq!(row.get::<_, i64>(1), 4294967294);
+    assert_eq!(row.get::<_, String>(2), "18446744073709551614");
+    assert_eq!(row.get::<_, String>(3), "numeric");
+    let types: Vec<String> = c
+        .prepare("SELECT sum(s), sum(i), sum(b) FROM nums")
+        .await
+        .unwrap()
+        .columns()
+        .iter()
+        .map(|col| col.type_().name().to_string())
+        .collect();
+    assert_eq!(types, ["int8", "int8", "numeric"]);
+    // Grouped, and in a materialized view.
+    c.batch_execute(
+        "CREATE MATERIALIZED VIEW sums AS SELECT s, sum(i) AS total FROM nums GROUP BY s",
+    )
+    .await
+    .unwrap();
+    let rows = c
+        .query("SELECT s, total FROM sums ORDER BY s", &[])
+        .await
+        .unwrap();
+    let got: Vec<(i16, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(got, [(1, 2147483647), (2, 2147483647)]);
+}
