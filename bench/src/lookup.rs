@@ -146,29 +146,14 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
         for mode in ["simple", "prepared"] {
             for &clients in &settings.clients {
                 eprintln!("lookup: {}, {mode}, {clients} client(s)", shape.name);
-                let target = Target {
-                    port: freshet.port(),
-                    user: "freshet",
-                    db: "freshet",
-                };
-                let f = pgbench(&target, mode, clients, settings.seconds, &freshet_script)?;
-                let p = match pg {
-                    Some(pg) => {
-                        let target = Target {
-                            port: pg.port(),
-                            user: "postgres",
-                            db: "postgres",
-                        };
-                        Some(pgbench(
-                            &target,
-                            mode,
-                            clients,
-                            settings.seconds,
-                            &pg_script,
-                        )?)
-                    }
-                    None => None,
-                };
+                let (f, p) = pgbench_pair(
+                    freshet.port(),
+                    pg,
+                    mode,
+                    clients,
+                    settings.seconds,
+                    (&freshet_script, &pg_script),
+                )?;
                 out.push(PgbenchRow {
                     shape: shape.name,
                     mode,
@@ -185,14 +170,45 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
 }
 
 /// Where pgbench connects.
-pub(crate) struct Target {
-    pub port: u16,
-    pub user: &'static str,
-    pub db: &'static str,
+struct Target {
+    port: u16,
+    user: &'static str,
+    db: &'static str,
+}
+
+/// Run pgbench against Freshet (on `freshet_port`), then against
+/// PostgreSQL if it runs, with the same settings; `scripts` is each
+/// system's script.
+pub(crate) fn pgbench_pair(
+    freshet_port: u16,
+    pg: Option<&PgServer>,
+    mode: &str,
+    clients: u32,
+    seconds: u64,
+    scripts: (&Path, &Path),
+) -> Result<(PgbenchResult, Option<PgbenchResult>)> {
+    let freshet = Target {
+        port: freshet_port,
+        user: "freshet",
+        db: "freshet",
+    };
+    let f = pgbench(&freshet, mode, clients, seconds, scripts.0)?;
+    let p = match pg {
+        Some(pg) => {
+            let target = Target {
+                port: pg.port(),
+                user: "postgres",
+                db: "postgres",
+            };
+            Some(pgbench(&target, mode, clients, seconds, scripts.1)?)
+        }
+        None => None,
+    };
+    Ok((f, p))
 }
 
 /// Run pgbench once and read its tps and mean latency.
-pub(crate) fn pgbench(
+fn pgbench(
     target: &Target,
     mode: &str,
     clients: u32,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::db;
 use crate::error::{Context, Result, failed};
 use crate::freshet::FreshetServer;
-use crate::lookup::{PgbenchRow, Target, pgbench};
+use crate::lookup::{PgbenchRow, pgbench_pair};
 use crate::postgres::PgServer;
 
 /// A measured statement, as both systems spell it (`:k` is pgbench's
@@ -112,23 +112,14 @@ pub async fn run(settings: &WriteSettings<'_>, pg: Option<&PgServer>) -> Result<
         for mode in ["simple", "prepared"] {
             for &clients in &settings.clients {
                 eprintln!("writes: {}, {mode}, {clients} client(s)", shape.name);
-                let target = Target {
-                    port: freshet.port(),
-                    user: "freshet",
-                    db: "freshet",
-                };
-                let f = pgbench(&target, mode, clients, settings.seconds, &path)?;
-                let p = match pg {
-                    Some(pg) => {
-                        let target = Target {
-                            port: pg.port(),
-                            user: "postgres",
-                            db: "postgres",
-                        };
-                        Some(pgbench(&target, mode, clients, settings.seconds, &path)?)
-                    }
-                    None => None,
-                };
+                let (f, p) = pgbench_pair(
+                    freshet.port(),
+                    pg,
+                    mode,
+                    clients,
+                    settings.seconds,
+                    (&path, &path),
+                )?;
                 out.push(PgbenchRow {
                     shape: shape.name,
                     mode,
