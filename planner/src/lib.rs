@@ -30,8 +30,8 @@ pub mod udf;
 pub use error::{PlanError, Result, SqlStateError};
 pub use plan::{
     CopyFormat, CopyFromPlan, CopyOptions, CreateIndexPlan, CreateMaterializedViewPlan,
-    ExplainDataflowPlan, ExplainKind, ItemDataflow, KeyedWrite, Plan, QueryPlan, SetValue,
-    WriteKind, WritePlan,
+    ExplainDataflowPlan, ExplainKind, ItemDataflow, KeyedWrite, PeekFinish, PeekLookup, Plan,
+    QueryPlan, SetValue, WriteKind, WritePlan,
 };
 pub use query::binding::{CollectionReader, QueryBinding, ReadContext};
 pub use query::resolve::SessionInfo;

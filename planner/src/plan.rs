@@ -480,6 +480,39 @@ pub struct PeekFinish {
     /// between executions, made at the first execution and shared by the
     /// plan's later ones (`None` in the list: bound per execution).
     pub invariant: Arc<std::sync::OnceLock<InvariantExprs>>,
+    /// Indexes joined to the peeked rows by key, innermost join first
+    /// (empty: the steps read the peeked rows themselves). With lookups,
+    /// `scan_schema` is the last join's output.
+    pub lookups: Arc<Vec<PeekLookup>>,
+    /// Each lookup's key expressions made physical for one execution (by
+    /// [`PeekFinish::bind`](crate::statements::peek)); `None`: made when
+    /// the lookup runs.
+    pub physical_lookups: Option<Arc<Vec<LookupKeyExprs>>>,
+}
+
+/// One lookup's key expressions, made physical, in key order.
+pub type LookupKeyExprs = Vec<Arc<dyn PhysicalExpr>>;
+
+/// An inner join of a peek's rows with the rows of another index whose
+/// key equals expressions of each of them: an index nested-loop join,
+/// one keyed read per distinct key (see
+/// [`crate::statements::peek_join`]).
+#[derive(Debug, Clone)]
+pub struct PeekLookup {
+    /// The index read.
+    pub index: GlobalId,
+    /// One expression over `input` per key column of the index, with the
+    /// key column's type, in key order.
+    pub key: KeyConstants,
+    /// The rows the key expressions read (the join's left input).
+    pub input: datafusion::common::DFSchemaRef,
+    /// Which of the index's columns the join's right side reads (`None`:
+    /// all).
+    pub columns: Option<Vec<usize>>,
+    /// The join's output: the left rows' columns, then the right's.
+    pub output: arrow::datatypes::SchemaRef,
+    /// `EXPLAIN`'s description.
+    pub explain: String,
 }
 
 /// A peek's expressions in step order, each made physical if its value

@@ -104,6 +104,8 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
         key: Some(key),
         physical: None,
         invariant: Arc::default(),
+        lookups: Arc::default(),
+        physical_lookups: None,
     };
     if finish.reads_binding() {
         return Ok(None);

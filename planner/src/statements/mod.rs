@@ -14,6 +14,7 @@ pub mod materialized;
 pub mod misc;
 pub mod options;
 pub mod peek;
+pub mod peek_join;
 pub mod secret;
 pub mod sequence;
 pub mod source;

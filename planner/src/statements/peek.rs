@@ -71,19 +71,10 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
         provider,
     }) = chain_over_bound_scan(&q.logical)?
     else {
-        return Ok(None);
+        return super::peek_join::lookup_join_peek(cx, q);
     };
-    let any: &dyn std::any::Any = provider.as_ref();
-    let Some(bound) = any.downcast_ref::<BoundTable>() else {
+    let Some(object) = scanned_object(cx, &provider)? else {
         return Ok(None);
-    };
-    let object = match (bound.collection(), bound.index()) {
-        (Some(id), _) => id,
-        (None, Some((index, _))) => match cx.catalog.get_item(index)?.details {
-            ItemDetails::Index { on, .. } => on,
-            _ => return Ok(None),
-        },
-        (None, None) => return Ok(None),
     };
     let source_schema = provider.schema();
     let scan_schema = projected(&source_schema, scan.projection.as_ref())?;
@@ -155,8 +146,30 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
             key: key_exprs,
             physical: None,
             invariant: Arc::default(),
+            lookups: Arc::default(),
+            physical_lookups: None,
         })),
     }))
+}
+
+/// The object a scan's provider reads (an index's object for a read of
+/// the index), if it is one of the catalog's.
+pub(super) fn scanned_object(
+    cx: &StatementContext,
+    provider: &Arc<dyn datafusion::datasource::TableProvider>,
+) -> Result<Option<GlobalId>> {
+    let any: &dyn std::any::Any = provider.as_ref();
+    let Some(bound) = any.downcast_ref::<BoundTable>() else {
+        return Ok(None);
+    };
+    Ok(match (bound.collection(), bound.index()) {
+        (Some(id), _) => Some(id),
+        (None, Some((index, _))) => match cx.catalog.get_item(index)?.details {
+            ItemDetails::Index { on, .. } => Some(on),
+            _ => None,
+        },
+        (None, None) => None,
+    })
 }
 
 /// Equalities on columns of the scanned object (by column name, with
@@ -287,7 +300,7 @@ pub(super) fn steps_of(chain: &[&LogicalPlan]) -> Result<Option<Vec<PeekStep>>> 
 
 /// Whether `e` can be evaluated on a batch of rows by itself (no
 /// subquery, aggregate, window, unnest or parameter).
-fn evaluable(e: &Expr) -> bool {
+pub(super) fn evaluable(e: &Expr) -> bool {
     !e.exists(|n| {
         Ok(matches!(
             n,
@@ -313,7 +326,7 @@ fn evaluable(e: &Expr) -> bool {
 /// cast that keeps every value distinct; the constant a literal or a
 /// `$n`, perhaps cast): the column's position in `schema` and the
 /// constant.
-fn column_equality(e: &Expr, schema: &DFSchemaRef) -> Option<(usize, Expr)> {
+pub(super) fn column_equality(e: &Expr, schema: &DFSchemaRef) -> Option<(usize, Expr)> {
     let Expr::BinaryExpr(BinaryExpr {
         left,
         op: Operator::Eq,
@@ -350,7 +363,7 @@ fn column_equality(e: &Expr, schema: &DFSchemaRef) -> Option<(usize, Expr)> {
 }
 
 /// A literal or a `$n` parameter, perhaps cast.
-fn is_constant(e: &Expr) -> bool {
+pub(super) fn is_constant(e: &Expr) -> bool {
     match e {
         Expr::Literal(..) | Expr::Placeholder(_) => true,
         Expr::Cast(Cast { expr, .. }) | Expr::TryCast(TryCast { expr, .. }) => is_constant(expr),
@@ -385,7 +398,7 @@ pub(super) fn key_values(
 
 /// `e` with its `$n` parameters replaced by their values (unchanged
 /// without values).
-fn with_params(e: Expr, params: Option<&ParamValues>) -> DfResult<Expr> {
+pub(super) fn with_params(e: Expr, params: Option<&ParamValues>) -> DfResult<Expr> {
     let Some(params) = params else {
         return Ok(e);
     };
@@ -401,7 +414,7 @@ fn with_params(e: Expr, params: Option<&ParamValues>) -> DfResult<Expr> {
 
 /// Whether casting `from` to `to` maps distinct values to distinct values,
 /// so `CAST(col AS to) = v` holds exactly for `col = v` cast back.
-fn injective_cast(from: &DataType, to: &DataType) -> bool {
+pub(super) fn injective_cast(from: &DataType, to: &DataType) -> bool {
     use DataType::*;
     let rank = |t: &DataType| match t {
         Int8 => Some(1),
@@ -420,7 +433,7 @@ fn injective_cast(from: &DataType, to: &DataType) -> bool {
 /// fixed by `equalities` (with the constants, in key order, and each key
 /// column's type), else any index (all its rows). Indexes keyed by
 /// expressions serve only full reads.
-fn choose_index<'a>(
+pub(super) fn choose_index<'a>(
     cx: &'a StatementContext,
     object: GlobalId,
     schema: &SchemaRef,
@@ -459,7 +472,7 @@ fn choose_index<'a>(
 
 /// `expr` simplified as the optimizer would at this statement's start
 /// (constants folded, `now()` fixed, casts of literals applied).
-fn simplified(state: &SessionState, expr: Expr, schema: &DFSchemaRef) -> DfResult<Expr> {
+pub(super) fn simplified(state: &SessionState, expr: Expr, schema: &DFSchemaRef) -> DfResult<Expr> {
     let context = SimplifyContext::builder()
         .with_schema(Arc::clone(schema))
         .with_config_options(Arc::clone(state.config_options()))
@@ -493,7 +506,7 @@ pub(super) fn simplify_steps(
 /// Whether `e` is simplified at each execution of a prepared statement:
 /// it reads a `$n`, or calls a function that is not immutable (`now()`
 /// takes the statement's start time when simplified).
-fn bound_per_execution(e: &Expr) -> bool {
+pub(super) fn bound_per_execution(e: &Expr) -> bool {
     e.exists(|n| {
         Ok(match n {
             Expr::Placeholder(_) => true,
@@ -506,7 +519,7 @@ fn bound_per_execution(e: &Expr) -> bool {
 
 /// `expr` (already simplified) as a physical expression over `schema`'s
 /// rows.
-fn physical(
+pub(super) fn physical(
     state: &SessionState,
     expr: Expr,
     schema: &DFSchemaRef,
@@ -612,6 +625,11 @@ impl PeekFinish {
             .map(|step| step.to_physical(&mut next))
             .collect::<DfResult<Vec<_>>>()?;
         let key = self.key.as_ref().and_then(|k| key_values(state, k, params));
+        let physical_lookups = self
+            .lookups
+            .iter()
+            .map(|lookup| lookup.physical_key(state, params))
+            .collect::<DfResult<Vec<_>>>()?;
         Ok(KeyBinding {
             finish: PeekFinish {
                 query: Arc::clone(&self.query),
@@ -622,6 +640,8 @@ impl PeekFinish {
                 key: self.key.clone(),
                 physical: Some(Arc::new(physical_steps)),
                 invariant: Arc::clone(&self.invariant),
+                lookups: Arc::clone(&self.lookups),
+                physical_lookups: Some(Arc::new(physical_lookups)),
             },
             key,
         })
@@ -801,9 +821,12 @@ impl PeekFinish {
                 &made
             }
         };
+        // With lookups, `rows` are already the last join's output.
         let columns = match &self.columns {
-            Some(p) => p.iter().map(|&i| Arc::clone(rows.column(i))).collect(),
-            None => rows.columns().to_vec(),
+            Some(p) if self.lookups.is_empty() => {
+                p.iter().map(|&i| Arc::clone(rows.column(i))).collect()
+            }
+            _ => rows.columns().to_vec(),
         };
         let mut batch = RecordBatch::try_new_with_options(
             Arc::clone(&self.scan_schema),
@@ -872,6 +895,7 @@ impl PeekFinish {
                 .unwrap_or_else(|_| e.clone())
                 .to_string()
         };
+        let lookups = self.lookups.iter().rev().map(|l| l.explain.clone());
         self.steps
             .iter()
             .rev()
@@ -910,6 +934,7 @@ impl PeekFinish {
                     fetch.map_or("None".to_string(), |f| f.to_string())
                 ),
             })
+            .chain(lookups)
             .collect()
     }
 }

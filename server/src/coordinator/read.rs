@@ -8,7 +8,7 @@ use datafusion::common::ParamValues;
 use freshet_catalog::CatalogState;
 use freshet_planner::statements::index::PeekPlan;
 use freshet_planner::statements::insert_values::InsertValuesPlan;
-use freshet_planner::{Plan, QueryPlan, ReadContext, SessionInfo, WritePlan};
+use freshet_planner::{PeekFinish, Plan, QueryPlan, ReadContext, SessionInfo, WritePlan};
 use freshet_repr::Timestamp;
 
 use super::Coordinator;
@@ -97,22 +97,38 @@ impl Coordinator {
         }
         let (ts, holds) = self.read_time(session, &peek.inputs, false)?;
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
-        let pending = match self.compute.peek(peek.index, ts, peek.key.clone()) {
+        let (pending, pending_time) = match self.compute.peek(peek.index, ts, peek.key.clone()) {
             // A serializable read may pick a time the index has compacted
             // past; outside a transaction any later time serves it (the
             // inputs' holds at `ts` protect later times too).
             Err(freshet_compute::ComputeError::NotReadable { since, .. })
                 if session.status != TxnStatus::InBlock =>
             {
-                self.compute.peek(peek.index, since, peek.key.clone())?
+                (
+                    self.compute.peek(peek.index, since, peek.key.clone())?,
+                    since,
+                )
             }
-            other => other?,
+            other => (other?, ts),
         };
         let answer = tokio::time::timeout(PEEK_TIMEOUT, pending.wait())
             .await
             .map_err(|_| AdapterError::Compute(freshet_compute::ComputeError::PeekTimeout))??;
+        let mut rows = answer.map_err(AdapterError::Dataflow)?;
+        if let Some(finish) = &peek.finish
+            && !finish.lookups.is_empty()
+        {
+            match self.lookups(session, finish, rows, pending_time).await? {
+                Some(joined) => rows = joined,
+                // An index that cannot be read at the peek's time: the
+                // general path reads the objects themselves.
+                None => {
+                    drop(holds);
+                    return self.read(session, &finish.query).await;
+                }
+            }
+        }
         drop(holds);
-        let rows = answer.map_err(AdapterError::Dataflow)?;
         let Some(finish) = &peek.finish else {
             return Ok(vec![match &peek.columns {
                 Some(columns) => rows.project(columns)?,
@@ -132,6 +148,42 @@ impl Coordinator {
                 .map_err(AdapterError::Internal)?;
         }
         Ok(vec![finish.apply(&session.df, rows)?])
+    }
+}
+
+impl Coordinator {
+    /// A peek's lookup joins (see `freshet_planner::statements::peek_join`)
+    /// applied to the peeked `rows`, reading every index at `ts`; `None`
+    /// when one cannot be read there.
+    async fn lookups(
+        &self,
+        session: &Session,
+        finish: &PeekFinish,
+        rows: RecordBatch,
+        ts: Timestamp,
+    ) -> Result<Option<RecordBatch>> {
+        let mut rows = finish.lookup_base(&rows)?;
+        for (i, lookup) in finish.lookups.iter().enumerate() {
+            let keys = lookup.keys(&finish.lookup_key(&session.df, i)?, &rows)?;
+            // Every key's read is sent before any is awaited.
+            let mut pending = Vec::with_capacity(keys.distinct.len());
+            for key in &keys.distinct {
+                match self.compute.peek(lookup.index, ts, Some(key.clone())) {
+                    Ok(p) => pending.push(p.wait()),
+                    Err(freshet_compute::ComputeError::NotReadable { .. }) => return Ok(None),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            let answers = tokio::time::timeout(PEEK_TIMEOUT, futures::future::join_all(pending))
+                .await
+                .map_err(|_| AdapterError::Compute(freshet_compute::ComputeError::PeekTimeout))?;
+            let found = answers
+                .into_iter()
+                .map(|answer| answer?.map_err(AdapterError::Dataflow))
+                .collect::<Result<Vec<_>>>()?;
+            rows = lookup.join(&rows, &keys, &found)?;
+        }
+        Ok(Some(rows))
     }
 }
 
