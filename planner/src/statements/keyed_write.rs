@@ -95,18 +95,14 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
     let Some(key) = key else {
         return Ok(None);
     };
-    let finish = PeekFinish {
-        query: Arc::new(source.clone()),
-        columns: scan.projection.clone(),
+    let finish = PeekFinish::new(
+        source,
+        scan.projection.clone(),
         scan_schema,
-        steps: Arc::new(steps),
-        output: Arc::new(source.logical.schema().as_arrow().clone()),
-        key: Some(key),
-        physical: None,
-        invariant: Arc::default(),
-        lookups: Arc::default(),
-        physical_lookups: None,
-    };
+        steps,
+        Some(key),
+        Vec::new(),
+    );
     if finish.reads_binding() {
         return Ok(None);
     }

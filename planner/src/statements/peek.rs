@@ -102,54 +102,88 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
     {
         return Ok(None);
     }
-    let keys = match &index.details {
-        ItemDetails::Index { keys, .. } => keys.join(", "),
-        _ => String::new(),
-    };
-    let key = key_exprs
+    let finish = PeekFinish::new(
+        q,
+        scan.projection.clone(),
+        scan_schema,
+        steps,
+        key_exprs,
+        Vec::new(),
+    );
+    Ok(Some(index_peek(cx, q, index, finish)))
+}
+
+/// The peek of `index` answering `q`, its key computed from `finish`'s
+/// constants when they need no parameters.
+pub(super) fn index_peek(
+    cx: &StatementContext,
+    q: &QueryPlan,
+    index: &Item,
+    finish: PeekFinish,
+) -> PeekPlan {
+    let key = finish
+        .key
         .as_ref()
         .and_then(|k| key_values(cx.state, k, None));
-    let explain = match (&key_exprs, &key) {
+    let keys = key_names(index);
+    // The key's values, or the expressions (with `$n`) that give them.
+    let explain = match (&finish.key, &key) {
         (None, _) => format!("Peek index {} (all rows)", index.name),
-        (Some(_), Some(values)) => format!(
+        (Some(exprs), values) => format!(
             "Peek index {} on ({keys}) = ({})",
             index.name,
-            values
-                .iter()
-                .map(|v| v.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        (Some(exprs), None) => format!(
-            "Peek index {} on ({keys}) = ({})",
-            index.name,
-            exprs
-                .iter()
-                .map(|(e, _)| e.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            match values {
+                Some(values) => values.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+                None => exprs.iter().map(|(e, _)| e.to_string()).collect(),
+            }
+            .join(", ")
         ),
     };
-    Ok(Some(PeekPlan {
+    PeekPlan {
         index: index.id,
         key,
         inputs: q.inputs.clone(),
         desc: q.desc.clone(),
         columns: None,
         explain,
-        finish: Some(Box::new(PeekFinish {
-            columns: scan.projection.clone(),
+        finish: Some(Box::new(finish)),
+    }
+}
+
+/// An index's key columns, as `EXPLAIN` lists them.
+pub(super) fn key_names(index: &Item) -> String {
+    match &index.details {
+        ItemDetails::Index { keys, .. } => keys.join(", "),
+        _ => String::new(),
+    }
+}
+
+impl PeekFinish {
+    /// What `q` does with the rows of a peek (through `lookups`, if any):
+    /// `columns` of the index's rows are the scan's, `scan_schema` the
+    /// rows `steps` read; `key` the constants fixing the peeked index's
+    /// key. Made physical at the first execution.
+    pub(super) fn new(
+        q: &QueryPlan,
+        columns: Option<Vec<usize>>,
+        scan_schema: SchemaRef,
+        steps: Vec<PeekStep>,
+        key: Option<KeyConstants>,
+        lookups: Vec<crate::plan::PeekLookup>,
+    ) -> PeekFinish {
+        PeekFinish {
+            query: Arc::new(q.clone()),
+            columns,
             scan_schema,
             steps: Arc::new(steps),
             output: Arc::new(q.logical.schema().as_arrow().clone()),
-            query: Arc::new(q.clone()),
-            key: key_exprs,
+            key,
             physical: None,
             invariant: Arc::default(),
-            lookups: Arc::default(),
+            lookups: Arc::new(lookups),
             physical_lookups: None,
-        })),
-    }))
+        }
+    }
 }
 
 /// The object a scan's provider reads (an index's object for a read of

@@ -31,11 +31,10 @@ use datafusion::logical_expr::{
     BinaryExpr, Expr, Join, JoinType, LogicalPlan, Operator, TableScan, TryCast, Volatility,
 };
 use datafusion::physical_expr::PhysicalExpr;
-use freshet_catalog::ItemDetails;
 
 use super::peek::{
-    choose_index, column_equality, evaluable, injective_cast, key_values, physical, projected,
-    scanned_object, simplified, simplify_steps, steps_of, with_params,
+    choose_index, column_equality, evaluable, index_peek, injective_cast, key_names, physical,
+    projected, scanned_object, simplified, simplify_steps, steps_of, with_params,
 };
 use crate::error::Result;
 use crate::plan::{PeekFinish, PeekLookup, PeekPlan, PeekStep, QueryPlan};
@@ -146,45 +145,15 @@ pub(super) fn lookup_join_peek(cx: &StatementContext, q: &QueryPlan) -> Result<O
         });
     }
 
-    let key = key_values(cx.state, &key_exprs, None);
-    let explain = format!(
-        "Peek index {} on ({}) = ({})",
-        index.name,
-        key_names(index),
-        match &key {
-            Some(values) => values.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
-            None => key_exprs.iter().map(|(e, _)| e.to_string()).collect(),
-        }
-        .join(", ")
+    let finish = PeekFinish::new(
+        q,
+        base.projection.clone(),
+        Arc::new(top.as_arrow().clone()),
+        steps,
+        Some(key_exprs),
+        lookups,
     );
-    Ok(Some(PeekPlan {
-        index: index.id,
-        key,
-        inputs: q.inputs.clone(),
-        desc: q.desc.clone(),
-        columns: None,
-        explain,
-        finish: Some(Box::new(PeekFinish {
-            columns: base.projection.clone(),
-            scan_schema: Arc::new(top.as_arrow().clone()),
-            steps: Arc::new(steps),
-            output: Arc::new(q.logical.schema().as_arrow().clone()),
-            query: Arc::new(q.clone()),
-            key: Some(key_exprs),
-            physical: None,
-            invariant: Arc::default(),
-            lookups: Arc::new(lookups),
-            physical_lookups: None,
-        })),
-    }))
-}
-
-/// An index's key columns, as `EXPLAIN` lists them.
-fn key_names(index: &freshet_catalog::Item) -> String {
-    match &index.details {
-        ItemDetails::Index { keys, .. } => keys.join(", "),
-        _ => String::new(),
-    }
+    Ok(Some(index_peek(cx, q, index, finish)))
 }
 
 /// A scan with nothing pushed into it.
@@ -394,7 +363,14 @@ impl PeekLookup {
         keys: &LookupKeys,
         found: &[RecordBatch],
     ) -> DfResult<RecordBatch> {
-        let (Some(first), true) = (found.first(), found.len() == keys.distinct.len()) else {
+        if found.len() != keys.distinct.len() {
+            return Err(datafusion::common::DataFusionError::Internal(format!(
+                "a lookup read {} keys but has {} answers",
+                keys.distinct.len(),
+                found.len()
+            )));
+        }
+        let Some(first) = found.first() else {
             return Ok(RecordBatch::new_empty(Arc::clone(&self.output)));
         };
         let right = concat_batches(&first.schema(), found)?;

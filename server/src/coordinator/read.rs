@@ -97,7 +97,7 @@ impl Coordinator {
         }
         let (ts, holds) = self.read_time(session, &peek.inputs, false)?;
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
-        let (pending, pending_time) = match self.compute.peek(peek.index, ts, peek.key.clone()) {
+        let (pending, read_at) = match self.compute.peek(peek.index, ts, peek.key.clone()) {
             // A serializable read may pick a time the index has compacted
             // past; outside a transaction any later time serves it (the
             // inputs' holds at `ts` protect later times too).
@@ -118,7 +118,7 @@ impl Coordinator {
         if let Some(finish) = &peek.finish
             && !finish.lookups.is_empty()
         {
-            match self.lookups(session, finish, rows, pending_time).await? {
+            match self.lookups(session, finish, rows, read_at).await? {
                 Some(joined) => rows = joined,
                 // An index that cannot be read at the peek's time: the
                 // general path reads the objects themselves.
