@@ -145,6 +145,11 @@ struct Args {
     /// (comma-separated; the last repeats).
     #[arg(long, value_delimiter = ',', default_value = "1,10")]
     subscribe_rows_per_insert: Vec<u32>,
+    /// Rows in the subscribe benchmark's table before the writes,
+    /// comma-separated; above 0 it subscribes to a materialized view over
+    /// the table.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    subscribe_sizes: Vec<usize>,
     /// Run the concurrent-connections benchmark (idle memory per
     /// connection; SELECT 1 and keyed lookups from N sessions at once)
     /// instead of the maintenance benchmark.
@@ -272,6 +277,7 @@ async fn bench(args: &Args) -> Result<()> {
             seconds: args.subscribe_seconds,
             writers: args.subscribe_writers,
             rows_per_insert: args.subscribe_rows_per_insert.clone(),
+            sizes: args.subscribe_sizes.clone(),
         };
         let rows = subscribe::run(&sub_settings).await?;
         notes.push("PostgreSQL has no SUBSCRIBE; this section measures Freshet alone.".into());

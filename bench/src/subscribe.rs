@@ -10,6 +10,14 @@
 //! two, so `sent → delivered` bounds commit → delivered from above and
 //! `acknowledged → delivered` from below (negative when the row reached
 //! the subscriber before the writer heard back).
+//!
+//! With a table size N > 0, `ev` first gets N older rows and the client
+//! subscribes to a materialized view over all of it instead,
+//! `ev_latest AS SELECT g, max(id) AS last, count(*) AS n FROM ev GROUP
+//! BY g` (1,000 groups, so each group holds N/1,000 rows): each write is
+//! the new maximum of its group, and is delivered when the view's row
+//! for the group changes to it. That is commit → visible in a maintained
+//! view whose per-update work reads a group of the table, at each size.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,11 +46,16 @@ pub struct SubscribeSettings<'a> {
     /// Rows per INSERT for each rate (a write is a row; 1: single-row
     /// transactions); the last entry repeats.
     pub rows_per_insert: Vec<u32>,
+    /// Rows in `ev` before the writes start; 0 subscribes to the table
+    /// itself, more to the view `ev_latest` over it (see the module).
+    pub sizes: Vec<usize>,
 }
 
 /// One rate's figures.
 #[derive(Debug, Clone)]
 pub struct SubscribeRow {
+    /// Rows in `ev` before the writes (0: subscribed to the table).
+    pub size: usize,
     /// Target rate (rows/s).
     pub rate: u32,
     /// Rows per INSERT.
@@ -68,33 +81,60 @@ struct Times {
 /// Run every rate against a fresh server.
 pub async fn run(settings: &SubscribeSettings<'_>) -> Result<Vec<SubscribeRow>> {
     let mut out = Vec::new();
-    for (i, &rate) in settings.rates.iter().enumerate() {
-        let per = settings
-            .rows_per_insert
-            .get(i)
-            .or(settings.rows_per_insert.last())
-            .copied()
-            .unwrap_or(1);
-        eprintln!(
-            "subscribe: {rate} writes/s, {per} per INSERT, for {} s",
-            settings.seconds
-        );
-        let server = FreshetServer::start(settings.bin, settings.workers).await?;
-        out.push(one_rate(&server, rate, per, settings).await?);
-        drop(server);
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    for &size in &settings.sizes {
+        for (i, &rate) in settings.rates.iter().enumerate() {
+            let per = settings
+                .rows_per_insert
+                .get(i)
+                .or(settings.rows_per_insert.last())
+                .copied()
+                .unwrap_or(1);
+            eprintln!(
+                "subscribe: {size} rows, {rate} writes/s, {per} per INSERT, for {} s",
+                settings.seconds
+            );
+            let server = FreshetServer::start(settings.bin, settings.workers).await?;
+            out.push(one_rate(&server, size, rate, per, settings).await?);
+            drop(server);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
     Ok(out)
 }
 
+/// Groups of `ev_latest`.
+const GROUPS: i64 = 1000;
+
 async fn one_rate(
     server: &FreshetServer,
+    size: usize,
     rate: u32,
     per: u32,
     settings: &SubscribeSettings<'_>,
 ) -> Result<SubscribeRow> {
     let setup = server.connect().await?;
-    db::exec(&setup, "CREATE TABLE ev (id bigint)", "Freshet").await?;
+    db::exec(&setup, "CREATE TABLE ev (id bigint, g bigint)", "Freshet").await?;
+    let subscribed = if size == 0 {
+        "ev"
+    } else {
+        // Older rows: negative ids, so every write is its group's new max.
+        db::exec(
+            &setup,
+            &format!(
+                "INSERT INTO ev SELECT -value, value % {GROUPS} FROM generate_series(1, {size})"
+            ),
+            "Freshet",
+        )
+        .await?;
+        db::exec(
+            &setup,
+            "CREATE MATERIALIZED VIEW ev_latest AS \
+             SELECT g, max(id) AS last, count(*) AS n FROM ev GROUP BY g",
+            "Freshet",
+        )
+        .await?;
+        "ev_latest"
+    };
     let total = rate as usize * settings.seconds as usize;
     let times: Arc<Mutex<HashMap<i64, Times>>> =
         Arc::new(Mutex::new(HashMap::with_capacity(total)));
@@ -102,7 +142,9 @@ async fn one_rate(
     // The subscriber.
     let subscriber = server.connect().await?;
     let stream = subscriber
-        .copy_out("COPY (SUBSCRIBE ev WITH (SNAPSHOT = false)) TO STDOUT")
+        .copy_out(&format!(
+            "COPY (SUBSCRIBE {subscribed} WITH (SNAPSHOT = false)) TO STDOUT"
+        ))
         .await
         .context("start the subscribe")?;
     let reader_times = Arc::clone(&times);
@@ -118,15 +160,20 @@ async fn one_rate(
             let mut map = reader_times.lock().await;
             while let Some(i) = pending.find('\n') {
                 let line: String = pending.drain(..=i).collect();
-                // mz_timestamp, mz_diff, id
-                if let Some(id) = line
-                    .trim_end()
-                    .split('\t')
-                    .nth(2)
-                    .and_then(|v| v.parse().ok())
+                // mz_timestamp, mz_diff, then `ev`'s id and g, or the
+                // view's g, last, n: the write is the id (the group's new
+                // last) of an inserted row.
+                let fields: Vec<&str> = line.trim_end().split('\t').collect();
+                let column = if size == 0 { 2 } else { 3 };
+                if fields.get(1) == Some(&"1")
+                    && let Some(id) = fields.get(column).and_then(|v| v.parse::<i64>().ok())
+                    && id >= 0
                 {
-                    map.entry(id).or_default().delivered = Some(now);
-                    seen += 1;
+                    let t = map.entry(id).or_default();
+                    if t.delivered.is_none() {
+                        t.delivered = Some(now);
+                        seen += 1;
+                    }
                 }
             }
         }
@@ -153,9 +200,12 @@ async fn one_rate(
                 let last = ((j + 1) * per).min(total) as i64 - 1;
                 let sent = Instant::now();
                 let sql = if first == last {
-                    format!("INSERT INTO ev VALUES ({first})")
+                    format!("INSERT INTO ev VALUES ({first}, {})", first % GROUPS)
                 } else {
-                    format!("INSERT INTO ev SELECT generate_series({first}, {last})")
+                    format!(
+                        "INSERT INTO ev SELECT value, value % {GROUPS} \
+                         FROM generate_series({first}, {last})"
+                    )
                 };
                 client
                     .batch_execute(&sql)
@@ -200,6 +250,7 @@ async fn one_rate(
         }
     }
     Ok(SubscribeRow {
+        size,
         rate,
         rows_per_insert: per as u32,
         achieved: total as f64 / elapsed.as_secs_f64(),
@@ -235,21 +286,27 @@ fn p50_p99(values: &mut [f64]) -> (f64, f64) {
 pub fn render(rows: &[SubscribeRow], settings: &SubscribeSettings<'_>) -> String {
     let mut s = format!(
         "## SUBSCRIBE latency: write commit → row delivered\n\n\
-         One client streams `COPY (SUBSCRIBE ev WITH (SNAPSHOT = false)) TO STDOUT`; {} writer \
-         connections insert rows (`INSERT INTO ev VALUES (i)`, or `INSERT INTO ev SELECT \
-         generate_series(i, j)` of *rows/INSERT* rows; simple protocol, one autocommit transaction \
-         each) on an open-loop schedule for {} s \
-         per rate; a write is a row. A row's commit lies between \
+         One client streams `COPY (SUBSCRIBE x WITH (SNAPSHOT = false)) TO STDOUT`; {} writer \
+         connections insert rows (`INSERT INTO ev VALUES (i, i % {GROUPS})`, or `INSERT INTO ev \
+         SELECT ... generate_series(i, j)` of *rows/INSERT* rows; simple protocol, one autocommit \
+         transaction each) on an open-loop schedule for {} s \
+         per rate; a write is a row. With *rows in ev* = 0, `x` is the table `ev`; otherwise `ev` \
+         first holds that many older rows and `x` is the materialized view `ev_latest AS SELECT g, \
+         max(id) AS last, count(*) AS n FROM ev GROUP BY g` ({GROUPS} groups), where each write \
+         becomes its group's new `last`. A row's commit lies between \
          its INSERT being sent and acknowledged, so *sent → delivered* bounds commit → delivered \
          from above and *acknowledged → delivered* from below (negative: the subscriber had the row \
          before the writer had its acknowledgement).\n\n\
-         | target writes/s | rows/INSERT | achieved writes/s | writes | sent → delivered p50 / p99 (ms) | \
-         acknowledged → delivered p50 / p99 (ms) |\n|---:|---:|---:|---:|---:|---:|\n",
+         | rows in ev | subscribed to | target writes/s | rows/INSERT | achieved writes/s | writes | \
+         sent → delivered p50 / p99 (ms) | acknowledged → delivered p50 / p99 (ms) |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|\n",
         settings.writers, settings.seconds
     );
     for r in rows {
         s.push_str(&format!(
-            "| {} | {} | {:.0} | {} | {:.2} / {:.2} | {:.2} / {:.2} |\n",
+            "| {} | {} | {} | {} | {:.0} | {} | {:.2} / {:.2} | {:.2} / {:.2} |\n",
+            r.size,
+            if r.size == 0 { "`ev`" } else { "`ev_latest`" },
             r.rate,
             r.rows_per_insert,
             r.achieved,

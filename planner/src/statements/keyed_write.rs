@@ -14,20 +14,16 @@
 //! value of its key column's type, leaves the key unbound and the general
 //! path runs.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use datafusion::common::ParamValues;
 use datafusion::common::Result as DfResult;
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::execution::SessionState;
-use datafusion::logical_expr::expr::Cast;
-use datafusion::logical_expr::{Expr, LogicalPlan};
 use freshet_catalog::{Item, ItemDetails};
 
 use super::peek::{
-    ChainOverScan, KeyBinding, chain_over_bound_scan, key_values, projected, scan_equalities,
-    simplify_steps, steps_of,
+    ChainOverScan, KeyBinding, chain_over_bound_scan, key_values, parameters_typed, projected,
+    scan_equalities, simplify_steps, steps_of,
 };
 use crate::error::Result;
 use crate::plan::{KeyConstants, KeyedWrite, PeekFinish, QueryPlan, WritePlan};
@@ -48,15 +44,10 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
     if keys.primary_key.is_empty() {
         return Ok(None);
     }
-    let params = source.logical.get_parameter_fields()?;
-    let untyped: HashSet<&String> = params
-        .iter()
-        .filter(|(_, field)| field.is_none())
-        .map(|(id, _)| id)
-        .collect();
-    if !untyped.is_empty() && !only_under_casts(&source.logical, &untyped) {
+    if !parameters_typed(&source.logical)? {
         return Ok(None);
     }
+    let params = source.logical.get_parameter_fields()?;
     let Some(ChainOverScan {
         chain,
         scan,
@@ -119,38 +110,6 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
         key_columns: keys.primary_key.clone(),
         finish,
     }))
-}
-
-/// Whether every use of the `untyped` placeholders is the operand of a
-/// cast (`CAST($1 AS integer)`, as [`super::templates`] writes them): the
-/// cast fixes the type each expression sees, whatever type the bound
-/// value has.
-fn only_under_casts(plan: &LogicalPlan, untyped: &HashSet<&String>) -> bool {
-    let mut ok = true;
-    let _ = plan.apply(|node| {
-        for e in node.expressions() {
-            let _ = e.apply(|x| {
-                Ok(match x {
-                    Expr::Cast(Cast { expr, .. })
-                        if matches!(expr.as_ref(), Expr::Placeholder(_)) =>
-                    {
-                        TreeNodeRecursion::Jump
-                    }
-                    Expr::Placeholder(p) if untyped.contains(&p.id) => {
-                        ok = false;
-                        TreeNodeRecursion::Stop
-                    }
-                    _ => TreeNodeRecursion::Continue,
-                })
-            });
-        }
-        Ok(if ok {
-            TreeNodeRecursion::Continue
-        } else {
-            TreeNodeRecursion::Stop
-        })
-    });
-    ok
 }
 
 impl WritePlan {

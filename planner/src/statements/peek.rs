@@ -14,13 +14,14 @@
 //! over an index's arrangement, with a map/filter/project applied to what
 //! it finds) is the model.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow::compute::{SortColumn, filter_record_batch, lexsort_to_indices, take_record_batch};
 use arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::tree_node::TreeNode;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::{
     DFSchema, DFSchemaRef, ParamValues, Result as DfResult, ScalarValue, plan_datafusion_err,
 };
@@ -58,11 +59,7 @@ pub fn plan_select(cx: &StatementContext, q: QueryPlan) -> Result<Plan> {
 fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
     // A prepared statement's peek is decided at Prepare, with its `$n`
     // bound at each Execute; an untyped `$n` leaves the output types open.
-    if q.logical
-        .get_parameter_fields()?
-        .values()
-        .any(Option::is_none)
-    {
+    if !parameters_typed(&q.logical)? {
         return Ok(None);
     }
     let Some(ChainOverScan {
@@ -394,6 +391,48 @@ pub(super) fn column_equality(e: &Expr, schema: &DFSchemaRef) -> Option<(usize, 
         return None;
     }
     Some((i, constant.clone()))
+}
+
+/// Whether every `$n` of `plan` has a type, or (untyped) is used only as
+/// the operand of a cast (`CAST($1 AS integer)`, as
+/// [`super::templates`] writes them): the cast fixes the type each
+/// expression sees, whatever type the bound value has. An untyped `$n`
+/// elsewhere leaves the plan's types open, so it cannot be kept.
+pub(super) fn parameters_typed(plan: &LogicalPlan) -> DfResult<bool> {
+    let params = plan.get_parameter_fields()?;
+    let untyped: HashSet<&String> = params
+        .iter()
+        .filter(|(_, field)| field.is_none())
+        .map(|(id, _)| id)
+        .collect();
+    if untyped.is_empty() {
+        return Ok(true);
+    }
+    let mut ok = true;
+    plan.apply(|node| {
+        for e in node.expressions() {
+            e.apply(|x| {
+                Ok(match x {
+                    Expr::Cast(Cast { expr, .. })
+                        if matches!(expr.as_ref(), Expr::Placeholder(_)) =>
+                    {
+                        TreeNodeRecursion::Jump
+                    }
+                    Expr::Placeholder(p) if untyped.contains(&p.id) => {
+                        ok = false;
+                        TreeNodeRecursion::Stop
+                    }
+                    _ => TreeNodeRecursion::Continue,
+                })
+            })?;
+        }
+        Ok(if ok {
+            TreeNodeRecursion::Continue
+        } else {
+            TreeNodeRecursion::Stop
+        })
+    })?;
+    Ok(ok)
 }
 
 /// A literal or a `$n` parameter, perhaps cast.

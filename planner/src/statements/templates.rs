@@ -1,7 +1,7 @@
 //! Statement templates: a simple-protocol `UPDATE` or `DELETE` with its
-//! integer literals made parameters, so that statements differing only
-//! in those literals share one plan, as executions of a prepared
-//! statement do.
+//! integer literals made parameters (for a `SELECT`, those of its `WHERE`
+//! clause), so that statements differing only in those literals share
+//! one plan, as executions of a prepared statement do.
 //!
 //! Each integer literal becomes `CAST($n AS integer)` (or `bigint`, for
 //! one beyond 32 bits) with the literal's value as the parameter: exactly
@@ -10,6 +10,10 @@
 //! literals (strings, whose type depends on where they stand; decimals)
 //! stay in the template's text, which is its cache key. A statement with
 //! a subquery, or one that already has `$n`, is not templated.
+//!
+//! A `SELECT`'s other literals stay: one in the select list names its
+//! column (`SELECT 1` is `?column?`, a cast would be `int4`), one in
+//! `GROUP BY 1`/`ORDER BY 1` is a position, and `LIMIT` is no key.
 
 use std::ops::ControlFlow;
 
@@ -21,23 +25,56 @@ use datafusion::sql::sqlparser::ast::{
 use crate::parser::Statement;
 
 /// The template of `stmt` and the values of its parameters, if `stmt` is
-/// an `UPDATE` or `DELETE` with at least one integer literal to take out.
+/// an `UPDATE`, `DELETE` or single `SELECT` with at least one integer
+/// literal to take out.
 pub fn parameterize(stmt: &Statement) -> Option<(Statement, Vec<ScalarValue>)> {
     let Statement::Sql(sql) = stmt else {
         return None;
     };
-    if !matches!(
-        sql.as_ref(),
-        ast::Statement::Update(_) | ast::Statement::Delete(_)
-    ) {
-        return None;
-    }
     let mut template = sql.as_ref().clone();
     let mut taker = LiteralTaker::default();
-    if template.visit(&mut taker).is_break() || taker.values.is_empty() {
+    let taken = match &mut template {
+        ast::Statement::Update(_) | ast::Statement::Delete(_) => template.visit(&mut taker),
+        ast::Statement::Query(query) => {
+            // A subquery outside `WHERE` is not seen by the taker: refuse
+            // it there too, as for writes.
+            if query.with.is_some() || has_subquery(&query.body) {
+                return None;
+            }
+            match query.body.as_mut() {
+                ast::SetExpr::Select(select) => select.selection.as_mut()?.visit(&mut taker),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    if taken.is_break() || taker.values.is_empty() {
         return None;
     }
     Some((Statement::Sql(Box::new(template)), taker.values))
+}
+
+/// Whether a query's body holds a subquery (or `$n`) anywhere: the
+/// template of a `SELECT` binds values in its `WHERE` clause only, and a
+/// plan with nested queries is not kept anyway.
+fn has_subquery(body: &ast::SetExpr) -> bool {
+    struct Finder;
+    impl ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _query: &Query) -> ControlFlow<()> {
+            ControlFlow::Break(())
+        }
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            match expr {
+                Expr::Value(ValueWithSpan {
+                    value: Value::Placeholder(_),
+                    ..
+                }) => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    ast::Visit::visit(body, &mut Finder).is_break()
 }
 
 #[derive(Default)]
@@ -114,8 +151,27 @@ mod tests {
     }
 
     #[test]
+    fn a_select_templates_its_where_clause_only() {
+        let (text, values) = template(
+            "SELECT v, 2 FROM kv JOIN t ON t.a = kv.v + 1 WHERE kv.k = 7 ORDER BY 1 LIMIT 3",
+        )
+        .unwrap();
+        assert_eq!(
+            text,
+            "SELECT v, 2 FROM kv JOIN t ON t.a = kv.v + 1 WHERE kv.k = CAST($1 AS INTEGER) ORDER BY 1 LIMIT 3"
+        );
+        assert_eq!(values, vec![ScalarValue::Int32(Some(7))]);
+    }
+
+    #[test]
     fn other_statements_are_not_templated() {
         assert!(template("SELECT 1").is_none());
+        assert!(template("SELECT 1 FROM t WHERE k = 'a'").is_none());
+        assert!(template("SELECT (SELECT 1) FROM t WHERE k = 1").is_none());
+        assert!(template("SELECT * FROM t WHERE k = 1 AND v IN (SELECT 2)").is_none());
+        assert!(template("WITH c AS (SELECT 1) SELECT * FROM c WHERE k = 1").is_none());
+        assert!(template("SELECT * FROM t WHERE k = 1 UNION SELECT * FROM t").is_none());
+        assert!(template("SELECT $1 FROM t WHERE k = 1").is_none());
         assert!(template("INSERT INTO t VALUES (1)").is_none());
         assert!(template("UPDATE t SET v = 'x' WHERE k = 'a'").is_none());
         assert!(template("UPDATE t SET v = 1 WHERE k = $1").is_none());

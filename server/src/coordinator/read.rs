@@ -295,13 +295,14 @@ impl Coordinator {
 const MAX_TEMPLATES: usize = 256;
 
 impl Coordinator {
-    /// The plan of a simple-protocol `UPDATE` or `DELETE` from its
-    /// template's kept plan, bound to the statement's integer literals
+    /// The plan of a simple-protocol `SELECT`, `UPDATE` or `DELETE` from
+    /// its template's kept plan, bound to the statement's integer literals
     /// ([`freshet_planner::statements::templates`]): a statement that
     /// differs from an earlier one only in those literals is not planned
-    /// again. The template is planned the first time it is seen, and its
-    /// plan kept only if it can be bound again (a write by primary key);
-    /// `None` plans the statement itself.
+    /// again. The first statement of a template is planned itself; when
+    /// that gives a fast-path plan (a peek with steps, or a write by
+    /// primary key) the template is planned too and its plan kept if it
+    /// can be bound again. `None` plans the statement itself.
     pub(super) async fn templated_plan(
         &self,
         session: &mut Session,
@@ -317,31 +318,34 @@ impl Coordinator {
             .get(&key)
             .filter(|t| t.stamp.current(self, session))
             .map(|t| t.plan.clone());
-        let prepared = match kept {
-            Some(plan) => plan?,
-            None => {
-                // Stamped before planning: a change meanwhile makes the
-                // kept plan stale at once, never current by mistake.
-                let stamp = self.stamp(session);
-                // A template that does not plan (a missing table, say)
-                // is not kept: the statement's own planning says why.
-                let plan = self.plan(session, &template, None).await.ok()?;
-                let plan = self.prepare_plan(session, &plan);
-                if session.templates.len() >= MAX_TEMPLATES {
-                    session.templates.clear();
-                }
-                session.templates.insert(
-                    key,
-                    TemplatePlan {
-                        stamp,
-                        plan: plan.clone(),
-                    },
-                );
-                plan?
+        let Some(kept) = kept else {
+            // Stamped before planning: a change meanwhile makes the kept
+            // plan stale at once, never current by mistake.
+            let stamp = self.stamp(session);
+            let own = self.plan(session, stmt, None).await;
+            let fast = match &own {
+                Ok(Plan::Peek(peek)) => peek.finish.is_some(),
+                Ok(Plan::Write(write)) => write.keyed.is_some() && write.returning.is_none(),
+                _ => false,
+            };
+            // Only a template whose statement took the fast path is
+            // planned: any other would be planned twice for nothing. One
+            // that does not plan is kept as `None` all the same.
+            let plan = match fast {
+                true => match self.plan(session, &template, None).await {
+                    Ok(plan) => self.prepare_plan(session, &plan),
+                    Err(_) => None,
+                },
+                false => None,
+            };
+            if session.templates.len() >= MAX_TEMPLATES {
+                session.templates.clear();
             }
+            session.templates.insert(key, TemplatePlan { stamp, plan });
+            return Some(own);
         };
         let params = ParamValues::List(values.into_iter().map(Into::into).collect());
-        self.prepared_plan(session, &prepared, Some(&params))
+        self.prepared_plan(session, kept?.as_ref(), Some(&params))
     }
 }
 

@@ -61,23 +61,27 @@ impl Server {
     }
 
     /// Start the process and wait until it listens. The ports were free
-    /// when picked, but a test running alongside may bind one first (most
-    /// often between a kill and its restart): then the server cannot listen,
-    /// and it is started again on ports free now.
+    /// when picked, but a test running alongside may take one first (a
+    /// kill and its restart; or an outgoing connection's ephemeral port,
+    /// held only for a moment, so it may be free again when looked at):
+    /// then the server cannot listen, and it is started again on ports
+    /// free now. A server that exits every time fails the test with its
+    /// last exit status (its log is on stderr).
     fn spawn(&mut self) {
+        let mut exits = Vec::new();
         for _ in 0..5 {
-            if self.try_spawn() {
-                return;
+            match self.try_spawn() {
+                None => return,
+                Some(status) => exits.push(status),
             }
             self.port = free_port();
             self.http_port = free_port();
         }
-        panic!("freshet exited during startup five times (ports taken?)");
+        panic!("freshet exited during startup five times: {exits:?}");
     }
 
-    /// Start the process; false if it exited during startup while one of
-    /// its ports was in use by another process.
-    fn try_spawn(&mut self) -> bool {
+    /// Start the process; its exit status if it exited during startup.
+    fn try_spawn(&mut self) -> Option<std::process::ExitStatus> {
         let child = Command::new(env!("CARGO_BIN_EXE_freshet"))
             .arg("--data-dir")
             .arg(&self.data_dir)
@@ -101,16 +105,12 @@ impl Server {
                 .and_then(|c| c.try_wait().ok().flatten())
             {
                 self.child = None;
-                let taken = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_err();
-                if taken(self.port) || taken(self.http_port) {
-                    return false;
-                }
-                panic!("freshet exited during startup: {status}");
+                return Some(status);
             }
             assert!(Instant::now() < deadline, "freshet did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        true
+        None
     }
 
     /// Kill with SIGKILL and start again on the same directory and port.
