@@ -133,6 +133,9 @@ async fn one_rate(
             "Freshet",
         )
         .await?;
+        // Read once: returns when the view has caught up with the older
+        // rows, so no write waits for the view's first computation.
+        db::exec(&setup, "SELECT count(*) FROM ev_latest", "Freshet").await?;
         "ev_latest"
     };
     let total = rate as usize * settings.seconds as usize;

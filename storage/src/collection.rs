@@ -388,7 +388,7 @@ impl Collection {
 
     /// Merge parts when there are too many, consolidating at the since.
     pub(crate) fn maybe_compact(&self, max_parts: usize) -> Result<()> {
-        let (keys, views, since) = {
+        let (keys, views, since, writer) = {
             let mut state = self.state.lock();
             if state.shard.parts().len() <= max_parts {
                 return Ok(());
@@ -400,22 +400,30 @@ impl Collection {
                 keys,
                 views.into_iter().take(n).collect::<Vec<_>>(),
                 state.since,
+                state.shard.part_writer(),
             )
         };
+        // Merged and written without the lock: appends, commits and reads
+        // of this collection go on meanwhile (the merged part of a large
+        // table takes a while to write); only the commit below takes it.
         let (merged, consolidated, unit) =
             consolidate::compact(self.id, &self.updates_schema, &views, since)?;
+        let written = match merged.num_rows() {
+            0 => None,
+            _ => {
+                let max_time = times(&merged)?.values().iter().copied().max().unwrap_or(0);
+                Some(writer.write(&self.updates_schema, &merged, max_time, consolidated, unit)?)
+            }
+        };
         let mut state = self.state.lock();
-        let written = state.shard.compact(
-            &self.updates_schema,
-            &keys,
-            Some((&merged, consolidated, unit)),
-            Frontier::at(since),
-        )?;
+        state
+            .shard
+            .compact(&keys, written.clone(), Frontier::at(since))?;
         for k in &keys {
             state.cache.remove(k);
         }
-        if let Some((meta, batch)) = written {
-            state.cache.insert(meta.key, batch);
+        if let Some(meta) = written {
+            state.cache.insert(meta.key, Arc::new(merged.clone()));
         }
         tracing::debug!(id = %self.id, merged = keys.len(), rows = merged.num_rows(), since, "compacted");
         Ok(())

@@ -15,6 +15,7 @@ use freshet_repr::{DIFF_COLUMN, GlobalId, Timestamp};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{oneshot, watch};
 
+use crate::appender::{self, AppendCommand, AppendDone};
 use crate::batch::{retag, stamp, times};
 use crate::blob::Blob;
 use crate::collection::{Collection, CollectionKind, ReadPolicy};
@@ -151,6 +152,8 @@ struct Inner {
 pub struct Storage {
     inner: Arc<Inner>,
     commands: mpsc::Sender<Command>,
+    /// The appender thread's queue (`None` once shut down).
+    appends: Mutex<Option<mpsc::Sender<AppendCommand>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -227,10 +230,25 @@ impl Storage {
                 .name("freshet-maint".into())
                 .spawn(move || run_maintenance(inner))?
         };
+        let (appends, queued) = mpsc::channel();
+        let appender = {
+            let inner = Arc::clone(&inner);
+            std::thread::Builder::new()
+                .name("freshet-append".into())
+                .spawn(move || {
+                    appender::run(queued, |id, updates, expected, new_upper| {
+                        inner
+                            .collection(id)?
+                            .compare_and_append(updates, expected, new_upper)
+                            .inspect_err(|e| inner.note_error(e))
+                    })
+                })?
+        };
         Ok(Storage {
             inner,
             commands: tx,
-            threads: Mutex::new(vec![committer, maintenance]),
+            appends: Mutex::new(Some(appends)),
+            threads: Mutex::new(vec![committer, maintenance, appender]),
         })
     }
 
@@ -497,6 +515,46 @@ impl Storage {
             .inspect_err(|e| self.inner.note_error(e))
     }
 
+    /// [`compare_and_append`](Storage::compare_and_append) on storage's
+    /// appender thread (see [`crate::appender`]): the caller goes on at
+    /// once, appends that continue one another are written together, and
+    /// `done` hears each one's outcome, in queued order, once durable.
+    pub fn append_in_background(
+        &self,
+        id: GlobalId,
+        updates: Vec<RecordBatch>,
+        expected: Frontier,
+        new_upper: Frontier,
+        done: AppendDone,
+    ) -> Result<()> {
+        let appends = self.appends.lock();
+        let queue = appends.as_ref().ok_or(StorageError::ShutDown)?;
+        queue
+            .send(AppendCommand::Append {
+                id,
+                updates,
+                expected,
+                new_upper,
+                done,
+            })
+            .map_err(|_| StorageError::ShutDown)
+    }
+
+    /// Wait until every background append queued so far is done, so that
+    /// a collection's upper says what its writer last asked for (a view's
+    /// output restarting in this process reads it).
+    pub fn flush_appends(&self) -> Result<()> {
+        let (answer, done) = mpsc::channel();
+        {
+            let appends = self.appends.lock();
+            let queue = appends.as_ref().ok_or(StorageError::ShutDown)?;
+            queue
+                .send(AppendCommand::Flush(answer))
+                .map_err(|_| StorageError::ShutDown)?;
+        }
+        done.recv().map_err(|_| StorageError::ShutDown)
+    }
+
     /// The Arrow schema of a collection's data.
     pub fn schema(&self, id: GlobalId) -> Result<SchemaRef> {
         Ok(Arc::clone(&self.collection(id)?.data_schema))
@@ -516,6 +574,8 @@ impl Storage {
     pub fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         let _ = self.commands.send(Command::Shutdown);
+        // The appender writes what is queued, then stops.
+        self.appends.lock().take();
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }

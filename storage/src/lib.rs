@@ -14,6 +14,7 @@
 //! [`Storage::listen`] under a [`ReadHold`], and never see a time outside
 //! `[since, upper)`.
 
+mod appender;
 mod batch;
 mod blob;
 mod collection;
@@ -30,6 +31,7 @@ mod shard;
 mod sinces;
 mod txn_log;
 
+pub use appender::AppendDone;
 pub use batch::{data_columns, updates_schema, write_batch, write_schema};
 pub use blob::{Blob, Bytes, FileBlob};
 pub use collection::{CollectionKind, ReadPolicy};

@@ -268,45 +268,42 @@ impl DurableShard {
         consolidated: bool,
         unit_diffs: bool,
     ) -> Result<PartMeta> {
-        let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
-        let data = encode_file(schema, std::slice::from_ref(batch))?;
-        self.blob.set(&key, &data).map_err(|e| self.fenced_or(e))?;
-        Ok(PartMeta {
-            key,
-            rows: batch.num_rows(),
-            bytes: total_bytes(std::slice::from_ref(batch)),
-            max_time,
-            consolidated,
-            unit_diffs,
-        })
+        self.part_writer()
+            .write(schema, batch, max_time, consolidated, unit_diffs)
     }
 
-    /// Replace `replaced` parts by `merged` (their consolidation at `since`)
-    /// and advance the durable since. Old part files are deleted afterwards.
+    /// What writes this shard's part files: usable without the shard (and
+    /// the lock around it), since a part is only a file until a commit
+    /// names it.
+    pub fn part_writer(&self) -> PartWriter {
+        PartWriter {
+            id: self.id,
+            blob: Arc::clone(&self.blob),
+            fence: self.fence.clone(),
+        }
+    }
+
+    /// Replace `replaced` parts by `merged` (their consolidation at `since`,
+    /// already written by [`DurableShard::part_writer`]) and advance the
+    /// durable since. Old part files are deleted afterwards; `merged` is
+    /// deleted if the commit fails.
     pub fn compact(
         &mut self,
-        schema: &SchemaRef,
         replaced: &[String],
-        merged: Option<(&RecordBatch, bool, bool)>,
+        merged: Option<PartMeta>,
         since: Frontier,
-    ) -> Result<Option<(PartMeta, Arc<RecordBatch>)>> {
+    ) -> Result<()> {
         let mut next = self.state.clone();
         next.parts.retain(|p| !replaced.contains(&p.key));
-        let written = match merged {
-            Some((batch, consolidated, unit)) if batch.num_rows() > 0 => {
-                let max_time = times(batch)?.values().iter().copied().max().unwrap_or(0);
-                let meta = self.write_part(schema, batch, max_time, consolidated, unit)?;
-                // Keep parts ordered by time: the merged part holds the oldest data.
-                next.parts.insert(0, meta.clone());
-                Some((meta, Arc::new(batch.clone())))
-            }
-            _ => None,
-        };
+        if let Some(meta) = &merged {
+            // Keep parts ordered by time: the merged part holds the oldest data.
+            next.parts.insert(0, meta.clone());
+        }
         if next.since < since {
             next.since = since;
         }
         if let Err(e) = self.commit(next) {
-            if let Some((meta, _)) = &written {
+            if let Some(meta) = &merged {
                 let _ = self.blob.delete(&meta.key);
             }
             return Err(e);
@@ -316,7 +313,7 @@ impl DurableShard {
                 tracing::warn!(%key, error = %e, "could not delete compacted part");
             }
         }
-        Ok(written)
+        Ok(())
     }
 
     /// Read a part's updates from blob storage.
@@ -342,6 +339,43 @@ impl DurableShard {
             Err(fenced) => fenced,
             Ok(()) => e,
         }
+    }
+}
+
+/// Writes a shard's part files (see [`DurableShard::part_writer`]).
+pub(crate) struct PartWriter {
+    id: GlobalId,
+    blob: Arc<dyn Blob>,
+    fence: Fence,
+}
+
+impl PartWriter {
+    /// Write `batch` as a new part file, returning what a commit records
+    /// of it.
+    pub fn write(
+        &self,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+        max_time: Timestamp,
+        consolidated: bool,
+        unit_diffs: bool,
+    ) -> Result<PartMeta> {
+        let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
+        let data = encode_file(schema, std::slice::from_ref(batch))?;
+        self.blob
+            .set(&key, &data)
+            .map_err(|e| match self.fence.check() {
+                Err(fenced) => fenced,
+                Ok(()) => e,
+            })?;
+        Ok(PartMeta {
+            key,
+            rows: batch.num_rows(),
+            bytes: total_bytes(std::slice::from_ref(batch)),
+            max_time,
+            consolidated,
+            unit_diffs,
+        })
     }
 }
 

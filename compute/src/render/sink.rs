@@ -9,9 +9,11 @@
 //! Errors are written beside the rows, in the shard's error column (see
 //! [`crate::output`]), and subtracted and restated like them.
 //!
-//! Every update goes to worker 0, which appends each completed span of
-//! times with one `compare_and_append` and then lets the inputs' read
-//! holds follow the new upper.
+//! Every update goes to worker 0, which hands each completed span of
+//! times to storage's appender thread (`Storage::append_in_background`,
+//! one part and commit for the spans queued meanwhile) and goes on
+//! computing; once an append is durable, its callback advances the
+//! dataflow's upper, which lets the inputs' read holds follow it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -56,11 +58,23 @@ pub(crate) fn render_sink(rendered: Rendered<'_>, ctx: Arc<Context>) {
                 return;
             };
             input.for_each(|_, data| w.pending.append(data));
+            // A background append failed (the dataflow is stopped): the
+            // appends after it cannot continue the shard's upper.
+            if w.ctx.state.failure().is_some() {
+                writer = None;
+                return;
+            }
             // Time is totally ordered: the input frontier has at most one element.
             let frontier = Frontier::from(frontier.frontier().iter().min().copied());
-            if let Err(e) = w.write_through(&frontier) {
-                w.ctx.state.fail(format!("writing output: {e}"));
-                writer = None;
+            match w.write_through(&frontier) {
+                Ok(()) => {}
+                // The process is stopping: what is durable is where a
+                // restart resumes.
+                Err(freshet_storage::StorageError::ShutDown) => writer = None,
+                Err(e) => {
+                    w.ctx.state.fail(format!("writing output: {e}"));
+                    writer = None;
+                }
             }
         },
     );
@@ -87,6 +101,8 @@ impl Writer {
         let codec = RowCodec::new(Arc::new(
             data_schema.project(&(0..errors_at).collect::<Vec<_>>())?,
         ))?;
+        // Appends of an earlier incarnation in this process land first.
+        ctx.storage.flush_appends()?;
         let (_, upper) = ctx.storage.frontiers(id)?;
         let mut pending = Vec::new();
         // Subtract what an earlier incarnation already wrote.
@@ -188,23 +204,35 @@ impl Writer {
         let errors: Vec<(DataflowError, Diff)> =
             errors.into_iter().map(|(e, d)| (e.clone(), d)).collect();
         let batch = RecordBatch::try_new(Arc::clone(&self.updates_schema), columns)?;
-        self.ctx.storage.compare_and_append(
+        let upper = frontier.as_option().copied().unwrap_or(Time::MAX);
+        let (state, id, as_of, began) = (
+            Arc::clone(&self.ctx.state),
             self.ctx.desc.id,
-            &[batch],
-            &self.upper,
+            self.ctx.desc.as_of,
+            self.began,
+        );
+        self.ctx.storage.append_in_background(
+            id,
+            vec![batch],
+            self.upper.clone(),
             frontier.clone(),
+            Box::new(move |written| match written {
+                Ok(()) => {
+                    if state.advance(upper, errors) {
+                        tracing::info!(
+                            dataflow = %id,
+                            as_of,
+                            elapsed_ms = began.elapsed().as_millis() as u64,
+                            "dataflow hydrated"
+                        );
+                    }
+                }
+                // Later appends of this sink expected this one's upper:
+                // they fail too, and the first failure is what is kept.
+                Err(e) => state.fail(format!("writing output: {e}")),
+            }),
         )?;
         self.upper = frontier.clone();
-        let upper = frontier.as_option().copied().unwrap_or(Time::MAX);
-        let newly_hydrated = self.ctx.state.advance(upper, errors);
-        if newly_hydrated {
-            tracing::info!(
-                dataflow = %self.ctx.desc.id,
-                as_of = self.ctx.desc.as_of,
-                elapsed_ms = self.began.elapsed().as_millis() as u64,
-                "dataflow hydrated"
-            );
-        }
         Ok(())
     }
 }
