@@ -429,3 +429,81 @@ fn taking_over_a_shard_that_is_being_appended_to_succeeds() {
         assert!(upper.as_option().is_some_and(|u| *u <= appended));
     }
 }
+
+#[test]
+fn background_appends_land_in_order_and_survive_restart_and_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mv = GlobalId::User(9);
+    let updates = |ids: &[i64], t: u64| {
+        let data = rows(ids, "m");
+        let mut cols = data.columns().to_vec();
+        cols.push(Arc::new(UInt64Array::from(vec![t; ids.len()])));
+        cols.push(Arc::new(Int64Array::from(vec![1i64; ids.len()])));
+        arrow::array::RecordBatch::try_new(updates_schema(&schema()), cols).unwrap()
+    };
+    let open_mv = |max_parts: usize| {
+        let (blob, fence) = open_local(dir.path()).unwrap();
+        let mut cfg = fast_config(dir.path());
+        cfg.max_parts = max_parts;
+        let s = Storage::open(blob, fence, cfg).unwrap();
+        s.create_collection(mv, schema(), CollectionKind::Materialized)
+            .unwrap();
+        s.finish_boot().unwrap();
+        s
+    };
+    let mut expect: Vec<i64> = Vec::new();
+    {
+        // No compaction yet: the appends stay as they were written.
+        let s = open_mv(1000);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        // Small appends and a large one, each continuing the one before;
+        // queued faster than written, so several are written as one.
+        for t in 0..30u64 {
+            let ids: Vec<i64> = if t == 17 {
+                (1_000..21_000).collect()
+            } else {
+                vec![t as i64]
+            };
+            expect.extend(&ids);
+            let done_tx = done_tx.clone();
+            s.append_in_background(
+                mv,
+                vec![updates(&ids, t)],
+                Frontier::at(t),
+                Frontier::at(t + 1),
+                Box::new(move |r| done_tx.send((t, r.is_ok())).unwrap()),
+            )
+            .unwrap();
+        }
+        s.flush_appends().unwrap();
+        let outcomes: Vec<(u64, bool)> = done.try_iter().collect();
+        assert_eq!(outcomes, (0..30).map(|t| (t, true)).collect::<Vec<_>>());
+        expect.sort();
+        assert_eq!(ids(&s.snapshot(mv, 29).unwrap()), expect);
+    }
+    // Read back from the durable state alone (nothing cached).
+    let s = open_mv(1000);
+    assert_eq!(s.frontiers(mv).unwrap().1, Frontier::at(30));
+    assert_eq!(ids(&s.snapshot(mv, 29).unwrap()), expect);
+    drop(s);
+    // Compaction merges the parts.
+    let s = open_mv(3);
+    s.set_read_policy(mv, freshet_storage::ReadPolicy::LagBehindUpper(0))
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s
+        .collections()
+        .into_iter()
+        .find(|c| c.id == mv)
+        .unwrap()
+        .parts
+        > 3
+    {
+        assert!(std::time::Instant::now() < deadline, "never compacted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(ids(&s.snapshot(mv, 29).unwrap()), expect);
+    drop(s);
+    let s = open_mv(3);
+    assert_eq!(ids(&s.snapshot(mv, 29).unwrap()), expect);
+}
