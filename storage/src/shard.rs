@@ -285,8 +285,9 @@ impl DurableShard {
 
     /// Replace `replaced` parts by `merged` (their consolidation at `since`,
     /// already written by [`DurableShard::part_writer`]) and advance the
-    /// durable since. Old part files are deleted afterwards; `merged` is
-    /// deleted if the commit fails.
+    /// durable since; `merged` is deleted if the commit fails. The caller
+    /// deletes the replaced files afterwards ([`PartWriter::delete`]), or
+    /// a restart collects them as orphans.
     pub fn compact(
         &mut self,
         replaced: &[String],
@@ -307,11 +308,6 @@ impl DurableShard {
                 let _ = self.blob.delete(&meta.key);
             }
             return Err(e);
-        }
-        for key in replaced {
-            if let Err(e) = self.blob.delete(key) {
-                tracing::warn!(%key, error = %e, "could not delete compacted part");
-            }
         }
         Ok(())
     }
@@ -350,6 +346,17 @@ pub(crate) struct PartWriter {
 }
 
 impl PartWriter {
+    /// Delete part files no state names any more (replaced by a
+    /// compaction); one that cannot be deleted is left for a restart's
+    /// orphan collection.
+    pub fn delete(&self, keys: &[String]) {
+        for key in keys {
+            if let Err(e) = self.blob.delete(key) {
+                tracing::warn!(%key, error = %e, "could not delete compacted part");
+            }
+        }
+    }
+
     /// Write `batch` as a new part file, returning what a commit records
     /// of it.
     pub fn write(
