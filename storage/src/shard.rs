@@ -245,7 +245,9 @@ impl DurableShard {
         let written = match max_time {
             Some(max_time) => {
                 let batch = arrow::compute::concat_batches(schema, updates)?;
-                let meta = self.write_part(schema, &batch, max_time, false, false)?;
+                let meta = self
+                    .part_writer()
+                    .write(schema, &batch, max_time, false, false)?;
                 next.parts.push(meta.clone());
                 Some((meta, Arc::new(batch)))
             }
@@ -258,18 +260,6 @@ impl DurableShard {
             return Err(e);
         }
         Ok(written)
-    }
-
-    fn write_part(
-        &self,
-        schema: &SchemaRef,
-        batch: &RecordBatch,
-        max_time: Timestamp,
-        consolidated: bool,
-        unit_diffs: bool,
-    ) -> Result<PartMeta> {
-        self.part_writer()
-            .write(schema, batch, max_time, consolidated, unit_diffs)
     }
 
     /// What writes this shard's part files: usable without the shard (and

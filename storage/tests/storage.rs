@@ -14,6 +14,15 @@ use freshet_storage::{
 };
 
 const A: GlobalId = GlobalId::User(1);
+
+/// A view's output: rows `ids` inserted at `t`.
+fn view_updates(ids: &[i64], t: u64) -> arrow::array::RecordBatch {
+    let data = rows(ids, "m");
+    let mut cols = data.columns().to_vec();
+    cols.push(Arc::new(UInt64Array::from(vec![t; ids.len()])));
+    cols.push(Arc::new(Int64Array::from(vec![1i64; ids.len()])));
+    arrow::array::RecordBatch::try_new(updates_schema(&schema()), cols).unwrap()
+}
 const B: GlobalId = GlobalId::User(2);
 
 #[test]
@@ -225,24 +234,27 @@ fn materialized_collections_append_with_compare_and_set_uppers() {
         .unwrap();
     s.finish_boot().unwrap();
     let mut listen = s.listen(mv, 0, None).unwrap();
-    let updates = |ids: &[i64], t: u64| {
-        let data = rows(ids, "m");
-        let mut cols = data.columns().to_vec();
-        cols.push(Arc::new(UInt64Array::from(vec![t; ids.len()])));
-        cols.push(Arc::new(Int64Array::from(vec![1i64; ids.len()])));
-        arrow::array::RecordBatch::try_new(updates_schema(&schema()), cols).unwrap()
-    };
-    s.compare_and_append(mv, &[updates(&[1], 5)], &Frontier::at(0), Frontier::at(10))
-        .unwrap();
+    s.compare_and_append(
+        mv,
+        &[view_updates(&[1], 5)],
+        &Frontier::at(0),
+        Frontier::at(10),
+    )
+    .unwrap();
     let err = s
-        .compare_and_append(mv, &[updates(&[2], 12)], &Frontier::at(0), Frontier::at(20))
+        .compare_and_append(
+            mv,
+            &[view_updates(&[2], 12)],
+            &Frontier::at(0),
+            Frontier::at(20),
+        )
         .unwrap_err();
     assert!(matches!(err, StorageError::UpperMismatch { .. }));
     // Updates outside [expected, new_upper) are refused.
     assert!(
         s.compare_and_append(
             mv,
-            &[updates(&[2], 25)],
+            &[view_updates(&[2], 25)],
             &Frontier::at(10),
             Frontier::at(20),
         )
@@ -434,13 +446,6 @@ fn taking_over_a_shard_that_is_being_appended_to_succeeds() {
 fn background_appends_land_in_order_and_survive_restart_and_compaction() {
     let dir = tempfile::tempdir().unwrap();
     let mv = GlobalId::User(9);
-    let updates = |ids: &[i64], t: u64| {
-        let data = rows(ids, "m");
-        let mut cols = data.columns().to_vec();
-        cols.push(Arc::new(UInt64Array::from(vec![t; ids.len()])));
-        cols.push(Arc::new(Int64Array::from(vec![1i64; ids.len()])));
-        arrow::array::RecordBatch::try_new(updates_schema(&schema()), cols).unwrap()
-    };
     let open_mv = |max_parts: usize| {
         let (blob, fence) = open_local(dir.path()).unwrap();
         let mut cfg = fast_config(dir.path());
@@ -468,7 +473,7 @@ fn background_appends_land_in_order_and_survive_restart_and_compaction() {
             let done_tx = done_tx.clone();
             s.append_in_background(
                 mv,
-                vec![updates(&ids, t)],
+                vec![view_updates(&ids, t)],
                 Frontier::at(t),
                 Frontier::at(t + 1),
                 Box::new(move |r| done_tx.send((t, r.is_ok())).unwrap()),
