@@ -373,7 +373,15 @@ pub(super) fn column_equality(e: &Expr, schema: &DFSchemaRef) -> Option<(usize, 
     } else {
         return None;
     };
-    let (column, widened_to) = match column {
+    Some((key_column(column, schema)?, constant.clone()))
+}
+
+/// The position in `schema` of the column `e` reads, when `e` is the
+/// column itself or the column widened by a cast that keeps every value
+/// distinct (so `e = v` holds exactly for the column's rows equal to `v`
+/// cast back, and an index on the column can look it up).
+pub(super) fn key_column(e: &Expr, schema: &DFSchemaRef) -> Option<usize> {
+    let (column, widened_to) = match e {
         Expr::Column(c) => (c, None),
         Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
             match expr.as_ref() {
@@ -384,13 +392,10 @@ pub(super) fn column_equality(e: &Expr, schema: &DFSchemaRef) -> Option<(usize, 
         _ => return None,
     };
     let i = schema.index_of_column(column).ok()?;
-    let ty = schema.field(i).data_type();
-    if let Some(target) = widened_to
-        && !injective_cast(ty, target)
-    {
-        return None;
+    match widened_to {
+        Some(target) if !injective_cast(schema.field(i).data_type(), target) => None,
+        _ => Some(i),
     }
-    Some((i, constant.clone()))
 }
 
 /// Whether every `$n` of `plan` has a type, or (untyped) is used only as
@@ -487,7 +492,7 @@ pub(super) fn with_params(e: Expr, params: Option<&ParamValues>) -> DfResult<Exp
 
 /// Whether casting `from` to `to` maps distinct values to distinct values,
 /// so `CAST(col AS to) = v` holds exactly for `col = v` cast back.
-pub(super) fn injective_cast(from: &DataType, to: &DataType) -> bool {
+fn injective_cast(from: &DataType, to: &DataType) -> bool {
     use DataType::*;
     let rank = |t: &DataType| match t {
         Int8 => Some(1),

@@ -25,15 +25,14 @@ use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{DFSchemaRef, ParamValues, Result as DfResult, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::SessionState;
-use datafusion::logical_expr::expr::Cast;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{
-    BinaryExpr, Expr, Join, JoinType, LogicalPlan, Operator, TableScan, TryCast, Volatility,
+    BinaryExpr, Expr, Join, JoinType, LogicalPlan, Operator, TableScan, Volatility,
 };
 use datafusion::physical_expr::PhysicalExpr;
 
 use super::peek::{
-    choose_index, column_equality, evaluable, index_peek, injective_cast, key_names, physical,
+    choose_index, column_equality, evaluable, index_peek, key_column, key_names, physical,
     projected, scanned_object, simplified, simplify_steps, steps_of, with_params,
 };
 use crate::error::Result;
@@ -254,22 +253,7 @@ fn lookup_equality(e: &Expr, left: &DFSchemaRef, right: &DFSchemaRef) -> Option<
         return None;
     };
     [(a, b), (b, a)].into_iter().find_map(|(column, other)| {
-        let (column, widened_to) = match column.as_ref() {
-            Expr::Column(c) => (c, None),
-            Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
-                match expr.as_ref() {
-                    Expr::Column(c) => (c, Some(field.data_type())),
-                    _ => return None,
-                }
-            }
-            _ => return None,
-        };
-        let i = right.index_of_column(column).ok()?;
-        if let Some(target) = widened_to
-            && !injective_cast(right.field(i).data_type(), target)
-        {
-            return None;
-        }
+        let i = key_column(column, right)?;
         let reads_left_only = other
             .column_refs()
             .iter()
