@@ -272,11 +272,20 @@ pub(super) fn projected(
 /// The nodes from the plan's root down to its one scan (root first), if
 /// every node is one a peek can apply.
 fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)> {
+    match peekable_chain(plan)? {
+        (chain, LogicalPlan::TableScan(scan)) => Some((chain, scan)),
+        _ => None,
+    }
+}
+
+/// The nodes a peek can apply (projections, filters, sorts, limits,
+/// aliases) from the plan's root down (root first), and the first node
+/// below them that is none of those.
+pub(super) fn peekable_chain(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &LogicalPlan)> {
     let mut chain = Vec::new();
     let mut node = plan;
     loop {
         match node {
-            LogicalPlan::TableScan(scan) => return Some((chain, scan)),
             LogicalPlan::Projection(_)
             | LogicalPlan::Filter(_)
             | LogicalPlan::Sort(_)
@@ -285,7 +294,7 @@ fn chain_over_scan(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &TableScan)
                 chain.push(node);
                 node = node.inputs().first().copied()?;
             }
-            _ => return None,
+            other => return Some((chain, other)),
         }
     }
 }

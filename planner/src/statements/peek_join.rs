@@ -32,8 +32,8 @@ use datafusion::logical_expr::{
 use datafusion::physical_expr::PhysicalExpr;
 
 use super::peek::{
-    choose_index, column_equality, evaluable, index_peek, key_column, key_names, physical,
-    projected, scanned_object, simplified, simplify_steps, steps_of, with_params,
+    choose_index, column_equality, evaluable, index_peek, key_column, key_names, peekable_chain,
+    physical, projected, scanned_object, simplified, simplify_steps, steps_of, with_params,
 };
 use crate::error::Result;
 use crate::plan::{PeekFinish, PeekLookup, PeekPlan, PeekStep, QueryPlan};
@@ -174,21 +174,9 @@ struct JoinChain<'a> {
 /// is a join or a scan and whose right side is a scan (either perhaps
 /// aliased).
 fn join_chain(plan: &LogicalPlan) -> Option<JoinChain<'_>> {
-    let mut chain = Vec::new();
-    let mut node = plan;
-    loop {
-        match node {
-            LogicalPlan::Join(_) => break,
-            LogicalPlan::Projection(_)
-            | LogicalPlan::Filter(_)
-            | LogicalPlan::Sort(_)
-            | LogicalPlan::Limit(_)
-            | LogicalPlan::SubqueryAlias(_) => {
-                chain.push(node);
-                node = node.inputs().first().copied()?;
-            }
-            _ => return None,
-        }
+    let (chain, mut node) = peekable_chain(plan)?;
+    if !matches!(node, LogicalPlan::Join(_)) {
+        return None;
     }
     let mut joins = Vec::new();
     let base = loop {
