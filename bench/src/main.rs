@@ -34,6 +34,7 @@ mod run;
 mod sources;
 mod stats;
 mod subscribe;
+mod tpch_load;
 mod workload;
 mod writes;
 
@@ -178,6 +179,11 @@ struct Args {
     /// Run the soak benchmark (RSS and disk under continuous updates).
     #[arg(long)]
     soak: bool,
+    /// Run the bulk-load benchmark instead: COPY of TPC-H's tables (CSV
+    /// files in this directory, from `tpchgen-cli csv -s 1 --output-dir
+    /// DIR`) into Freshet and PostgreSQL, with and without primary keys.
+    #[arg(long, value_name = "DIR")]
+    tpch_load: Option<PathBuf>,
     /// Run the source ingest benchmark (each load generator's snapshot of
     /// about a million updates) instead of the maintenance benchmark.
     #[arg(long)]
@@ -311,6 +317,18 @@ async fn bench(args: &Args) -> Result<()> {
             "{}\n{}",
             report::render_environment("PostgreSQL CDC", &env, &notes),
             cdc::render(&run, &cdc_settings)
+        );
+        return emit(args, &text);
+    }
+    if let Some(dir) = &args.tpch_load {
+        let run =
+            tpch_load::run(&bin, args.freshet_workers, args.pg_bindir.as_deref(), dir).await?;
+        let env =
+            standalone_environment(args, &bin, "PostgreSQL 15 (fsync on)".into(), load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment("TPC-H bulk load", &env, &notes),
+            tpch_load::render(&run)
         );
         return emit(args, &text);
     }

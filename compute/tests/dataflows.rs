@@ -115,6 +115,7 @@ impl Harness {
             .commit_blocking(vec![TableWrite {
                 id: table,
                 updates: write_batch(&batch, diff).expect("write batch"),
+                staged: Vec::new(),
             }])
             .expect("commit")
     }

@@ -152,7 +152,7 @@ pub struct KeyedWrite {
 }
 
 /// COPY data formats.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Copy)]
 pub enum CopyFormat {
     /// Tab-separated text with backslash escapes.
     Text,

@@ -39,10 +39,15 @@ pub struct Config {
     pub max_connections: usize,
     /// Memory one query may use for its operators and result (e.g.
     /// `512MiB`, `2GiB`); sorts and aggregations spill to disk beyond it,
-    /// other queries fail with 53200. Also bounds a `COPY FROM STDIN`'s
-    /// buffered data.
+    /// other queries fail with 53200. Also bounds one row of a
+    /// `COPY FROM STDIN`.
     #[arg(long, env = "FRESHET_QUERY_MEMORY_LIMIT", default_value = "2GiB", value_parser = crate::query_exec::parse_size)]
     pub query_memory_limit: usize,
+    /// Rows a `COPY FROM STDIN` holds in memory before writing them to a
+    /// part file of the table (staged until the COPY commits): a load of
+    /// any size holds about this much per running COPY.
+    #[arg(long, env = "FRESHET_COPY_PART_SIZE", default_value = "64MiB", value_parser = crate::query_exec::parse_size)]
+    pub copy_part_size: usize,
     /// Memory all running queries together may use.
     #[arg(long, env = "FRESHET_TOTAL_QUERY_MEMORY", default_value = "8GiB", value_parser = crate::query_exec::parse_size)]
     pub total_query_memory: usize,

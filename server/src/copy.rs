@@ -54,47 +54,71 @@ pub const BINARY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
 /// Split binary COPY data into rows: after the header, each row is a
 /// 16-bit field count (-1 ends the data) and each field a 32-bit length
 /// (-1: NULL) and its bytes.
-fn parse_binary(data: &[u8], expected: usize) -> Result<Vec<Vec<Option<&[u8]>>>> {
-    let bad = |m: &str| AdapterError::BadCopyData(m.to_string());
+fn parse_binary(data: &[u8], expected: usize) -> Result<BinaryRows<'_>> {
+    let rest =
+        &data[binary_header_len(data)?.ok_or_else(|| bad_copy("unexpected EOF in COPY data"))?..];
+    Ok(parse_tuples(rest, expected)?.0)
+}
+
+fn bad_copy(m: &str) -> AdapterError {
+    AdapterError::BadCopyData(m.to_string())
+}
+
+/// The length of the binary COPY header `data` starts with (`None`: not
+/// all of it has arrived yet), or why it is not one.
+fn binary_header_len(data: &[u8]) -> Result<Option<usize>> {
     let signature = &BINARY_HEADER[..11];
-    let rest = data
-        .strip_prefix(signature)
-        .ok_or_else(|| bad("COPY file signature not recognized"))?;
-    let (flags, rest) = rest
-        .split_first_chunk::<4>()
-        .ok_or_else(|| bad("invalid COPY file header (missing flags)"))?;
+    let n = data.len().min(signature.len());
+    if data[..n] != signature[..n] {
+        return Err(bad_copy("COPY file signature not recognized"));
+    }
+    let Some(rest) = data.strip_prefix(signature) else {
+        return Ok(None);
+    };
+    let Some((flags, rest)) = rest.split_first_chunk::<4>() else {
+        return Ok(None);
+    };
     let flags = u32::from_be_bytes(*flags);
     if flags & (1 << 16) != 0 {
-        return Err(bad("COPY data with OIDs is not supported"));
+        return Err(bad_copy("COPY data with OIDs is not supported"));
     }
     if flags & 0xffff_0000 & !(1 << 16) != 0 {
-        return Err(bad(
+        return Err(bad_copy(
             "invalid COPY file header (unrecognized critical flags)",
         ));
     }
-    let (ext, rest) = rest
-        .split_first_chunk::<4>()
-        .ok_or_else(|| bad("invalid COPY file header (missing length)"))?;
+    let Some((ext, rest)) = rest.split_first_chunk::<4>() else {
+        return Ok(None);
+    };
     let ext = u32::from_be_bytes(*ext) as usize;
-    let mut rest = rest
-        .get(ext..)
-        .ok_or_else(|| bad("invalid COPY file header (wrong length)"))?;
+    if rest.len() < ext {
+        return Ok(None);
+    }
+    Ok(Some(signature.len() + 8 + ext))
+}
+
+/// Rows of binary fields (`None` = NULL), borrowed from the data.
+type BinaryRows<'a> = Vec<Vec<Option<&'a [u8]>>>;
+
+/// Binary rows of `expected` fields up to the trailer (or the end of
+/// the data); `true` if the trailer was seen.
+fn parse_tuples(mut rest: &[u8], expected: usize) -> Result<(BinaryRows<'_>, bool)> {
     let mut rows = Vec::new();
     loop {
         let Some((count, tail)) = rest.split_first_chunk::<2>() else {
             // PostgreSQL accepts data that ends without the trailer.
             if rest.is_empty() {
-                break;
+                return Ok((rows, false));
             }
-            return Err(bad("unexpected EOF in COPY data"));
+            return Err(bad_copy("unexpected EOF in COPY data"));
         };
         rest = tail;
         let count = i16::from_be_bytes(*count);
         if count == -1 {
-            break;
+            return Ok((rows, true));
         }
         if count as usize != expected || count < 0 {
-            return Err(bad(&format!(
+            return Err(bad_copy(&format!(
                 "row field count is {count}, expected {expected}"
             )));
         }
@@ -102,16 +126,16 @@ fn parse_binary(data: &[u8], expected: usize) -> Result<Vec<Vec<Option<&[u8]>>>>
         for _ in 0..expected {
             let (len, tail) = rest
                 .split_first_chunk::<4>()
-                .ok_or_else(|| bad("unexpected EOF in COPY data"))?;
+                .ok_or_else(|| bad_copy("unexpected EOF in COPY data"))?;
             rest = tail;
             let len = i32::from_be_bytes(*len);
             if len == -1 {
                 row.push(None);
                 continue;
             }
-            let len = usize::try_from(len).map_err(|_| bad("invalid field size"))?;
+            let len = usize::try_from(len).map_err(|_| bad_copy("invalid field size"))?;
             if len > rest.len() {
-                return Err(bad("unexpected EOF in COPY data"));
+                return Err(bad_copy("unexpected EOF in COPY data"));
             }
             let (field, tail) = rest.split_at(len);
             rest = tail;
@@ -119,7 +143,195 @@ fn parse_binary(data: &[u8], expected: usize) -> Result<Vec<Vec<Option<&[u8]>>>>
         }
         rows.push(row);
     }
-    Ok(rows)
+}
+
+/// The end of the last whole binary row in `data[from..]` (rows start at
+/// `from`), and whether the trailer ends the data there.
+fn binary_rows_end(data: &[u8], from: usize) -> (usize, bool) {
+    let mut pos = from;
+    loop {
+        let Some(count) = data.get(pos..pos + 2) else {
+            return (pos, false);
+        };
+        let count = i16::from_be_bytes([count[0], count[1]]);
+        if count == -1 {
+            return (pos + 2, true);
+        }
+        let mut at = pos + 2;
+        for _ in 0..count.max(0) {
+            let Some(len) = data.get(at..at + 4) else {
+                return (pos, false);
+            };
+            let len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]);
+            at += 4 + usize::try_from(len).unwrap_or(0);
+            if at > data.len() {
+                return (pos, false);
+            }
+        }
+        pos = at;
+    }
+}
+
+/// A `COPY ... FROM STDIN` stream cut into chunks of whole rows as it
+/// arrives, so rows become columns a few megabytes at a time instead of
+/// the whole data being held first. Text rows end at a newline; CSV rows
+/// at a newline outside quotes; binary rows where their field lengths
+/// say.
+#[derive(Debug)]
+pub struct CopyStream {
+    format: CopyFormat,
+    quote: u8,
+    escape: u8,
+    /// Received bytes not yet handed out.
+    buffer: Vec<u8>,
+    /// How far `buffer` has been scanned for row ends.
+    scanned: usize,
+    /// The end of the last whole row in `buffer`.
+    complete: usize,
+    /// CSV: whether `scanned` is inside a quoted field.
+    in_quotes: bool,
+    /// Binary: the header has been read.
+    header_read: bool,
+    /// The end of the data was seen (binary trailer); the rest is ignored.
+    ended: bool,
+}
+
+impl CopyStream {
+    /// A stream of data in `options`' format.
+    pub fn new(options: &CopyOptions) -> Self {
+        CopyStream {
+            format: options.format,
+            quote: options.quote,
+            escape: options.escape,
+            buffer: Vec::new(),
+            scanned: 0,
+            complete: 0,
+            in_quotes: false,
+            header_read: false,
+            ended: false,
+        }
+    }
+
+    /// Add received bytes.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.ended {
+            return Ok(());
+        }
+        self.buffer.extend_from_slice(bytes);
+        self.scan()
+    }
+
+    /// Bytes held that do not yet make a whole row.
+    pub fn partial_bytes(&self) -> usize {
+        self.buffer.len() - self.complete
+    }
+
+    fn scan(&mut self) -> Result<()> {
+        match self.format {
+            CopyFormat::Binary => {
+                if !self.header_read {
+                    match binary_header_len(&self.buffer)? {
+                        Some(n) => {
+                            self.header_read = true;
+                            self.buffer.drain(..n);
+                        }
+                        None => return Ok(()),
+                    }
+                }
+                let (end, ended) = binary_rows_end(&self.buffer, self.complete);
+                self.complete = end;
+                self.scanned = end;
+                if ended {
+                    self.ended = true;
+                    self.buffer.truncate(end);
+                }
+            }
+            CopyFormat::Text => {
+                if let Some(i) = self.buffer[self.scanned..]
+                    .iter()
+                    .rposition(|b| *b == b'\n')
+                {
+                    self.complete = self.scanned + i + 1;
+                }
+                self.scanned = self.buffer.len();
+            }
+            CopyFormat::Csv => {
+                let mut i = self.scanned;
+                let data = &self.buffer;
+                while i < data.len() {
+                    let b = data[i];
+                    if self.in_quotes {
+                        if b == self.escape && self.escape != self.quote {
+                            // An escape takes the next byte with it.
+                            if i + 1 >= data.len() {
+                                break;
+                            }
+                            i += 2;
+                            continue;
+                        }
+                        if b == self.quote {
+                            self.in_quotes = false;
+                        }
+                    } else if b == self.quote {
+                        self.in_quotes = true;
+                    } else if b == b'\n' {
+                        self.complete = i + 1;
+                    }
+                    i += 1;
+                }
+                self.scanned = i;
+            }
+        }
+        Ok(())
+    }
+
+    /// The whole rows received, once they add up to `min_bytes`.
+    pub fn take_rows(&mut self, min_bytes: usize) -> Option<Vec<u8>> {
+        if self.complete == 0 || self.complete < min_bytes {
+            return None;
+        }
+        let rest = self.buffer.split_off(self.complete);
+        let rows = std::mem::replace(&mut self.buffer, rest);
+        self.scanned -= self.complete;
+        self.complete = 0;
+        Some(rows)
+    }
+
+    /// Everything left at the end of the data (a last text or CSV row may
+    /// end without a newline).
+    pub fn finish(&mut self) -> Result<Vec<u8>> {
+        if self.format == CopyFormat::Binary && !self.header_read && !self.buffer.is_empty() {
+            return Err(bad_copy("unexpected EOF in COPY data"));
+        }
+        self.complete = self.buffer.len();
+        Ok(self.take_rows(0).unwrap_or_default())
+    }
+}
+
+/// Split one chunk of COPY data (whole rows, from [`CopyStream`]) into
+/// rows of `expected` fields. `first_line` numbers the chunk's first line
+/// in error messages; `header` skips it (text and CSV). Binary chunks
+/// carry no header. `true` with the rows: the data ends in this chunk
+/// (an end marker).
+pub fn parse_chunk<'a>(
+    data: &'a [u8],
+    options: &CopyOptions,
+    expected: usize,
+    first_line: usize,
+    header: bool,
+) -> Result<(CopyRows<'a>, bool)> {
+    Ok(match options.format {
+        CopyFormat::Binary => {
+            let (rows, ended) = parse_tuples(data, expected)?;
+            (CopyRows::Binary(rows), ended)
+        }
+        _ => {
+            let mut options = options.clone();
+            options.header = header;
+            let (rows, ended) = parse_lines(data, &options, expected, first_line)?;
+            (CopyRows::Text(rows), ended)
+        }
+    })
 }
 
 /// Split text or CSV COPY data into rows of fields (`None` = NULL).
@@ -128,9 +340,20 @@ pub fn parse_rows(
     options: &CopyOptions,
     expected: usize,
 ) -> Result<Vec<Vec<Option<String>>>> {
+    Ok(parse_lines(data, options, expected, 1)?.0)
+}
+
+/// [`parse_rows`] of data whose first line is line `first_line` of the
+/// whole; `true` with the rows if an end marker (`\.`) ended them.
+fn parse_lines(
+    data: &[u8],
+    options: &CopyOptions,
+    expected: usize,
+    first_line: usize,
+) -> Result<(Vec<Vec<Option<String>>>, bool)> {
     let text = std::str::from_utf8(data)
         .map_err(|_| AdapterError::BadCopyData("COPY data is not valid UTF-8".into()))?;
-    let rows = match options.format {
+    let (rows, ended) = match options.format {
         CopyFormat::Csv => parse_csv(text, options)?,
         CopyFormat::Text | CopyFormat::Binary => parse_text(text, options)?,
     };
@@ -148,21 +371,21 @@ pub fn parse_rows(
                 } else {
                     "extra"
                 },
-                i + 1 + usize::from(options.header),
+                i + first_line + usize::from(options.header),
                 row.len()
             )));
         }
     }
-    Ok(rows)
+    Ok((rows, ended))
 }
 
-fn parse_text(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>>>> {
+fn parse_text(text: &str, options: &CopyOptions) -> Result<(Vec<Vec<Option<String>>>, bool)> {
     let delim = options.delimiter as char;
     let mut rows = Vec::new();
     for line in text.split('\n') {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line == "\\." {
-            break;
+            return Ok((rows, true));
         }
         if line.is_empty() {
             continue;
@@ -177,7 +400,7 @@ fn parse_text(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String
         }
         rows.push(fields);
     }
-    Ok(rows)
+    Ok((rows, false))
 }
 
 /// Split on the delimiter where it is not escaped by a backslash.
@@ -249,7 +472,7 @@ fn unescape_text(s: &str) -> Result<String> {
     Ok(out)
 }
 
-fn parse_csv(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>>>> {
+fn parse_csv(text: &str, options: &CopyOptions) -> Result<(Vec<Vec<Option<String>>>, bool)> {
     let (delim, quote, escape) = (
         options.delimiter as char,
         options.quote as char,
@@ -261,6 +484,7 @@ fn parse_csv(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>
     let mut quoted = false;
     let mut in_quotes = false;
     let mut at_line_start = true;
+    let mut ended = false;
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
     let finish_field = |row: &mut Vec<Option<String>>, field: &mut String, quoted: &mut bool| {
@@ -297,6 +521,7 @@ fn parse_csv(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>
         if at_line_start && c == '\\' && chars.get(i + 1) == Some(&'.') {
             let end = chars.get(i + 2);
             if end.is_none() || end == Some(&'\n') || end == Some(&'\r') {
+                ended = true;
                 break;
             }
         }
@@ -327,7 +552,7 @@ fn parse_csv(text: &str, options: &CopyOptions) -> Result<Vec<Vec<Option<String>
         finish_field(&mut row, &mut field, &mut quoted);
         rows.push(row);
     }
-    Ok(rows)
+    Ok((rows, ended))
 }
 
 /// Convert rows `range` of parsed rows into columns of the table's types:

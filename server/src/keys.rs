@@ -67,6 +67,8 @@ pub type WriteGates = Vec<tokio::sync::OwnedRwLockReadGuard<()>>;
 /// One table's key values, in Arrow's row format.
 struct KeySet {
     converter: RowConverter,
+    /// How many columns the key has.
+    arity: usize,
     keys: HashSet<Key>,
 }
 
@@ -166,7 +168,7 @@ impl KeySets {
             let set = guard
                 .as_ref()
                 .ok_or_else(|| AdapterError::Internal("key set not loaded".into()))?;
-            changes.push(set.check(spec, &writes)?);
+            changes.push(set.check(storage, spec, &writes)?);
         }
         // Reserve the added keys and let other commits check while this one
         // is in the group commit. A key this commit removes stays held until
@@ -226,16 +228,18 @@ impl KeySet {
         let mut set = KeySet {
             converter: RowConverter::new(fields)
                 .map_err(|e| AdapterError::Internal(format!("key encoding: {e}")))?,
+            arity: spec.columns.len(),
             keys: HashSet::new(),
         };
         for batch in storage.snapshot(spec.id, storage.read_ts())? {
+            let batch = key_columns(spec, &batch, false)?;
             if new
                 && spec.slot == 0
                 && let Some(name) = spec
-                    .columns
+                    .names
                     .iter()
-                    .zip(&spec.names)
-                    .find(|(i, _)| batch.column(**i).null_count() > 0)
+                    .enumerate()
+                    .find(|(i, _)| batch.column(*i).null_count() > 0)
                     .map(|(_, n)| n)
             {
                 return Err(AdapterError::Data {
@@ -247,7 +251,7 @@ impl KeySet {
                     detail: None,
                 });
             }
-            let rows = set.convert(&batch, &spec.columns)?;
+            let rows = set.convert(&batch)?;
             for (r, row) in rows.iter().enumerate() {
                 if exempt(spec, &batch, r) || set.keys.insert(row.as_ref().into()) {
                     continue;
@@ -269,21 +273,31 @@ impl KeySet {
         Ok(set)
     }
 
-    fn convert(&self, batch: &RecordBatch, columns: &[usize]) -> Result<arrow::row::Rows> {
-        let arrays: Vec<_> = columns.iter().map(|&i| batch.column(i).clone()).collect();
+    /// The key values of a batch of [`key_columns`].
+    fn convert(&self, keys: &RecordBatch) -> Result<arrow::row::Rows> {
+        let arrays: Vec<_> = keys.columns()[..self.arity].to_vec();
         self.converter
             .convert_columns(&arrays)
             .map_err(|e| AdapterError::Internal(format!("encoding keys: {e}")))
     }
 
     /// The change `writes` make to this table's keys, or 23505 if a key
-    /// would be held twice.
-    fn check(&self, spec: &KeySpec, writes: &[TableWrite]) -> Result<KeyChange> {
+    /// would be held twice. Parts a write staged are read back (only
+    /// their key columns are kept).
+    fn check(&self, storage: &Storage, spec: &KeySpec, writes: &[TableWrite]) -> Result<KeyChange> {
+        let mut sources = Vec::new();
+        for write in writes.iter().filter(|w| w.id == spec.id) {
+            sources.push(key_columns(spec, &write.updates, true)?);
+            for part in &write.staged {
+                for batch in storage.read_staged(part)? {
+                    sources.push(key_columns(spec, &batch, true)?);
+                }
+            }
+        }
         // Net multiplicity change per key, with where its first insertion
         // is (for the error's detail).
         let mut net: HashMap<Key, NetChange> = HashMap::new();
-        for (w, write) in writes.iter().enumerate().filter(|(_, w)| w.id == spec.id) {
-            let batch = &write.updates;
+        for (w, batch) in sources.iter().enumerate() {
             let diffs = batch
                 .column(batch.num_columns() - 1)
                 .as_any()
@@ -292,7 +306,7 @@ impl KeySet {
             if spec.slot == 0 {
                 null_key_check(spec, batch, diffs)?;
             }
-            let rows = self.convert(batch, &spec.columns)?;
+            let rows = self.convert(batch)?;
             for (r, row) in rows.iter().enumerate() {
                 if exempt(spec, batch, r) {
                     continue;
@@ -320,7 +334,7 @@ impl KeySet {
             let after = held + delta;
             if after > 1 {
                 let detail = first_insert
-                    .map(|(w, r)| key_detail(spec, &writes[w].updates, r, "already exists"))
+                    .map(|(w, r)| key_detail(spec, &sources[w], r, "already exists"))
                     .unwrap_or_default();
                 return Err(AdapterError::Data {
                     code: sqlstate::UNIQUE_VIOLATION,
@@ -346,7 +360,7 @@ impl KeySet {
 /// rows leaves the columns' declared nullability as it was, so this is
 /// where the rule holds for it.)
 fn null_key_check(spec: &KeySpec, batch: &RecordBatch, diffs: &Int64Array) -> Result<()> {
-    for (&i, name) in spec.columns.iter().zip(&spec.names) {
+    for (i, name) in spec.names.iter().enumerate() {
         let column = batch.column(i);
         if column.null_count() == 0 {
             continue;
@@ -368,17 +382,28 @@ fn null_key_check(spec: &KeySpec, batch: &RecordBatch, diffs: &Int64Array) -> Re
 /// Whether row `row` of `batch` is outside the key: a NULL in a key whose
 /// NULLs are distinct.
 fn exempt(spec: &KeySpec, batch: &RecordBatch, row: usize) -> bool {
-    spec.nulls_distinct && spec.columns.iter().any(|&i| batch.column(i).is_null(row))
+    spec.nulls_distinct && (0..spec.columns.len()).any(|i| batch.column(i).is_null(row))
+}
+
+/// The key columns of `batch` (rows of the table, or a table write when
+/// `with_diff`, whose diff column is kept last): what the checks below
+/// read, by position `0..` the key's arity.
+fn key_columns(spec: &KeySpec, batch: &RecordBatch, with_diff: bool) -> Result<RecordBatch> {
+    let mut columns: Vec<usize> = spec.columns.clone();
+    if with_diff {
+        columns.push(batch.num_columns().saturating_sub(1));
+    }
+    batch
+        .project(&columns)
+        .map_err(|e| AdapterError::Internal(format!("key columns: {e}")))
 }
 
 /// `Key (a, b)=(1, x) already exists.` (or `is duplicated.`), as
 /// PostgreSQL says it.
 fn key_detail(spec: &KeySpec, batch: &RecordBatch, row: usize, what: &str) -> String {
     let options = FormatOptions::default().with_null("null");
-    let values: Vec<String> = spec
-        .columns
-        .iter()
-        .map(|&i| {
+    let values: Vec<String> = (0..spec.columns.len())
+        .map(|i| {
             ArrayFormatter::try_new(batch.column(i).as_ref(), &options)
                 .map(|f| f.value(row).to_string())
                 .unwrap_or_else(|_| "?".into())

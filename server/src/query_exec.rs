@@ -42,6 +42,9 @@ pub struct QueryLimits {
     pub per_query: usize,
     /// Bytes all running queries together may hold.
     pub total: usize,
+    /// Bytes of rows a `COPY FROM STDIN` holds before writing them to a
+    /// staged part (the size of the parts a load writes).
+    pub copy_part: usize,
 }
 
 impl Default for QueryLimits {
@@ -49,6 +52,7 @@ impl Default for QueryLimits {
         QueryLimits {
             per_query: 2 << 30,
             total: 8 << 30,
+            copy_part: 64 << 20,
         }
     }
 }
@@ -59,6 +63,7 @@ pub struct QueryExecutor {
     _runtime: BackgroundRuntime,
     server_pool: Arc<dyn MemoryPool>,
     per_query: usize,
+    copy_part: usize,
 }
 
 impl std::fmt::Debug for QueryExecutor {
@@ -85,12 +90,19 @@ impl QueryExecutor {
             _runtime: BackgroundRuntime(Some(runtime)),
             server_pool: Arc::new(GreedyMemoryPool::new(limits.total)),
             per_query: limits.per_query.min(limits.total),
+            copy_part: limits.copy_part.max(1),
         })
     }
 
     /// Bytes one query may use.
     pub fn per_query(&self) -> usize {
         self.per_query
+    }
+
+    /// Bytes of rows a `COPY` holds before staging them (see
+    /// [`QueryLimits::copy_part`]).
+    pub fn copy_part(&self) -> usize {
+        self.copy_part
     }
 
     /// Bytes all running queries hold now.

@@ -21,6 +21,7 @@ pub async fn serve(config: Config) -> Result<(), ServeError> {
     let limits = QueryLimits {
         per_query: config.query_memory_limit,
         total: config.total_query_memory,
+        copy_part: config.copy_part_size,
     };
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let threads = config.query_threads.unwrap_or((4 * cores).max(8));

@@ -209,38 +209,63 @@ pub struct Session {
     pub temp_guard: Option<crate::coordinator::TempSchemaGuard>,
 }
 
-/// A COPY FROM STDIN in progress: its plan and the data received so far.
+/// A COPY FROM STDIN in progress: its plan, the data received but not
+/// yet made into rows, and the rows made so far (in memory, or staged in
+/// part files once they add up to a part).
 #[derive(Debug)]
 pub struct PendingCopy {
     /// The planned COPY.
     pub plan: freshet_planner::CopyFromPlan,
-    /// Raw data received so far.
-    pub data: Vec<u8>,
-    /// Set (to the limit) once the data outgrew the memory a query may
-    /// use: the rest of the stream is discarded and the COPY fails.
-    pub too_large: Option<usize>,
+    /// The data stream, cut into whole rows.
+    pub stream: crate::copy::CopyStream,
+    /// The defaults row and numbered columns, once the first rows came.
+    pub fill: Option<crate::coordinator::CopyFill>,
+    /// Checked rows not yet staged.
+    pub batches: Vec<arrow::array::RecordBatch>,
+    /// Their size in memory.
+    pub batch_bytes: usize,
+    /// Rows staged in part files, deleted when the COPY is dropped
+    /// without committing them (a failure, CopyFail, a client that went
+    /// away); the commit takes them out first.
+    pub staged: Vec<freshet_storage::StagedPart>,
+    /// Where they are (set with the first).
+    pub storage: Option<std::sync::Arc<freshet_storage::Storage>>,
+    /// Rows made so far (for the command tag).
+    pub rows: usize,
+    /// Lines of data consumed so far (for error messages).
+    pub lines: usize,
+    /// The data ended (an end marker); the rest is ignored.
+    pub ended: bool,
+    /// The first error: the rest of the stream is discarded and the COPY
+    /// fails with it when the client ends the data.
+    pub failed: Option<crate::error::AdapterError>,
 }
 
 impl PendingCopy {
     /// A COPY waiting for its first data.
     pub fn new(plan: freshet_planner::CopyFromPlan) -> Self {
         PendingCopy {
+            stream: crate::copy::CopyStream::new(&plan.options),
             plan,
-            data: Vec::new(),
-            too_large: None,
+            fill: None,
+            batches: Vec::new(),
+            batch_bytes: 0,
+            staged: Vec::new(),
+            storage: None,
+            rows: 0,
+            lines: 0,
+            ended: false,
+            failed: None,
         }
     }
+}
 
-    /// Buffer `bytes`, unless the data would exceed `limit` bytes.
-    pub fn push(&mut self, bytes: &[u8], limit: usize) {
-        if self.too_large.is_some() {
-            return;
-        }
-        if self.data.len().saturating_add(bytes.len()) > limit {
-            self.data = Vec::new();
-            self.too_large = Some(limit);
-        } else {
-            self.data.extend_from_slice(bytes);
+impl Drop for PendingCopy {
+    fn drop(&mut self) {
+        if let Some(storage) = &self.storage
+            && !self.staged.is_empty()
+        {
+            storage.discard_staged(&self.staged);
         }
     }
 }

@@ -356,6 +356,7 @@ impl Runner {
             writes.push(TableWrite {
                 id: self.output.id,
                 updates: batch,
+                staged: Vec::new(),
             });
         }
         let mut progress: Vec<Update> = Vec::new();
@@ -368,6 +369,7 @@ impl Runner {
         writes.push(TableWrite {
             id: self.progress.id,
             updates: write_updates(&self.progress.schema, &progress)?,
+            staged: Vec::new(),
         });
         self.storage.commit(writes).await?;
         durable.extend(changed);

@@ -325,6 +325,7 @@ impl Appender {
             TableWrite {
                 id: self.output.id,
                 updates: data,
+                staged: Vec::new(),
             },
             TableWrite {
                 id: self.target.progress.id,
@@ -332,6 +333,7 @@ impl Appender {
                     &self.target.progress.schema,
                     &progress::replace(old.as_deref(), new),
                 )?,
+                staged: Vec::new(),
             },
         ];
         self.storage.commit(writes).await?;

@@ -195,6 +195,7 @@ fn rows(ids: &[i64], bump: f64) -> RecordBatch {
 /// A table write of `data` to `id`, every row with multiplicity change `diff`.
 fn table_write(id: GlobalId, data: &RecordBatch, diff: i64) -> TableWrite {
     TableWrite {
+        staged: Vec::new(),
         id,
         updates: write_batch(data, diff).expect("table write"),
     }

@@ -14,12 +14,25 @@ use freshet_repr::{GlobalId, Timestamp};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};
 
-use crate::batch::{times, total_bytes, updates_schema};
+use crate::batch::{retag, times, total_bytes, updates_schema};
 use crate::consolidate::{self, PartView};
 use crate::error::{Result, StorageError};
 use crate::holds::HoldSet;
 use crate::listen::{Listen, ListenEvent, Listener, Notify};
-use crate::shard::DurableShard;
+use crate::shard::{DurableShard, PartMeta};
+
+/// Parts at least this large (decoded) are merged only when the small
+/// ones add up to a quarter of the collection (see
+/// [`Collection::maybe_compact`]).
+const LARGE_PART_BYTES: usize = 32 << 20;
+
+/// A collection up to this size is merged whole whenever it has too many
+/// parts.
+const FULL_MERGE_BYTES: usize = 128 << 20;
+
+/// Largest part a merge writes: merged output is split into parts of
+/// about this size.
+const MERGED_PART_BYTES: usize = 64 << 20;
 
 /// What kind of collection this is, which decides who writes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +64,9 @@ pub(crate) struct CollectionState {
     /// Table only: committed updates not yet flushed to the shard.
     pub pending: Vec<RecordBatch>,
     pub pending_bytes: usize,
+    /// Table only: committed staged parts (their `time` set) not yet
+    /// named by the shard.
+    pub pending_parts: Vec<PartMeta>,
     pub listeners: Vec<Listener>,
     pub holds: HoldSet,
     /// The logical since: reads below it are refused.
@@ -115,6 +131,7 @@ impl Collection {
                 cache: HashMap::new(),
                 pending: vec![],
                 pending_bytes: 0,
+                pending_parts: vec![],
                 listeners: vec![],
                 holds: HoldSet::default(),
                 since,
@@ -160,12 +177,38 @@ impl Collection {
 
     /// Decoded parts and pending updates, loading parts into the cache.
     fn part_views(&self, state: &mut CollectionState) -> Result<Vec<PartView>> {
-        let mut views = Vec::with_capacity(state.shard.parts().len() + state.pending.len());
-        for meta in state.shard.parts().to_vec() {
+        let metas: Vec<PartMeta> = state
+            .shard
+            .parts()
+            .iter()
+            .chain(&state.pending_parts)
+            .cloned()
+            .collect();
+        let mut views = self.load_views(state, &metas)?;
+        for p in &state.pending {
+            views.push(PartView {
+                max_time: times(p)?.values().iter().copied().max().unwrap_or(0),
+                updates: Arc::new(p.clone()),
+                consolidated: false,
+                unit_diffs: false,
+            });
+        }
+        Ok(views)
+    }
+
+    /// The parts `metas`, decoded (through the cache).
+    fn load_views(&self, state: &mut CollectionState, metas: &[PartMeta]) -> Result<Vec<PartView>> {
+        let mut views = Vec::with_capacity(metas.len());
+        for meta in metas {
             let updates = match state.cache.get(&meta.key) {
                 Some(b) => Arc::clone(b),
                 None => {
-                    let batches = state.shard.load_part(&meta)?;
+                    let batches = state
+                        .shard
+                        .load_part(meta)?
+                        .into_iter()
+                        .map(|b| retag(b, &self.updates_schema))
+                        .collect::<Result<Vec<_>>>()?;
                     let batch = Arc::new(arrow::compute::concat_batches(
                         &self.updates_schema,
                         &batches,
@@ -179,14 +222,6 @@ impl Collection {
                 max_time: meta.max_time,
                 consolidated: meta.consolidated,
                 unit_diffs: meta.unit_diffs,
-            });
-        }
-        for p in &state.pending {
-            views.push(PartView {
-                max_time: times(p)?.values().iter().copied().max().unwrap_or(0),
-                updates: Arc::new(p.clone()),
-                consolidated: false,
-                unit_diffs: false,
             });
         }
         Ok(views)
@@ -245,6 +280,26 @@ impl Collection {
         state.pending.push(updates);
     }
 
+    /// Table only: add committed staged parts at `ts` (the files exist;
+    /// the shard names them at the next flush).
+    pub(crate) fn push_staged(&self, ts: Timestamp, parts: Vec<PartMeta>) -> Result<()> {
+        let mut state = self.state.lock();
+        for mut meta in parts {
+            meta.time = Some(ts);
+            meta.max_time = ts;
+            if !state.listeners.is_empty() {
+                for b in state.shard.load_part(&meta)? {
+                    let b = retag(b, &self.updates_schema)?;
+                    state
+                        .listeners
+                        .retain(|l| l.send(ListenEvent::Updates(b.clone())));
+                }
+            }
+            state.pending_parts.push(meta);
+        }
+        Ok(())
+    }
+
     /// Tell listeners the upper advanced.
     pub(crate) fn broadcast_progress(&self) {
         let mut state = self.state.lock();
@@ -261,13 +316,18 @@ impl Collection {
     pub(crate) fn flush_pending(&self, new_upper: Timestamp) -> Result<()> {
         let mut state = self.state.lock();
         let expected = state.shard.upper().clone();
-        if !expected.less_than(&new_upper) && state.pending.is_empty() {
+        if !expected.less_than(&new_upper)
+            && state.pending.is_empty()
+            && state.pending_parts.is_empty()
+        {
             return Ok(());
         }
         let pending = std::mem::take(&mut state.pending);
+        let parts = std::mem::take(&mut state.pending_parts);
         match state.shard.compare_and_append(
             &self.updates_schema,
             &pending,
+            &parts,
             &expected,
             Frontier::at(new_upper),
         ) {
@@ -280,6 +340,7 @@ impl Collection {
             }
             Err(e) => {
                 state.pending = pending;
+                state.pending_parts = parts;
                 Err(e)
             }
         }
@@ -302,6 +363,7 @@ impl Collection {
         let written = state.shard.compare_and_append(
             &self.updates_schema,
             updates,
+            &[],
             expected,
             new_upper.clone(),
         )?;
@@ -387,50 +449,86 @@ impl Collection {
     }
 
     /// Merge parts when there are too many, consolidating at the since.
+    ///
+    /// A small collection is merged whole. In a large one, parts of at
+    /// least [`LARGE_PART_BYTES`] (a `COPY`'s staged parts, earlier merges)
+    /// are left alone and only the small ones are merged, so a load of
+    /// gigabytes is not rewritten every few flushes; once the small parts
+    /// add up to a quarter of the collection, everything is merged, which
+    /// cancels their retractions against the large parts and bounds the
+    /// space they take. Merged output is written as parts of at most
+    /// [`MERGED_PART_BYTES`].
     pub(crate) fn maybe_compact(&self, max_parts: usize) -> Result<()> {
-        let (keys, views, since, writer) = {
+        let (metas, views, since, writer) = {
             let mut state = self.state.lock();
-            if state.shard.parts().len() <= max_parts {
-                return Ok(());
-            }
-            let keys: Vec<String> = state.shard.parts().iter().map(|p| p.key.clone()).collect();
-            let views = self.part_views(&mut state)?;
-            let n = keys.len();
-            (
-                keys,
-                views.into_iter().take(n).collect::<Vec<_>>(),
-                state.since,
-                state.shard.part_writer(),
-            )
+            let parts = state.shard.parts();
+            let total: usize = parts.iter().map(|p| p.bytes).sum();
+            let small: Vec<&PartMeta> = parts
+                .iter()
+                .filter(|p| p.bytes < LARGE_PART_BYTES)
+                .collect();
+            let small_bytes: usize = small.iter().map(|p| p.bytes).sum();
+            let chosen: Vec<PartMeta> = if total <= FULL_MERGE_BYTES || small_bytes * 4 > total {
+                if parts.len() <= max_parts {
+                    return Ok(());
+                }
+                parts.to_vec()
+            } else {
+                if small.len() <= max_parts {
+                    return Ok(());
+                }
+                small.into_iter().cloned().collect()
+            };
+            let views = self.load_views(&mut state, &chosen)?;
+            (chosen, views, state.since, state.shard.part_writer())
         };
+        let keys: Vec<String> = metas.iter().map(|p| p.key.clone()).collect();
         // Merged and written without the lock: appends, commits and reads
         // of this collection go on meanwhile (the merged part of a large
         // table takes a while to write); only the commit below takes it.
         let (merged, consolidated, unit) =
             consolidate::compact(self.id, &self.updates_schema, &views, since)?;
-        let written = match merged.num_rows() {
-            0 => None,
-            _ => {
-                let max_time = times(&merged)?.values().iter().copied().max().unwrap_or(0);
-                Some(writer.write(&self.updates_schema, &merged, max_time, consolidated, unit)?)
-            }
+        drop(views);
+        let rows = merged.num_rows();
+        let chunk_rows = match total_bytes(std::slice::from_ref(&merged)) {
+            0 => rows.max(1),
+            bytes => (rows * MERGED_PART_BYTES / bytes).max(1),
         };
+        let mut written: Vec<(PartMeta, Arc<RecordBatch>)> = Vec::new();
+        for offset in (0..rows).step_by(chunk_rows) {
+            let chunk = merged.slice(offset, chunk_rows.min(rows - offset));
+            let max_time = times(&chunk)?.values().iter().copied().max().unwrap_or(0);
+            match writer.write(&self.updates_schema, &chunk, max_time, consolidated, unit) {
+                Ok(meta) => written.push((meta, Arc::new(chunk))),
+                Err(e) => {
+                    writer.delete(
+                        &written
+                            .iter()
+                            .map(|(m, _)| m.key.clone())
+                            .collect::<Vec<_>>(),
+                    );
+                    return Err(e);
+                }
+            }
+        }
         let mut state = self.state.lock();
-        state
-            .shard
-            .compact(&keys, written.clone(), Frontier::at(since))?;
+        state.shard.compact(
+            &keys,
+            written.iter().map(|(m, _)| m.clone()).collect(),
+            Frontier::at(since),
+        )?;
         for k in &keys {
             state.cache.remove(k);
         }
-        if let Some(meta) = written {
-            state.cache.insert(meta.key, Arc::new(merged.clone()));
+        for (meta, batch) in written {
+            state.cache.insert(meta.key, batch);
         }
         drop(state);
         // The replaced files go after the lock: a view's shard can have
         // hundreds of small parts, and unlinking them under the lock
         // stalled its appends and reads for 30-40 ms each second.
         writer.delete(&keys);
-        tracing::debug!(id = %self.id, merged = keys.len(), rows = merged.num_rows(), since, "compacted");
+        tracing::debug!(id = %self.id, merged = keys.len(), rows, since, "compacted");
         Ok(())
     }
 

@@ -24,7 +24,7 @@ use crate::error::{Result, StorageError};
 use crate::holds::{HoldInfo, ReadHold};
 use crate::listen::{Listen, Notify};
 use crate::oracle::{TimestampOracle, wall_clock_ms};
-use crate::shard::{DurableShard, decode_state, delete_shard, part_prefix};
+use crate::shard::{DurableShard, PartMeta, StagedPart, decode_state, delete_shard, part_prefix};
 use crate::sinces::SinceLog;
 use crate::txn_log::{self, TxnLog};
 
@@ -80,6 +80,32 @@ pub struct TableWrite {
     pub id: GlobalId,
     /// Rows to insert (diff > 0) or retract (diff < 0).
     pub updates: RecordBatch,
+    /// More of the write, already in part files (see
+    /// [`Storage::stage`]): a commit records only their names.
+    pub staged: Vec<StagedPart>,
+}
+
+impl TableWrite {
+    /// A write of `updates` (data columns plus a diff column) to `id`.
+    pub fn new(id: GlobalId, updates: RecordBatch) -> Self {
+        TableWrite {
+            id,
+            updates,
+            staged: Vec::new(),
+        }
+    }
+
+    /// Whether it changes anything.
+    pub fn is_empty(&self) -> bool {
+        self.updates.num_rows() == 0 && self.staged.iter().all(|p| p.rows() == 0)
+    }
+}
+
+/// Replayed log records of one table, until it registers.
+#[derive(Default)]
+struct Recovered {
+    updates: Vec<RecordBatch>,
+    parts: Vec<PartMeta>,
 }
 
 /// One commit of a group: its writes, and the tables (with the times they
@@ -132,8 +158,9 @@ struct Inner {
     txn_watch: watch::Sender<Timestamp>,
     /// Compaction requirements of materialized views on their inputs.
     dependents: Mutex<BTreeMap<GlobalId, Dependent>>,
-    /// Log records replayed at boot, waiting for their tables to register.
-    recovered: Mutex<HashMap<GlobalId, Vec<RecordBatch>>>,
+    /// Log records replayed at boot, waiting for their tables to register:
+    /// updates, and staged parts the commits added.
+    recovered: Mutex<HashMap<GlobalId, Recovered>>,
     booted: AtomicBool,
     /// Set once a newer process fenced this one.
     fenced: watch::Sender<bool>,
@@ -186,14 +213,18 @@ impl Storage {
         let oracle = TimestampOracle::open(fence.clone(), min_ts, Arc::clone(&config.now))?;
         let sinces = SinceLog::open(fence.clone())?;
         let start = oracle.read_ts();
-        let mut recovered: HashMap<GlobalId, Vec<RecordBatch>> = HashMap::new();
+        let mut recovered: HashMap<GlobalId, Recovered> = HashMap::new();
         let n_records = records.len();
         for record in records {
             for (id, write) in record.writes {
                 recovered
                     .entry(id)
                     .or_default()
+                    .updates
                     .push(stamp(&write, record.ts)?);
+            }
+            for (id, meta) in record.staged {
+                recovered.entry(id).or_default().parts.push(meta);
             }
         }
         tracing::info!(
@@ -262,6 +293,43 @@ impl Storage {
         self.inner.fenced.subscribe()
     }
 
+    /// Write table writes (data columns plus a diff column, as a
+    /// [`TableWrite`]'s updates) for table `id` to a part file now, for a
+    /// later commit to name in [`TableWrite::staged`]: how a `COPY` of
+    /// any size holds only one part's rows in memory. Blocking file I/O.
+    pub fn stage(&self, id: GlobalId, writes: &[RecordBatch]) -> Result<StagedPart> {
+        let c = self.collection(id)?;
+        let probe = TableWrite::new(
+            id,
+            writes.first().cloned().unwrap_or_else(|| {
+                RecordBatch::new_empty(crate::batch::write_schema(&c.data_schema))
+            }),
+        );
+        self.inner.validate(&probe)?;
+        let schema = probe.updates.schema();
+        let writer = c.state.lock().shard.part_writer();
+        let meta = writer.write_staged(&schema, writes)?;
+        Ok(StagedPart { id, meta })
+    }
+
+    /// Delete staged parts no commit will name (the write failed or was
+    /// rolled back). Ones left behind are collected at the next start.
+    pub fn discard_staged(&self, parts: &[StagedPart]) {
+        for p in parts {
+            if let Err(e) = self.inner.blob.delete(&p.meta.key) {
+                tracing::warn!(key = %p.meta.key, error = %e, "could not delete a staged part");
+            }
+        }
+    }
+
+    /// A staged part's table writes (data columns and diff), read back
+    /// (key checks read what a `COPY` staged). Blocking file I/O.
+    pub fn read_staged(&self, part: &StagedPart) -> Result<Vec<RecordBatch>> {
+        let c = self.collection(part.id)?;
+        let writer = c.state.lock().shard.part_writer();
+        writer.read(&part.meta)
+    }
+
     /// Register a collection (creating its shard if new). Idempotent.
     pub fn create_collection(
         &self,
@@ -285,10 +353,17 @@ impl Storage {
             &self.inner.txn_watch,
         );
         if kind == CollectionKind::Table
-            && let Some(batches) = self.inner.recovered.lock().remove(&id)
+            && let Some(recovered) = self.inner.recovered.lock().remove(&id)
         {
             let shard_upper = collection.state.lock().shard.upper().as_option().copied();
-            for b in batches {
+            // Parts of commits the shard already holds were flushed.
+            for meta in recovered.parts {
+                let ts = meta.max_time;
+                if shard_upper.is_some_and(|u| ts >= u) {
+                    collection.push_staged(ts, vec![meta])?;
+                }
+            }
+            for b in recovered.updates {
                 let keep = arrow::compute::kernels::cmp::gt_eq(
                     times(&b)?,
                     &arrow::array::UInt64Array::new_scalar(shard_upper.unwrap_or(Timestamp::MAX)),
@@ -667,6 +742,12 @@ impl Inner {
                 write.id
             )));
         }
+        if let Some(p) = write.staged.iter().find(|p| p.id != write.id) {
+            return Err(StorageError::InvalidUsage(format!(
+                "a part staged for {} in a write to {}",
+                p.id, write.id
+            )));
+        }
         Ok(c)
     }
 
@@ -719,12 +800,7 @@ impl Inner {
                 });
             match checked {
                 Ok(targets) => {
-                    written_now.extend(
-                        writes
-                            .iter()
-                            .filter(|w| w.updates.num_rows() > 0)
-                            .map(|w| w.id),
-                    );
+                    written_now.extend(writes.iter().filter(|w| !w.is_empty()).map(|w| w.id));
                     accepted.push((writes, targets, reply))
                 }
                 Err(e) => {
@@ -740,8 +816,13 @@ impl Inner {
                 .filter(|w| w.updates.num_rows() > 0)
                 .map(|w| (w.id, w.updates.clone()))
                 .collect();
-            if !flat.is_empty() {
-                log.append(ts, &flat)?;
+            let staged: Vec<(GlobalId, &PartMeta)> = accepted
+                .iter()
+                .flat_map(|(writes, _, _)| writes.iter())
+                .flat_map(|w| w.staged.iter().map(|p| (p.id, &p.meta)))
+                .collect();
+            if !flat.is_empty() || !staged.is_empty() {
+                log.append(ts, &flat, &staged)?;
             }
             // After the fsync and before anyone is told: if a newer process
             // took over, it may already have replayed the log without this
@@ -751,6 +832,11 @@ impl Inner {
                 for (w, c) in writes.iter().zip(targets) {
                     if w.updates.num_rows() > 0 {
                         c.push_pending(retag(stamp(&w.updates, ts)?, &c.updates_schema)?);
+                    }
+                    if !w.staged.is_empty() {
+                        c.push_staged(ts, w.staged.iter().map(|p| p.meta.clone()).collect())?;
+                    }
+                    if !w.is_empty() {
                         c.last_write.store(ts, Ordering::SeqCst);
                     }
                 }

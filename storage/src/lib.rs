@@ -42,6 +42,7 @@ pub use error::{Result, StorageError};
 pub use holds::{HoldInfo, ReadHold};
 pub use listen::{Listen, ListenEvent, Notify};
 pub use oracle::{ALLOCATION_BLOCK_MS, TimestampOracle, wall_clock_ms};
+pub use shard::StagedPart;
 
 use std::path::Path;
 use std::sync::Arc;

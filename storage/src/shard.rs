@@ -8,7 +8,7 @@ use freshet_repr::Frontier;
 use freshet_repr::{GlobalId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::batch::{decode_file, encode_file, times, total_bytes};
+use crate::batch::{decode_file, encode_file, stamp, times, total_bytes};
 use crate::blob::Blob;
 use crate::consensus::{CasResult, SeqNo, VersionedData};
 use crate::epoch::{CLAIM_ATTEMPTS, Fence};
@@ -37,6 +37,41 @@ pub(crate) struct PartMeta {
     /// Rows distinct, diffs positive, times all ≤ the shard's since.
     pub consolidated: bool,
     pub unit_diffs: bool,
+    /// Set for a part written ahead of its commit (a staged part, see
+    /// [`StagedPart`]): every update in it is at this time, and the file
+    /// holds table writes (data and diff) without a time column, because
+    /// the time was not known when it was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Timestamp>,
+}
+
+/// Table writes written to a part file before their commit, so a large
+/// write (a `COPY`) holds at most one part's worth of rows in memory: the
+/// commit records only the part's name, and the part joins the table's
+/// shard at the commit's time. Until then the file belongs to nothing and
+/// [`Storage::discard_staged`](crate::Storage::discard_staged) (or a
+/// restart's orphan collection) removes it.
+#[derive(Clone, Debug)]
+pub struct StagedPart {
+    pub(crate) id: GlobalId,
+    pub(crate) meta: PartMeta,
+}
+
+impl StagedPart {
+    /// The table the part was written for.
+    pub fn table(&self) -> GlobalId {
+        self.id
+    }
+
+    /// How many updates it holds.
+    pub fn rows(&self) -> usize {
+        self.meta.rows
+    }
+
+    /// Its size decoded, in bytes.
+    pub fn bytes(&self) -> usize {
+        self.meta.bytes
+    }
 }
 
 /// The durable state of a shard, versioned in consensus.
@@ -198,10 +233,14 @@ impl DurableShard {
 
     /// Durably append `updates` (times in `[expected, new_upper)`) and advance
     /// the upper to `new_upper`. Returns the new part, if one was written.
+    ///
+    /// `staged` parts (already written, their `time` set) join the shard in
+    /// the same commit.
     pub fn compare_and_append(
         &mut self,
         schema: &SchemaRef,
         updates: &[RecordBatch],
+        staged: &[PartMeta],
         expected: &Frontier,
         new_upper: Frontier,
     ) -> Result<Option<(PartMeta, Arc<RecordBatch>)>> {
@@ -230,10 +269,22 @@ impl DurableShard {
                 max_time = max_time.max(Some(t));
             }
         }
+        for part in staged {
+            let t = part.time.ok_or_else(|| {
+                StorageError::InvalidUsage(format!("staged part {} has no commit time", part.key))
+            })?;
+            if !expected.less_equal(&t) || new_upper.less_equal(&t) {
+                return Err(StorageError::InvalidUsage(format!(
+                    "staged part at {t} outside [{expected:?}, {new_upper:?}) for {}",
+                    self.id
+                )));
+            }
+        }
         // Advancing the upper of an idle collection (every group commit
         // advances every input, so every view appends) need not cost an
         // fsync each time.
         if max_time.is_none()
+            && staged.is_empty()
             && new_upper.as_option().is_some()
             && self.last_durable.elapsed() < LAZY_UPPER
         {
@@ -242,6 +293,7 @@ impl DurableShard {
         }
         let mut next = self.state.clone();
         next.upper = new_upper;
+        next.parts.extend(staged.iter().cloned());
         let written = match max_time {
             Some(max_time) => {
                 let batch = arrow::compute::concat_batches(schema, updates)?;
@@ -281,20 +333,18 @@ impl DurableShard {
     pub fn compact(
         &mut self,
         replaced: &[String],
-        merged: Option<PartMeta>,
+        merged: Vec<PartMeta>,
         since: Frontier,
     ) -> Result<()> {
         let mut next = self.state.clone();
         next.parts.retain(|p| !replaced.contains(&p.key));
-        if let Some(meta) = &merged {
-            // Keep parts ordered by time: the merged part holds the oldest data.
-            next.parts.insert(0, meta.clone());
-        }
+        // Keep parts ordered by time: the merged parts hold the oldest data.
+        next.parts.splice(0..0, merged.iter().cloned());
         if next.since < since {
             next.since = since;
         }
         if let Err(e) = self.commit(next) {
-            if let Some(meta) = &merged {
+            for meta in &merged {
                 let _ = self.blob.delete(&meta.key);
             }
             return Err(e);
@@ -304,27 +354,7 @@ impl DurableShard {
 
     /// Read a part's updates from blob storage.
     pub fn load_part(&self, meta: &PartMeta) -> Result<Vec<RecordBatch>> {
-        let data = self
-            .blob
-            .get(&meta.key)
-            .map_err(|e| self.fenced_or(e))?
-            .ok_or_else(|| {
-                self.fenced_or(StorageError::Corruption(format!(
-                    "part {} of {} is missing",
-                    meta.key, self.id
-                )))
-            })?;
-        decode_file(&data)
-    }
-
-    /// `e`, unless a newer process has taken over the data directory: then
-    /// that is the cause (it collects the files this process was writing
-    /// and compacts away parts this process still lists).
-    fn fenced_or(&self, e: StorageError) -> StorageError {
-        match self.fence.check() {
-            Err(fenced) => fenced,
-            Ok(()) => e,
-        }
+        self.part_writer().read(meta)
     }
 }
 
@@ -336,6 +366,16 @@ pub(crate) struct PartWriter {
 }
 
 impl PartWriter {
+    /// `e`, unless a newer process has taken over the data directory: then
+    /// that is the cause (it collects the files this process was writing
+    /// and compacts away parts this process still lists).
+    fn fenced_or(&self, e: StorageError) -> StorageError {
+        match self.fence.check() {
+            Err(fenced) => fenced,
+            Ok(()) => e,
+        }
+    }
+
     /// Delete part files no state names any more (replaced by a
     /// compaction); one that cannot be deleted is left for a restart's
     /// orphan collection.
@@ -345,6 +385,43 @@ impl PartWriter {
                 tracing::warn!(%key, error = %e, "could not delete compacted part");
             }
         }
+    }
+
+    /// Read a part's updates (for a staged part whose commit time is not
+    /// set yet: its table writes, data and diff).
+    pub fn read(&self, meta: &PartMeta) -> Result<Vec<RecordBatch>> {
+        let data = self
+            .blob
+            .get(&meta.key)
+            .map_err(|e| self.fenced_or(e))?
+            .ok_or_else(|| {
+                self.fenced_or(StorageError::Corruption(format!(
+                    "part {} of {} is missing",
+                    meta.key, self.id
+                )))
+            })?;
+        let batches = decode_file(&data)?;
+        match meta.time {
+            Some(t) => batches.iter().map(|b| stamp(b, t)).collect(),
+            None => Ok(batches),
+        }
+    }
+
+    /// Write table writes (data and diff) as a part whose time the commit
+    /// that names it will set (see [`StagedPart`]).
+    pub fn write_staged(&self, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<PartMeta> {
+        let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
+        let data = encode_file(schema, batches)?;
+        self.blob.set(&key, &data).map_err(|e| self.fenced_or(e))?;
+        Ok(PartMeta {
+            key,
+            rows: batches.iter().map(|b| b.num_rows()).sum(),
+            bytes: total_bytes(batches),
+            max_time: 0,
+            consolidated: false,
+            unit_diffs: false,
+            time: None,
+        })
     }
 
     /// Write `batch` as a new part file, returning what a commit records
@@ -359,12 +436,7 @@ impl PartWriter {
     ) -> Result<PartMeta> {
         let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
         let data = encode_file(schema, std::slice::from_ref(batch))?;
-        self.blob
-            .set(&key, &data)
-            .map_err(|e| match self.fence.check() {
-                Err(fenced) => fenced,
-                Ok(()) => e,
-            })?;
+        self.blob.set(&key, &data).map_err(|e| self.fenced_or(e))?;
         Ok(PartMeta {
             key,
             rows: batch.num_rows(),
@@ -372,6 +444,7 @@ impl PartWriter {
             max_time,
             consolidated,
             unit_diffs,
+            time: None,
         })
     }
 }

@@ -29,6 +29,7 @@ use freshet_repr::{GlobalId, Timestamp};
 use crate::batch::{decode_stream, encode_stream};
 use crate::error::{Result, StorageError};
 use crate::fsutil::sync_dir;
+use crate::shard::PartMeta;
 
 /// Largest record recovery accepts; anything claiming more is a torn frame.
 const MAX_RECORD_BYTES: usize = 1 << 30;
@@ -42,6 +43,8 @@ const PREALLOCATE_BYTES: u64 = 1 << 20;
 pub(crate) struct LogRecord {
     pub ts: Timestamp,
     pub writes: Vec<(GlobalId, RecordBatch)>,
+    /// Staged parts the commit added (their `time` set to `ts`).
+    pub staged: Vec<(GlobalId, PartMeta)>,
 }
 
 /// The writer side of the log, owned by the group-commit thread.
@@ -132,13 +135,18 @@ impl TxnLog {
     }
 
     /// Append one group commit and fsync it. Returns once it is durable.
-    pub fn append(&mut self, ts: Timestamp, writes: &[(GlobalId, RecordBatch)]) -> Result<()> {
+    pub fn append(
+        &mut self,
+        ts: Timestamp,
+        writes: &[(GlobalId, RecordBatch)],
+        staged: &[(GlobalId, &PartMeta)],
+    ) -> Result<()> {
         if self.broken {
             return Err(StorageError::Corruption(
                 "transaction log is unusable after a failed write; restart to recover".into(),
             ));
         }
-        let frame = encode_record(ts, self.epoch, writes)?;
+        let frame = encode_record(ts, self.epoch, writes, staged)?;
         let end = self.len + frame.len() as u64;
         let result = (|| {
             if end > self.allocated {
@@ -217,7 +225,15 @@ pub(crate) fn delete_segments(dir: &Path, paths: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-fn encode_record(ts: Timestamp, epoch: u64, writes: &[(GlobalId, RecordBatch)]) -> Result<Vec<u8>> {
+/// A record's payload: time, epoch, each table's updates as an Arrow IPC
+/// stream, then (only when the commit added staged parts, so records of
+/// earlier versions read the same) each staged part's metadata as JSON.
+fn encode_record(
+    ts: Timestamp,
+    epoch: u64,
+    writes: &[(GlobalId, RecordBatch)],
+    staged: &[(GlobalId, &PartMeta)],
+) -> Result<Vec<u8>> {
     let mut payload = Vec::new();
     payload.extend_from_slice(&ts.to_le_bytes());
     payload.extend_from_slice(&epoch.to_le_bytes());
@@ -229,6 +245,18 @@ fn encode_record(ts: Timestamp, epoch: u64, writes: &[(GlobalId, RecordBatch)]) 
         let ipc = encode_stream(batch)?;
         payload.extend_from_slice(&(ipc.len() as u32).to_le_bytes());
         payload.extend_from_slice(&ipc);
+    }
+    if !staged.is_empty() {
+        payload.extend_from_slice(&(staged.len() as u32).to_le_bytes());
+        for (id, meta) in staged {
+            let id = id.to_string();
+            payload.extend_from_slice(&(id.len() as u16).to_le_bytes());
+            payload.extend_from_slice(id.as_bytes());
+            let json = serde_json::to_vec(meta)
+                .map_err(|e| StorageError::Corruption(format!("staged part: {e}")))?;
+            payload.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            payload.extend_from_slice(&json);
+        }
     }
     let mut frame = Vec::with_capacity(payload.len() + 8);
     frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -258,6 +286,10 @@ impl<'a> Cursor<'a> {
     fn u64(&mut self) -> Option<u64> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
+    fn id(&mut self) -> Option<GlobalId> {
+        let len = self.u16()? as usize;
+        std::str::from_utf8(self.take(len)?).ok()?.parse().ok()
+    }
 }
 
 fn decode_payload(payload: &[u8]) -> Result<LogRecord> {
@@ -271,17 +303,25 @@ fn decode_payload(payload: &[u8]) -> Result<LogRecord> {
     let n = c.u32().ok_or_else(bad)?;
     let mut writes = Vec::new();
     for _ in 0..n {
-        let id_len = c.u16().ok_or_else(bad)? as usize;
-        let id = std::str::from_utf8(c.take(id_len).ok_or_else(bad)?)
-            .ok()
-            .and_then(|s| s.parse::<GlobalId>().ok())
-            .ok_or_else(bad)?;
+        let id = c.id().ok_or_else(bad)?;
         let len = c.u32().ok_or_else(bad)? as usize;
         for batch in decode_stream(c.take(len).ok_or_else(bad)?)? {
             writes.push((id, batch));
         }
     }
-    Ok(LogRecord { ts, writes })
+    let mut staged = Vec::new();
+    if c.pos < payload.len() {
+        for _ in 0..c.u32().ok_or_else(bad)? {
+            let id = c.id().ok_or_else(bad)?;
+            let len = c.u32().ok_or_else(bad)? as usize;
+            let mut meta: PartMeta =
+                serde_json::from_slice(c.take(len).ok_or_else(bad)?).map_err(|_| bad())?;
+            meta.time = Some(ts);
+            meta.max_time = ts;
+            staged.push((id, meta));
+        }
+    }
+    Ok(LogRecord { ts, writes, staged })
 }
 
 /// Read every complete record of every segment in `dir`, in order.
@@ -340,7 +380,7 @@ mod tests {
     fn torn_tail_is_discarded_at_every_byte() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = TxnLog::create(dir.path(), 1).unwrap();
-        log.append(10, &[(GlobalId::User(1), batch(&[1, 2]))])
+        log.append(10, &[(GlobalId::User(1), batch(&[1, 2]))], &[])
             .unwrap();
         let first_len = log.current_len();
         log.append(
@@ -349,6 +389,7 @@ mod tests {
                 (GlobalId::User(1), batch(&[3])),
                 (GlobalId::User(2), batch(&[4])),
             ],
+            &[],
         )
         .unwrap();
         let padded = fs::read(&log.path).unwrap();
@@ -381,7 +422,8 @@ mod tests {
         // Enough records to extend the segment more than once.
         let big: Vec<i64> = (0..20_000).collect();
         for ts in 0..200 {
-            log.append(ts, &[(GlobalId::User(1), batch(&big))]).unwrap();
+            log.append(ts, &[(GlobalId::User(1), batch(&big))], &[])
+                .unwrap();
         }
         assert!(log.allocated > PREALLOCATE_BYTES);
         let recs = recover(dir.path()).unwrap();
@@ -390,7 +432,7 @@ mod tests {
         // A record torn inside the zeroes: its header and half its payload.
         let mut padded = fs::read(&log.path).unwrap();
         let at = log.current_len() as usize;
-        let frame = encode_record(200, 1, &[(GlobalId::User(1), batch(&[1]))]).unwrap();
+        let frame = encode_record(200, 1, &[(GlobalId::User(1), batch(&[1]))], &[]).unwrap();
         padded[at..at + frame.len() / 2].copy_from_slice(&frame[..frame.len() / 2]);
         fs::write(&log.path, &padded).unwrap();
         assert_eq!(recover(dir.path()).unwrap().len(), 200);
@@ -400,10 +442,12 @@ mod tests {
     fn roll_returns_older_segments() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = TxnLog::create(dir.path(), 3).unwrap();
-        log.append(1, &[(GlobalId::User(1), batch(&[1]))]).unwrap();
+        log.append(1, &[(GlobalId::User(1), batch(&[1]))], &[])
+            .unwrap();
         let old = log.roll().unwrap();
         assert_eq!(old.len(), 1);
-        log.append(2, &[(GlobalId::User(1), batch(&[2]))]).unwrap();
+        log.append(2, &[(GlobalId::User(1), batch(&[2]))], &[])
+            .unwrap();
         assert_eq!(recover(dir.path()).unwrap().len(), 2);
         delete_segments(dir.path(), &old).unwrap();
         let recs = recover(dir.path()).unwrap();

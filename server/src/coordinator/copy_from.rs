@@ -1,8 +1,9 @@
-//! `COPY ... FROM STDIN`: parse the data, fill defaults, and commit (or
-//! add to the transaction's writes).
+//! `COPY ... FROM STDIN`: rows are made from the data as it arrives, a
+//! few megabytes at a time, and staged in part files once they add up to
+//! a part, so a load of any size holds about one part in memory; the end
+//! of the data commits them (or adds them to the transaction's writes).
 
 use arrow::array::RecordBatch;
-use freshet_planner::CopyFromPlan;
 use freshet_repr::RelationDesc;
 use freshet_repr::sqlstate;
 
@@ -12,57 +13,165 @@ use crate::error::{AdapterError, Result};
 use crate::session::{PendingCopy, Session, TxnStatus};
 use crate::values::check_rows;
 
+/// Received rows are made into columns once this much whole-row data has
+/// arrived.
+const CHUNK_BYTES: usize = 4 << 20;
+
+/// Rows of at most this many are made at a time.
+const BATCH_ROWS: usize = 64 * 1024;
+
+/// What fills the columns a COPY's data leaves out: the defaults row
+/// (evaluated once, at the first rows) and the sequence-numbered columns,
+/// which take a value per row.
+#[derive(Debug)]
+pub struct CopyFill {
+    default_row: RecordBatch,
+    numbered: Vec<(usize, u32)>,
+}
+
 impl Coordinator {
-    /// Finish a `COPY ... FROM STDIN` with the data received.
-    pub async fn copy_in(&self, session: &mut Session, copy: PendingCopy) -> Result<usize> {
-        let result = self.copy_in_inner(session, copy).await;
-        if result.is_err() && session.status == TxnStatus::InBlock {
-            session.status = TxnStatus::Failed;
+    /// Take CopyData: make the whole rows received into checked rows,
+    /// staging them once they add up to a part. An error is kept and
+    /// reported when the data ends (the rest is discarded meanwhile), as
+    /// PostgreSQL does.
+    pub async fn copy_data(&self, session: &mut Session, bytes: &[u8]) {
+        let Some(mut copy) = session.copy_in.take() else {
+            return;
+        };
+        if copy.failed.is_none()
+            && !copy.ended
+            && let Err(e) = self.copy_take(session, &mut copy, bytes).await
+        {
+            self.copy_fail(&mut copy, e);
         }
-        result
+        session.copy_in = Some(copy);
     }
 
-    pub(super) async fn copy_in_inner(
+    async fn copy_take(
         &self,
-        session: &mut Session,
-        copy: PendingCopy,
-    ) -> Result<usize> {
-        let PendingCopy {
-            plan,
-            data,
-            too_large,
-        } = copy;
-        if let Some(limit) = too_large {
+        session: &Session,
+        copy: &mut PendingCopy,
+        bytes: &[u8],
+    ) -> Result<()> {
+        copy.stream.push(bytes)?;
+        let limit = self.queries.per_query();
+        if copy.stream.partial_bytes() > limit {
             return Err(AdapterError::data(
                 sqlstate::OUT_OF_MEMORY,
                 format!(
-                    "COPY data exceeds the memory limit of {} (--query-memory-limit)",
+                    "a COPY row exceeds the memory limit of {} (--query-memory-limit)",
                     crate::query_exec::human_bytes(limit)
                 ),
             ));
         }
-        let CopyFromPlan {
-            table,
-            table_desc,
-            columns,
-            defaults,
-            options,
-        } = plan;
-        let rows = crate::copy::parse(&data, &options, columns.len())?;
+        while !copy.ended
+            && let Some(rows) = copy.stream.take_rows(CHUNK_BYTES)
+        {
+            self.copy_rows(session, copy, &rows).await?;
+        }
+        Ok(())
+    }
+
+    fn copy_fail(&self, copy: &mut PendingCopy, e: AdapterError) {
+        self.storage.discard_staged(&copy.staged);
+        copy.staged.clear();
+        copy.batches.clear();
+        copy.batch_bytes = 0;
+        copy.failed = Some(e);
+    }
+
+    /// Make one chunk of whole rows into checked rows of the table.
+    async fn copy_rows(
+        &self,
+        session: &Session,
+        copy: &mut PendingCopy,
+        data: &[u8],
+    ) -> Result<()> {
+        if copy.fill.is_none() {
+            copy.fill = Some(self.copy_fill(session, &copy.plan).await?);
+        }
+        let header = copy.plan.options.header && copy.lines == 0;
+        let (rows, ended) = crate::copy::parse_chunk(
+            data,
+            &copy.plan.options,
+            copy.plan.columns.len(),
+            copy.lines + 1,
+            header,
+        )?;
+        copy.lines += rows.len() + usize::from(header);
+        copy.ended = ended;
+        let fill = copy
+            .fill
+            .as_ref()
+            .ok_or_else(|| AdapterError::Internal("COPY defaults missing".into()))?;
+        let plan = &copy.plan;
+        for start in (0..rows.len()).step_by(BATCH_ROWS) {
+            let range = start..(start + BATCH_ROWS).min(rows.len());
+            let mut batch = crate::copy::rows_to_batch(
+                &rows,
+                range,
+                &plan.table_desc,
+                &plan.columns,
+                &fill.default_row,
+            )?;
+            for &(column, oid) in &fill.numbered {
+                batch = self.number_column(batch, column, oid)?;
+            }
+            let batch = check_rows(&self.table_name(plan.table), &plan.table_desc, batch)?;
+            copy.rows += batch.num_rows();
+            copy.batch_bytes += batch.get_array_memory_size();
+            copy.batches.push(batch);
+        }
+        drop(rows);
+        // Inside a transaction block the rows stay in memory: the block's
+        // own reads see its writes, and they read them from there.
+        if copy.batch_bytes >= self.queries.copy_part() && session.status != TxnStatus::InBlock {
+            self.copy_stage(copy).await?;
+        }
+        Ok(())
+    }
+
+    /// Write the rows held to a staged part.
+    async fn copy_stage(&self, copy: &mut PendingCopy) -> Result<()> {
+        let writes: Vec<RecordBatch> = table_writes(copy.plan.table, &copy.batches, 1)?
+            .into_iter()
+            .map(|w| w.updates)
+            .collect();
+        let storage = std::sync::Arc::clone(&self.storage);
+        let table = copy.plan.table;
+        let part = tokio::task::spawn_blocking(move || storage.stage(table, &writes))
+            .await
+            .map_err(|e| AdapterError::Internal(format!("staging COPY rows failed: {e}")))??;
+        copy.staged.push(part);
+        copy.storage = Some(std::sync::Arc::clone(&self.storage));
+        // An empty batch stays: the write that names the parts takes its
+        // schema from it.
+        let empty = copy.batches.last().map(|b| b.slice(0, 0));
+        copy.batches.clear();
+        copy.batches.extend(empty);
+        copy.batch_bytes = 0;
+        Ok(())
+    }
+
+    async fn copy_fill(
+        &self,
+        session: &Session,
+        plan: &freshet_planner::CopyFromPlan,
+    ) -> Result<CopyFill> {
         let default_row = self
-            .run_at(session, &defaults, self.storage.read_ts())
+            .run_at(session, &plan.defaults, self.storage.read_ts())
             .await?;
         let default_row = match default_row.into_iter().find(|b| b.num_rows() > 0) {
-            Some(b) => check_rows_unchecked(&table_desc, b)?,
-            None => RecordBatch::new_empty(crate::values::unchecked_schema(&table_desc)),
+            Some(b) => check_rows_unchecked(&plan.table_desc, b)?,
+            None => RecordBatch::new_empty(crate::values::unchecked_schema(&plan.table_desc)),
         };
         // Sequence-numbered columns the data leaves out take a value per
         // row (the defaults row holds one).
-        let numbered: Vec<(usize, u32)> = match self.catalog_for(session).item(table) {
+        let numbered: Vec<(usize, u32)> = match self.catalog_for(session).item(plan.table) {
             Some(item) => match &item.details {
                 freshet_catalog::ItemDetails::Table { serials, .. } => serials
                     .iter()
-                    .filter(|s| !columns.contains(&s.column))
+                    .filter(|s| !plan.columns.contains(&s.column))
                     .map(|s| {
                         (
                             s.column,
@@ -74,28 +183,68 @@ impl Coordinator {
             },
             None => Vec::new(),
         };
-        let mut writes = Vec::new();
-        let mut count = 0;
-        const CHUNK: usize = 64 * 1024;
-        for start in (0..rows.len()).step_by(CHUNK) {
-            let range = start..(start + CHUNK).min(rows.len());
-            let mut batch =
-                crate::copy::rows_to_batch(&rows, range, &table_desc, &columns, &default_row)?;
-            for &(column, oid) in &numbered {
-                batch = self.number_column(batch, column, oid)?;
-            }
-            let batch = check_rows(&self.table_name(table), &table_desc, batch)?;
-            count += batch.num_rows();
-            writes.extend(table_writes(table, &[batch], 1)?);
+        Ok(CopyFill {
+            default_row,
+            numbered,
+        })
+    }
+
+    /// Finish a `COPY ... FROM STDIN` at the end of its data.
+    pub async fn copy_in(&self, session: &mut Session, copy: PendingCopy) -> Result<usize> {
+        let result = self.copy_in_inner(session, copy).await;
+        if result.is_err() && session.status == TxnStatus::InBlock {
+            session.status = TxnStatus::Failed;
         }
-        drop(rows);
-        drop(data);
+        result
+    }
+
+    pub(super) async fn copy_in_inner(
+        &self,
+        session: &mut Session,
+        mut copy: PendingCopy,
+    ) -> Result<usize> {
+        if copy.failed.is_none() && !copy.ended {
+            let rest = copy.stream.finish();
+            let made = match rest {
+                Ok(rest) if !rest.is_empty() => self.copy_rows(session, &mut copy, &rest).await,
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = made {
+                self.copy_fail(&mut copy, e);
+            }
+        }
+        if let Some(e) = copy.failed.take() {
+            return Err(e);
+        }
+        let mut writes = table_writes(copy.plan.table, &copy.batches, 1)?;
+        // From here the commit decides what becomes of the parts.
+        let staged = std::mem::take(&mut copy.staged);
+        if !staged.is_empty() {
+            // Staging leaves an empty batch behind, so there is a write.
+            let Some(first) = writes.first_mut() else {
+                self.storage.discard_staged(&staged);
+                return Err(AdapterError::Internal(
+                    "staged COPY rows without a write".into(),
+                ));
+            };
+            first.staged = staged.clone();
+        }
         if session.status == TxnStatus::InBlock {
             session.txn.writes.extend(writes);
         } else if !writes.is_empty() {
-            self.commit_writes(writes, (), Vec::new()).await?;
+            let result = self.commit_writes(writes, (), Vec::new()).await;
+            // Parts of a commit refused before it reached storage (a key
+            // violation) belong to nothing; after that, a failed commit's
+            // log record may name them, and a restart collects the rest.
+            if let Err(e) = &result
+                && !matches!(e, AdapterError::Storage(_))
+            {
+                self.storage.discard_staged(&staged);
+            }
+            result?;
         }
-        Ok(count)
+        Ok(copy.rows)
     }
 }
 

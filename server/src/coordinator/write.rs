@@ -359,6 +359,7 @@ pub(super) fn table_writes(
             Ok(TableWrite {
                 id: table,
                 updates: write_batch(b, diff)?,
+                staged: Vec::new(),
             })
         })
         .collect()

@@ -26,9 +26,7 @@ impl CopyHandler for FreshetHandler {
     {
         let slot = session_slot(client)?;
         let mut session = slot.0.lock().await;
-        if let Some(copy) = session.copy_in.as_mut() {
-            copy.push(&copy_data.data, self.coord.queries.per_query());
-        }
+        self.coord.copy_data(&mut session, &copy_data.data).await;
         Ok(())
     }
 

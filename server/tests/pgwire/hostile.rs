@@ -309,25 +309,38 @@ async fn query_memory_is_bounded_and_sorts_spill() {
     )
     .await;
     assert_eq!(n.as_deref(), Some("3000000"));
-    // COPY FROM STDIN data is bounded by the same budget.
+    // COPY FROM STDIN is not bounded by the budget (rows are made and
+    // staged as they arrive): 40 MiB of 1 MiB rows load.
     use futures::SinkExt;
     c.batch_execute("CREATE TABLE sink (line text)")
         .await
         .unwrap();
-    let copy = c
-        .copy_in::<_, bytes::Bytes>("COPY sink FROM STDIN")
-        .await
-        .unwrap();
-    let mut copy = std::pin::pin!(copy);
-    let chunk = bytes::Bytes::from(
+    let line = bytes::Bytes::from(
         vec![b'x'; 1 << 20]
             .into_iter()
             .chain([b'\n'])
             .collect::<Vec<_>>(),
     );
+    let copy = c
+        .copy_in::<_, bytes::Bytes>("COPY sink FROM STDIN")
+        .await
+        .unwrap();
+    let mut copy = std::pin::pin!(copy);
+    for _ in 0..40 {
+        copy.send(line.clone()).await.unwrap();
+    }
+    assert_eq!(copy.finish().await.unwrap(), 40);
+    // One row is: a row that outgrows the budget fails the COPY (the
+    // rest of its data is discarded as it arrives).
+    let copy = c
+        .copy_in::<_, bytes::Bytes>("COPY sink FROM STDIN")
+        .await
+        .unwrap();
+    let mut copy = std::pin::pin!(copy);
+    let no_newline = bytes::Bytes::from(vec![b'y'; 1 << 20]);
     let mut err = None;
     for _ in 0..40 {
-        if let Err(e) = copy.send(chunk.clone()).await {
+        if let Err(e) = copy.send(no_newline.clone()).await {
             err = Some(e);
             break;
         }
@@ -337,6 +350,10 @@ async fn query_memory_is_bounded_and_sorts_spill() {
         None => copy.finish().await.unwrap_err(),
     };
     assert_eq!(sqlstate(&err), "53200", "{err:?}");
+    assert_eq!(
+        value(&c, "SELECT count(*) FROM sink").await.as_deref(),
+        Some("40")
+    );
     still_serving(&s).await;
 }
 

@@ -101,3 +101,151 @@ async fn copy_and_transactions_are_checked_and_name_the_key() {
         Some("2")
     );
 }
+
+/// Aggregates that pin down the contents of `big` (count, ids, and the
+/// exact text of every name and note through their lengths and hashes).
+const BIG_SUMMARY: &str = "SELECT count(*), sum(id), sum(length(name)), \
+     count(*) FILTER (WHERE name LIKE '%' || chr(10) || '%'), max(md5(name || note)) FROM big";
+
+/// Send `data` as CopyData messages of `chunk` bytes (cutting rows,
+/// quoted fields and multi-byte characters apart) and end the COPY.
+async fn copy_chunked(
+    c: &tokio_postgres::Client,
+    sql: &str,
+    data: &[u8],
+    chunk: usize,
+) -> Result<u64, tokio_postgres::Error> {
+    let sink = c.copy_in(sql).await?;
+    futures::pin_mut!(sink);
+    for piece in data.chunks(chunk) {
+        sink.send(bytes::Bytes::copy_from_slice(piece)).await?;
+    }
+    sink.finish().await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn copy_streams_rows_into_staged_parts_and_commits_them_whole() {
+    // Tiny parts: every COPY below stages many of them.
+    let mut s = Server::start_with(&["--copy-part-size", "64KiB"]);
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE big (id int PRIMARY KEY, name text NOT NULL, note text);
+         CREATE MATERIALIZED VIEW big_stats AS SELECT count(*) AS n, sum(id) AS ids FROM big",
+    )
+    .await
+    .unwrap();
+    // CSV with a header, quoted delimiters, quotes, newlines inside
+    // quotes and multi-byte characters, sent in pieces of 1,777 bytes.
+    let mut csv = String::from("id,name,note\n");
+    let mut expect_newlines = 0;
+    for id in 0..20_000 {
+        let name = if id % 7 == 0 {
+            expect_newlines += 1;
+            format!("\"línea {id}\nsegunda, \"\"citada\"\"\"")
+        } else {
+            format!("nombre-{id}-é")
+        };
+        let note = if id % 11 == 0 {
+            String::new()
+        } else {
+            format!("n{id}")
+        };
+        csv.push_str(&format!("{id},{name},{note}\n"));
+    }
+    let n = copy_chunked(
+        &c,
+        "COPY big FROM STDIN WITH (FORMAT csv, HEADER true)",
+        csv.as_bytes(),
+        1_777,
+    )
+    .await
+    .unwrap();
+    assert_eq!(n, 20_000);
+    let summary = rows(&c, BIG_SUMMARY).await;
+    assert_eq!(summary[0][0].as_deref(), Some("20000"));
+    assert_eq!(summary[0][1].as_deref(), Some("199990000"));
+    assert_eq!(
+        summary[0][3].as_deref(),
+        Some(&*expect_newlines.to_string())
+    );
+    assert_eq!(
+        value(&c, "SELECT name FROM big WHERE id = 14")
+            .await
+            .as_deref(),
+        Some("línea 14\nsegunda, \"citada\"")
+    );
+    assert_eq!(
+        value(&c, "SELECT note IS NULL FROM big WHERE id = 22")
+            .await
+            .as_deref(),
+        Some("t"),
+        "an unquoted empty CSV field is NULL"
+    );
+
+    // A COPY whose last row repeats a key fails whole, after staging
+    // parts: nothing of it is visible.
+    let mut text = String::new();
+    for id in 30_000..40_000 {
+        text.push_str(&format!("{id}\tt{id}\t\\N\n"));
+    }
+    text.push_str("5\tagain\t\\N\n");
+    let err = copy_chunked(&c, "COPY big FROM STDIN", text.as_bytes(), 4_096)
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "23505", "{err:?}");
+    assert_eq!(
+        err.as_db_error().unwrap().detail(),
+        Some("Key (id)=(5) already exists.")
+    );
+    assert_eq!(
+        rows(&c, BIG_SUMMARY).await,
+        summary,
+        "the failed COPY left nothing"
+    );
+
+    // A bad field in the middle fails with its line number.
+    let mut bad = String::new();
+    for id in 50_000..50_100 {
+        bad.push_str(&format!("{id}\tt\t\\N\n"));
+    }
+    bad.push_str("nope\tt\t\\N\n");
+    let err = copy_chunked(&c, "COPY big FROM STDIN", bad.as_bytes(), 333)
+        .await
+        .unwrap_err();
+    assert_eq!(sqlstate(&err), "22P02", "{err:?}");
+
+    // Binary COPY in pieces that cut its length words apart.
+    let mut bin = freshet_server::copy::BINARY_HEADER.to_vec();
+    for id in 60_000i32..61_000 {
+        bin.extend_from_slice(&3i16.to_be_bytes());
+        bin.extend_from_slice(&4i32.to_be_bytes());
+        bin.extend_from_slice(&id.to_be_bytes());
+        let name = format!("bin-{id}");
+        bin.extend_from_slice(&(name.len() as i32).to_be_bytes());
+        bin.extend_from_slice(name.as_bytes());
+        bin.extend_from_slice(&(-1i32).to_be_bytes());
+    }
+    bin.extend_from_slice(&(-1i16).to_be_bytes());
+    let n = copy_chunked(&c, "COPY big FROM STDIN WITH (FORMAT binary)", &bin, 333)
+        .await
+        .unwrap();
+    assert_eq!(n, 1_000);
+
+    let summary = rows(&c, BIG_SUMMARY).await;
+    assert_eq!(summary[0][0].as_deref(), Some("21000"));
+    assert_eq!(
+        rows(&c, "SELECT n, ids FROM big_stats").await,
+        rows(&c, "SELECT count(*), sum(id) FROM big").await,
+        "the view saw every staged row"
+    );
+    // The commits name the parts; a crash loses none of them.
+    s.kill_and_restart();
+    let c = s.connect().await;
+    assert_eq!(rows(&c, BIG_SUMMARY).await, summary);
+    assert_eq!(
+        value(&c, "SELECT count(*) FROM big WHERE name = 'bin-60999'")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+}

@@ -359,6 +359,7 @@ impl Runner {
             writes.push(TableWrite {
                 id: target.id,
                 updates: batch,
+                staged: Vec::new(),
             });
         }
         let old = next.map(|n| vec![Datum::Int64(i64::try_from(n).unwrap_or(i64::MAX))]);
@@ -369,6 +370,7 @@ impl Runner {
                 &self.target.progress.schema,
                 &progress::replace(old.as_deref(), new),
             )?,
+            staged: Vec::new(),
         });
         if *self.stopped.borrow() {
             return Ok((first, Outcome::Stop));

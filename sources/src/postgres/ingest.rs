@@ -638,6 +638,7 @@ impl Runner {
             writes.push(TableWrite {
                 id: table.output.id,
                 updates: batch,
+                staged: Vec::new(),
             });
         }
         let lsn = |l: u64| vec![Datum::Int64(i64::try_from(l).unwrap_or(i64::MAX))];
@@ -647,6 +648,7 @@ impl Runner {
                 &self.progress.schema,
                 &progress::replace(old.map(lsn).as_deref(), lsn(end)),
             )?,
+            staged: Vec::new(),
         });
         self.storage.commit(writes).await?;
         self.status

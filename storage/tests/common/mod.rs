@@ -32,6 +32,7 @@ pub fn rows(ids: &[i64], payload: &str) -> RecordBatch {
 
 pub fn insert(id: GlobalId, ids: &[i64], payload: &str) -> TableWrite {
     TableWrite {
+        staged: Vec::new(),
         id,
         updates: write_batch(&rows(ids, payload), 1).unwrap(),
     }
@@ -39,6 +40,7 @@ pub fn insert(id: GlobalId, ids: &[i64], payload: &str) -> TableWrite {
 
 pub fn delete(id: GlobalId, ids: &[i64], payload: &str) -> TableWrite {
     TableWrite {
+        staged: Vec::new(),
         id,
         updates: write_batch(&rows(ids, payload), -1).unwrap(),
     }
