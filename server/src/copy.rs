@@ -292,7 +292,7 @@ impl CopyStream {
         }
         let rest = self.buffer.split_off(self.complete);
         let rows = std::mem::replace(&mut self.buffer, rest);
-        self.scanned -= self.complete;
+        self.scanned = self.scanned.saturating_sub(self.complete);
         self.complete = 0;
         Some(rows)
     }
@@ -304,6 +304,7 @@ impl CopyStream {
             return Err(bad_copy("unexpected EOF in COPY data"));
         }
         self.complete = self.buffer.len();
+        self.scanned = self.buffer.len();
         Ok(self.take_rows(0).unwrap_or_default())
     }
 }
@@ -790,5 +791,138 @@ mod tests {
     fn wrong_column_counts_are_errors() {
         assert!(parse_rows(b"1\t2\n", &opts(CopyFormat::Text), 3).is_err());
         assert!(parse_rows(b"1,\"open\n", &opts(CopyFormat::Csv), 2).is_err());
+    }
+
+    /// Push `data` in pieces of `step` bytes (taking rows whenever any are
+    /// whole), then finish; every row, in order.
+    fn streamed(data: &[u8], options: &CopyOptions, expected: usize, step: usize) -> Vec<String> {
+        let mut stream = CopyStream::new(options);
+        let mut chunks = Vec::new();
+        for piece in data.chunks(step) {
+            stream.push(piece).expect("push");
+            while let Some(rows) = stream.take_rows(1) {
+                chunks.push(rows);
+            }
+        }
+        chunks.push(stream.finish().expect("finish"));
+        let mut out = Vec::new();
+        for chunk in &chunks {
+            let (rows, _) = parse_chunk(chunk, options, expected, 1, false).expect("parse");
+            out.extend(match rows {
+                CopyRows::Text(rows) => rows.iter().map(|r| format!("{r:?}")).collect::<Vec<_>>(),
+                CopyRows::Binary(rows) => rows.iter().map(|r| format!("{r:?}")).collect(),
+            });
+        }
+        out
+    }
+
+    fn whole(data: &[u8], options: &CopyOptions, expected: usize) -> Vec<String> {
+        match parse(data, options, expected).expect("parse") {
+            CopyRows::Text(rows) => rows.iter().map(|r| format!("{r:?}")).collect(),
+            CopyRows::Binary(rows) => rows.iter().map(|r| format!("{r:?}")).collect(),
+        }
+    }
+
+    #[test]
+    fn streamed_rows_equal_the_whole_data_parsed_at_once_at_every_cut() {
+        let text = "1\tuno\n2\t\\N\n3\tdós\\ttab\n4\tlast".as_bytes();
+        let csv = "1,\"a,b\"\n2,\"two\nlines\"\n3,\"quo\"\"ted\"\n4,\n5,é\n".as_bytes();
+        let mut binary = BINARY_HEADER.to_vec();
+        for (id, name) in [(1i32, Some("x")), (2, None), (3, Some("yz"))] {
+            binary.extend_from_slice(&2i16.to_be_bytes());
+            binary.extend_from_slice(&4i32.to_be_bytes());
+            binary.extend_from_slice(&id.to_be_bytes());
+            match name {
+                Some(n) => {
+                    binary.extend_from_slice(&(n.len() as i32).to_be_bytes());
+                    binary.extend_from_slice(n.as_bytes());
+                }
+                None => binary.extend_from_slice(&(-1i32).to_be_bytes()),
+            }
+        }
+        let mut with_trailer = binary.clone();
+        with_trailer.extend_from_slice(&(-1i16).to_be_bytes());
+        for (data, format) in [
+            (text, CopyFormat::Text),
+            (csv, CopyFormat::Csv),
+            (&binary[..], CopyFormat::Binary),
+            (&with_trailer[..], CopyFormat::Binary),
+        ] {
+            let o = opts(format);
+            let expect = whole(data, &o, 2);
+            assert!(expect.len() >= 3, "{format:?}: {expect:?}");
+            for step in 1..=data.len() {
+                assert_eq!(
+                    streamed(data, &o, 2, step),
+                    expect,
+                    "{format:?} in pieces of {step}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_binary_stream_that_ends_inside_a_row_is_an_error_not_a_panic() {
+        let o = opts(CopyFormat::Binary);
+        let mut data = BINARY_HEADER.to_vec();
+        data.extend_from_slice(&2i16.to_be_bytes());
+        data.extend_from_slice(&4i32.to_be_bytes());
+        let mut stream = CopyStream::new(&o);
+        stream.push(&data).expect("push");
+        let rest = stream.finish().expect("finish");
+        assert!(parse_chunk(&rest, &o, 2, 1, false).is_err());
+        let mut stream = CopyStream::new(&o);
+        stream.push(&BINARY_HEADER[..5]).expect("push");
+        assert!(stream.finish().is_err(), "a header cut short");
+    }
+
+    #[test]
+    fn arbitrary_bytes_cut_anywhere_never_panic() {
+        // xorshift: deterministic, no dependency.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let alphabet: &[u8] = b"\",\t\n\r\\.Nx\xff\x00\x01\x02\x04\xc3\xa9";
+        for case in 0..3_000 {
+            let len = (next() % 200) as usize;
+            let mut data: Vec<u8> = if case % 3 == 0 {
+                BINARY_HEADER.to_vec()
+            } else {
+                Vec::new()
+            };
+            data.extend((0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]));
+            for format in [CopyFormat::Text, CopyFormat::Csv, CopyFormat::Binary] {
+                let o = opts(format);
+                let mut stream = CopyStream::new(&o);
+                let mut at = 0;
+                let mut chunks = Vec::new();
+                let mut failed = false;
+                while at < data.len() {
+                    let step = 1 + (next() % 40) as usize;
+                    let end = (at + step).min(data.len());
+                    if stream.push(&data[at..end]).is_err() {
+                        failed = true;
+                        break;
+                    }
+                    while let Some(rows) = stream.take_rows((next() % 8) as usize) {
+                        chunks.push(rows);
+                    }
+                    at = end;
+                }
+                if failed {
+                    continue;
+                }
+                if let Ok(rest) = stream.finish() {
+                    chunks.push(rest);
+                }
+                for chunk in &chunks {
+                    let _ = parse_chunk(chunk, &o, 2, 1, false);
+                }
+            }
+        }
     }
 }
