@@ -48,6 +48,11 @@ pub struct Config {
     /// any size holds about this much per running COPY.
     #[arg(long, env = "FRESHET_COPY_PART_SIZE", default_value = "64MiB", value_parser = crate::query_exec::parse_size)]
     pub copy_part_size: usize,
+    /// Memory for table and view parts kept decoded after a read, over
+    /// all collections; beyond it the least recently used are dropped and
+    /// read from their files again when needed.
+    #[arg(long, env = "FRESHET_PART_CACHE_SIZE", default_value = "1GiB", value_parser = crate::query_exec::parse_size)]
+    pub part_cache_size: usize,
     /// Memory all running queries together may use.
     #[arg(long, env = "FRESHET_TOTAL_QUERY_MEMORY", default_value = "8GiB", value_parser = crate::query_exec::parse_size)]
     pub total_query_memory: usize,

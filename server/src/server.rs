@@ -27,11 +27,14 @@ pub async fn serve(config: Config) -> Result<(), ServeError> {
     let threads = config.query_threads.unwrap_or((4 * cores).max(8));
     let queries = QueryExecutor::new(limits, threads, crate::config::STATEMENT_STACK_BYTES)
         .map_err(ServeError::QueryRuntime)?;
-    let coord =
-        tokio::task::spawn_blocking(move || Coordinator::open(&data_dir, None, workers, queries))
-            .await
-            .map_err(|e| ServeError::Boot(AdapterError::Internal(format!("boot task: {e}"))))?
-            .map_err(ServeError::Boot)?;
+    let mut storage_config = freshet_storage::StorageConfig::new(&data_dir);
+    storage_config.part_cache_bytes = config.part_cache_size;
+    let coord = tokio::task::spawn_blocking(move || {
+        Coordinator::open(&data_dir, Some(storage_config), workers, queries)
+    })
+    .await
+    .map_err(|e| ServeError::Boot(AdapterError::Internal(format!("boot task: {e}"))))?
+    .map_err(ServeError::Boot)?;
     coord
         .drop_leftover_temp_schemas()
         .await

@@ -2,7 +2,6 @@
 //! table writes not yet flushed from the transaction log, listeners and
 //! read holds.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,6 +18,7 @@ use crate::consolidate::{self, PartView};
 use crate::error::{Result, StorageError};
 use crate::holds::HoldSet;
 use crate::listen::{Listen, ListenEvent, Listener, Notify};
+use crate::part_cache::PartCache;
 use crate::shard::{DurableShard, PartMeta};
 
 /// Parts at least this large (decoded) are merged only when the small
@@ -60,7 +60,6 @@ impl Default for ReadPolicy {
 #[derive(Debug)]
 pub(crate) struct CollectionState {
     pub shard: DurableShard,
-    pub cache: HashMap<String, Arc<RecordBatch>>,
     /// Table only: committed updates not yet flushed to the shard.
     pub pending: Vec<RecordBatch>,
     pub pending_bytes: usize,
@@ -86,6 +85,8 @@ pub struct Collection {
     pub(crate) data_schema: SchemaRef,
     pub(crate) updates_schema: SchemaRef,
     pub(crate) state: Mutex<CollectionState>,
+    /// Decoded parts, shared with every collection (see [`PartCache`]).
+    cache: Arc<PartCache>,
     /// For tables, the transaction log's upper, shared by every table.
     txn_upper: Arc<AtomicU64>,
     /// Published upper (for tables, a clone of the log's watch).
@@ -97,6 +98,16 @@ pub struct Collection {
     pub(crate) last_write: AtomicU64,
 }
 
+/// What every collection of a `Storage` shares.
+pub(crate) struct Shared<'a> {
+    /// The decoded-part cache.
+    pub cache: &'a Arc<PartCache>,
+    /// The transaction log's upper (tables' upper).
+    pub txn_upper: &'a Arc<AtomicU64>,
+    /// Its published form.
+    pub txn_watch: &'a watch::Sender<Timestamp>,
+}
+
 impl Collection {
     pub(crate) fn new(
         id: GlobalId,
@@ -104,8 +115,7 @@ impl Collection {
         data_schema: SchemaRef,
         shard: DurableShard,
         recorded_since: Option<Timestamp>,
-        txn_upper: Arc<AtomicU64>,
-        txn_watch: &watch::Sender<Timestamp>,
+        shared: Shared<'_>,
     ) -> Self {
         // The since recorded before a restart may be ahead of the shard's
         // (which only compaction advances): never go back behind it.
@@ -116,7 +126,7 @@ impl Collection {
             .unwrap_or(Timestamp::MAX)
             .max(recorded_since.unwrap_or(0));
         let upper_watch = match kind {
-            CollectionKind::Table => txn_watch.clone(),
+            CollectionKind::Table => shared.txn_watch.clone(),
             CollectionKind::Materialized => {
                 watch::Sender::new(shard.upper().as_option().copied().unwrap_or(Timestamp::MAX))
             }
@@ -128,7 +138,6 @@ impl Collection {
             data_schema,
             state: Mutex::new(CollectionState {
                 shard,
-                cache: HashMap::new(),
                 pending: vec![],
                 pending_bytes: 0,
                 pending_parts: vec![],
@@ -138,7 +147,8 @@ impl Collection {
                 policy: ReadPolicy::default(),
                 permission: None,
             }),
-            txn_upper,
+            cache: Arc::clone(shared.cache),
+            txn_upper: Arc::clone(shared.txn_upper),
             upper_watch,
             last_write: AtomicU64::new(0),
         }
@@ -200,8 +210,8 @@ impl Collection {
     fn load_views(&self, state: &mut CollectionState, metas: &[PartMeta]) -> Result<Vec<PartView>> {
         let mut views = Vec::with_capacity(metas.len());
         for meta in metas {
-            let updates = match state.cache.get(&meta.key) {
-                Some(b) => Arc::clone(b),
+            let updates = match self.cache.get(&meta.key) {
+                Some(b) => b,
                 None => {
                     let batches = state
                         .shard
@@ -213,7 +223,7 @@ impl Collection {
                         &self.updates_schema,
                         &batches,
                     )?);
-                    state.cache.insert(meta.key.clone(), Arc::clone(&batch));
+                    self.cache.insert(&meta.key, Arc::clone(&batch));
                     batch
                 }
             };
@@ -333,7 +343,7 @@ impl Collection {
         ) {
             Ok(written) => {
                 if let Some((meta, batch)) = written {
-                    state.cache.insert(meta.key, batch);
+                    self.cache.insert(&meta.key, batch);
                 }
                 state.pending_bytes = 0;
                 Ok(())
@@ -368,7 +378,7 @@ impl Collection {
             new_upper.clone(),
         )?;
         if let Some((meta, batch)) = written {
-            state.cache.insert(meta.key, Arc::clone(&batch));
+            self.cache.insert(&meta.key, Arc::clone(&batch));
             let batch = batch.as_ref().clone();
             state
                 .listeners
@@ -518,10 +528,10 @@ impl Collection {
             Frontier::at(since),
         )?;
         for k in &keys {
-            state.cache.remove(k);
+            self.cache.remove(k);
         }
         for (meta, batch) in written {
-            state.cache.insert(meta.key, batch);
+            self.cache.insert(&meta.key, batch);
         }
         drop(state);
         // The replaced files go after the lock: a view's shard can have
@@ -530,6 +540,15 @@ impl Collection {
         writer.delete(&keys);
         tracing::debug!(id = %self.id, merged = keys.len(), rows, since, "compacted");
         Ok(())
+    }
+
+    /// Drop its decoded parts from the cache (the collection is being
+    /// dropped).
+    pub(crate) fn forget_cached(&self) {
+        let state = self.state.lock();
+        for meta in state.shard.parts().iter().chain(&state.pending_parts) {
+            self.cache.remove(&meta.key);
+        }
     }
 
     /// Close every listener (the collection is being dropped).

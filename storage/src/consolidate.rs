@@ -83,22 +83,31 @@ pub(crate) fn snapshot(
             selected.push(filter_record_batch(&part.updates, &keep)?);
         }
     }
-    let all = concat_batches(updates_schema, &selected)?;
-    if all.num_rows() == 0 {
-        return Ok(vec![]);
+    // Without retractions nothing can cancel: each row is repeated by its
+    // diff, part by part, without copying the parts together (the common
+    // case for tables that mostly grow, and a bulk load's staged parts).
+    let mut positive = true;
+    for b in &selected {
+        positive &= diffs(b)?.values().iter().all(|x| *x > 0);
     }
+    if positive {
+        let mut out = Vec::new();
+        for b in selected.iter().filter(|b| b.num_rows() > 0) {
+            let d = diffs(b)?.values();
+            let data = data_columns(b)?;
+            let data = if d.iter().all(|x| *x == 1) {
+                data
+            } else {
+                take_batch(&data, &repeat_indices(d.iter().copied())?)?
+            };
+            out.extend(split(retag(data, data_schema)?));
+        }
+        return Ok(out);
+    }
+    let all = concat_batches(updates_schema, &selected)?;
+    drop(selected);
     let d = diffs(&all)?.values();
     let data = data_columns(&all)?;
-    // Without retractions nothing can cancel: each row is repeated by its
-    // diff, no sort needed (the common case for tables that mostly grow).
-    if d.iter().all(|x| *x > 0) {
-        let data = if d.iter().all(|x| *x == 1) {
-            data
-        } else {
-            take_batch(&data, &repeat_indices(d.iter().copied())?)?
-        };
-        return Ok(split(retag(data, data_schema)?));
-    }
     // Otherwise cancel retractions against insertions by hashing rows in
     // Arrow's row format: linear in the input, no sort.
     let conv = converter(updates_schema)?;

@@ -18,12 +18,13 @@ use tokio::sync::{oneshot, watch};
 use crate::appender::{self, AppendCommand, AppendDone};
 use crate::batch::{retag, stamp, times};
 use crate::blob::Blob;
-use crate::collection::{Collection, CollectionKind, ReadPolicy};
+use crate::collection::{Collection, CollectionKind, ReadPolicy, Shared};
 use crate::epoch::Fence;
 use crate::error::{Result, StorageError};
 use crate::holds::{HoldInfo, ReadHold};
 use crate::listen::{Listen, Notify};
 use crate::oracle::{TimestampOracle, wall_clock_ms};
+use crate::part_cache::PartCache;
 use crate::shard::{DurableShard, PartMeta, StagedPart, decode_state, delete_shard, part_prefix};
 use crate::sinces::SinceLog;
 use crate::txn_log::{self, TxnLog};
@@ -42,6 +43,9 @@ pub struct StorageConfig {
     pub flush_bytes: usize,
     /// Compact a shard once it has more parts than this.
     pub max_parts: usize,
+    /// Bytes of decoded parts kept in memory for later reads, over all
+    /// collections (least recently used dropped first).
+    pub part_cache_bytes: usize,
     /// The wall clock, in milliseconds (replaceable in tests).
     pub now: Arc<dyn Fn() -> Timestamp + Send + Sync>,
 }
@@ -55,6 +59,7 @@ impl StorageConfig {
             flush_interval: Duration::from_secs(10),
             flush_bytes: 16 << 20,
             max_parts: 8,
+            part_cache_bytes: 1 << 30,
             now: Arc::new(wall_clock_ms),
         }
     }
@@ -68,6 +73,7 @@ impl std::fmt::Debug for StorageConfig {
             .field("flush_interval", &self.flush_interval)
             .field("flush_bytes", &self.flush_bytes)
             .field("max_parts", &self.max_parts)
+            .field("part_cache_bytes", &self.part_cache_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -167,6 +173,8 @@ struct Inner {
     shutting_down: AtomicBool,
     /// The durable record of collections' logical sinces.
     sinces: Mutex<SinceLog>,
+    /// Decoded parts of every collection, within a byte budget.
+    cache: Arc<PartCache>,
 }
 
 /// Durable collections, table transactions, timestamps and read holds.
@@ -246,6 +254,7 @@ impl Storage {
             fenced: watch::Sender::new(false),
             shutting_down: AtomicBool::new(false),
             sinces: Mutex::new(sinces),
+            cache: Arc::new(PartCache::new(config.part_cache_bytes)),
             config,
         });
         let (tx, rx) = mpsc::channel();
@@ -330,6 +339,12 @@ impl Storage {
         writer.read(&part.meta)
     }
 
+    /// Bytes of decoded parts the cache holds now (at most
+    /// [`StorageConfig::part_cache_bytes`]).
+    pub fn part_cache_bytes(&self) -> usize {
+        self.inner.cache.bytes()
+    }
+
     /// Register a collection (creating its shard if new). Idempotent.
     pub fn create_collection(
         &self,
@@ -349,8 +364,11 @@ impl Storage {
             schema,
             shard,
             recorded_since,
-            Arc::clone(&self.inner.txn_upper),
-            &self.inner.txn_watch,
+            Shared {
+                cache: &self.inner.cache,
+                txn_upper: &self.inner.txn_upper,
+                txn_watch: &self.inner.txn_watch,
+            },
         );
         if kind == CollectionKind::Table
             && let Some(recovered) = self.inner.recovered.lock().remove(&id)
@@ -389,8 +407,7 @@ impl Storage {
         let removed = self.inner.collections.write().remove(&id);
         if let Some(c) = removed {
             c.close_listeners();
-            let state = c.state.lock();
-            drop(state);
+            c.forget_cached();
             delete_shard(id, &self.inner.blob, &self.inner.fence)
                 .inspect_err(|e| self.inner.note_error(e))?;
         }

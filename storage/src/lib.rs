@@ -27,6 +27,7 @@ mod fsutil;
 mod holds;
 mod listen;
 mod oracle;
+mod part_cache;
 mod shard;
 mod sinces;
 mod txn_log;

@@ -648,3 +648,35 @@ fn compaction_of_staged_parts_keeps_their_commit_times() {
         assert_eq!(ids(&s.snapshot(A, *t).unwrap()), expect, "at {t}");
     }
 }
+
+#[test]
+fn decoded_parts_stay_within_the_cache_budget_and_reads_load_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = fast_config(dir.path());
+    // Room for about two of the parts below.
+    cfg.part_cache_bytes = 64 << 10;
+    cfg.max_parts = 1_000;
+    let s = open(dir.path(), cfg.clone());
+    let mut expect = vec![];
+    for p in 0..20 {
+        let ids: Vec<i64> = (p * 1_000..(p + 1) * 1_000).collect();
+        s.commit_blocking(vec![insert(A, &ids, "payload")]).unwrap();
+        s.flush_blocking().unwrap();
+        expect.extend(ids);
+    }
+    s.commit_blocking(vec![delete(A, &[5, 15_005], "payload")])
+        .unwrap();
+    expect.retain(|x| *x != 5 && *x != 15_005);
+    for _ in 0..3 {
+        assert_eq!(ids(&s.snapshot(A, s.read_ts()).unwrap()), expect);
+        assert!(
+            s.part_cache_bytes() <= cfg.part_cache_bytes,
+            "cache holds {} bytes",
+            s.part_cache_bytes()
+        );
+    }
+    drop(s);
+    let s = open(dir.path(), cfg.clone());
+    assert_eq!(ids(&s.snapshot(A, s.read_ts()).unwrap()), expect);
+    assert!(s.part_cache_bytes() <= cfg.part_cache_bytes);
+}
