@@ -69,7 +69,7 @@ struct KeySet {
     converter: RowConverter,
     /// How many columns the key has.
     arity: usize,
-    keys: HashSet<Key>,
+    keys: HashSet<Key, KeyHasher>,
 }
 
 impl std::fmt::Debug for KeySet {
@@ -198,8 +198,14 @@ impl KeySets {
     }
 }
 
-/// A key value in Arrow's row format.
-type Key = Box<[u8]>;
+/// A key value in Arrow's row format, inline up to 16 bytes (an integer
+/// key, or two, takes 5 bytes per column): a table's key set holds
+/// millions of them, and a heap allocation each cost more than the key.
+type Key = smallvec::SmallVec<[u8; 16]>;
+
+/// Hashing for key sets: seeded per process (keys come from clients), and
+/// several times cheaper than SipHash on short keys.
+type KeyHasher = foldhash::fast::RandomState;
 
 /// What a commit does to one key: the change of how many rows hold it, and
 /// (write, row) of its first insertion.
@@ -229,7 +235,7 @@ impl KeySet {
             converter: RowConverter::new(fields)
                 .map_err(|e| AdapterError::Internal(format!("key encoding: {e}")))?,
             arity: spec.columns.len(),
-            keys: HashSet::new(),
+            keys: HashSet::default(),
         };
         for batch in storage.snapshot(spec.id, storage.read_ts())? {
             let batch = key_columns(spec, &batch, false)?;
@@ -253,7 +259,7 @@ impl KeySet {
             }
             let rows = set.convert(&batch)?;
             for (r, row) in rows.iter().enumerate() {
-                if exempt(spec, &batch, r) || set.keys.insert(row.as_ref().into()) {
+                if exempt(spec, &batch, r) || set.keys.insert(Key::from_slice(row.as_ref())) {
                     continue;
                 }
                 return Err(if new {
@@ -296,7 +302,7 @@ impl KeySet {
         }
         // Net multiplicity change per key, with where its first insertion
         // is (for the error's detail).
-        let mut net: HashMap<Key, NetChange> = HashMap::new();
+        let mut net: HashMap<Key, NetChange, KeyHasher> = HashMap::default();
         for (w, batch) in sources.iter().enumerate() {
             let diffs = batch
                 .column(batch.num_columns() - 1)
@@ -311,7 +317,7 @@ impl KeySet {
                 if exempt(spec, batch, r) {
                     continue;
                 }
-                let entry = net.entry(row.as_ref().into()).or_default();
+                let entry = net.entry(Key::from_slice(row.as_ref())).or_default();
                 entry.delta += diffs.value(r);
                 if diffs.value(r) > 0 && entry.first_insert.is_none() {
                     entry.first_insert = Some((w, r));
