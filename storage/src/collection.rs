@@ -291,21 +291,37 @@ impl Collection {
     }
 
     /// Table only: add committed staged parts at `ts` (the files exist;
-    /// the shard names them at the next flush).
+    /// the shard names them at the next flush) and hand listeners their
+    /// rows, read back from the files.
+    ///
+    /// Every part is recorded before any is read, so a failed read (the
+    /// disk failing under a file just written) cannot keep a durable
+    /// commit from reaching the shard; it fails the commit's reply (an
+    /// ambiguous commit, as a lost connection is) and is logged, and the
+    /// table's listeners miss those rows until a restart.
     pub(crate) fn push_staged(&self, ts: Timestamp, parts: Vec<PartMeta>) -> Result<()> {
         let mut state = self.state.lock();
+        let first = state.pending_parts.len();
         for mut meta in parts {
             meta.time = Some(ts);
             meta.max_time = ts;
-            if !state.listeners.is_empty() {
-                for b in state.shard.load_part(&meta)? {
-                    let b = retag(b, &self.updates_schema)?;
-                    state
-                        .listeners
-                        .retain(|l| l.send(ListenEvent::Updates(b.clone())));
-                }
-            }
             state.pending_parts.push(meta);
+        }
+        if state.listeners.is_empty() {
+            return Ok(());
+        }
+        for i in first..state.pending_parts.len() {
+            let meta = state.pending_parts[i].clone();
+            let batches = state.shard.load_part(&meta).inspect_err(|e| {
+                tracing::error!(id = %self.id, part = %meta.key, error = %e,
+                    "a committed part could not be read back for this table's listeners");
+            })?;
+            for b in batches {
+                let b = retag(b, &self.updates_schema)?;
+                state
+                    .listeners
+                    .retain(|l| l.send(ListenEvent::Updates(b.clone())));
+            }
         }
         Ok(())
     }

@@ -845,13 +845,21 @@ impl Inner {
             // took over, it may already have replayed the log without this
             // record, so the write must not be acknowledged.
             self.fence.check()?;
+            // The group is durable now: every write of it is made visible
+            // and time advances even if handing one to its listeners
+            // fails (the group's replies then carry that error), so
+            // nothing durable is left out of the next flush.
+            let mut visible = Ok(ts);
             for (writes, targets, _) in &accepted {
                 for (w, c) in writes.iter().zip(targets) {
                     if w.updates.num_rows() > 0 {
                         c.push_pending(retag(stamp(&w.updates, ts)?, &c.updates_schema)?);
                     }
-                    if !w.staged.is_empty() {
-                        c.push_staged(ts, w.staged.iter().map(|p| p.meta.clone()).collect())?;
+                    if !w.staged.is_empty()
+                        && let Err(e) =
+                            c.push_staged(ts, w.staged.iter().map(|p| p.meta.clone()).collect())
+                    {
+                        visible = Err(e);
                     }
                     if !w.is_empty() {
                         c.last_write.store(ts, Ordering::SeqCst);
@@ -864,7 +872,7 @@ impl Inner {
                 t.broadcast_progress();
             }
             self.oracle.apply_write(ts);
-            Ok(ts)
+            visible
         })();
         if let Err(e) = &result {
             self.note_error(e);
