@@ -39,26 +39,9 @@ impl CopyRows<'_> {
     }
 }
 
-/// Split COPY data in any format into rows of `expected` fields.
-pub fn parse<'a>(data: &'a [u8], options: &CopyOptions, expected: usize) -> Result<CopyRows<'a>> {
-    Ok(match options.format {
-        CopyFormat::Binary => CopyRows::Binary(parse_binary(data, expected)?),
-        _ => CopyRows::Text(parse_rows(data, options, expected)?),
-    })
-}
-
 /// The signature, flags and (empty) header extension that start binary
 /// COPY data.
 pub const BINARY_HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
-
-/// Split binary COPY data into rows: after the header, each row is a
-/// 16-bit field count (-1 ends the data) and each field a 32-bit length
-/// (-1: NULL) and its bytes.
-fn parse_binary(data: &[u8], expected: usize) -> Result<BinaryRows<'_>> {
-    let rest =
-        &data[binary_header_len(data)?.ok_or_else(|| bad_copy("unexpected EOF in COPY data"))?..];
-    Ok(parse_tuples(rest, expected)?.0)
-}
 
 fn bad_copy(m: &str) -> AdapterError {
     AdapterError::BadCopyData(m.to_string())
@@ -335,17 +318,9 @@ pub fn parse_chunk<'a>(
     })
 }
 
-/// Split text or CSV COPY data into rows of fields (`None` = NULL).
-pub fn parse_rows(
-    data: &[u8],
-    options: &CopyOptions,
-    expected: usize,
-) -> Result<Vec<Vec<Option<String>>>> {
-    Ok(parse_lines(data, options, expected, 1)?.0)
-}
-
-/// [`parse_rows`] of data whose first line is line `first_line` of the
-/// whole; `true` with the rows if an end marker (`\.`) ended them.
+/// Split text or CSV COPY data into rows of fields (`None` = NULL); its
+/// first line is line `first_line` of the whole (for messages). `true`
+/// with the rows if an end marker (`\.`) ended them.
 fn parse_lines(
     data: &[u8],
     options: &CopyOptions,
@@ -704,6 +679,30 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// All of `data` parsed as one chunk (its header read first).
+    fn parse<'a>(data: &'a [u8], options: &CopyOptions, expected: usize) -> Result<CopyRows<'a>> {
+        let rows = match options.format {
+            CopyFormat::Binary => {
+                let header = binary_header_len(data)?
+                    .ok_or_else(|| bad_copy("unexpected EOF in COPY data"))?;
+                &data[header..]
+            }
+            _ => data,
+        };
+        Ok(parse_chunk(rows, options, expected, 1, options.header)?.0)
+    }
+
+    fn parse_rows(
+        data: &[u8],
+        options: &CopyOptions,
+        expected: usize,
+    ) -> Result<Vec<Vec<Option<String>>>> {
+        match parse(data, options, expected)? {
+            CopyRows::Text(rows) => Ok(rows),
+            CopyRows::Binary(_) => Err(bad_copy("not text")),
+        }
+    }
 
     fn opts(format: CopyFormat) -> CopyOptions {
         let csv = format == CopyFormat::Csv;
