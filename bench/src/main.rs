@@ -35,6 +35,7 @@ mod sources;
 mod stats;
 mod subscribe;
 mod tpch_load;
+mod tpch_queries;
 mod workload;
 mod writes;
 
@@ -184,6 +185,15 @@ struct Args {
     /// DIR`) into Freshet and PostgreSQL, with and without primary keys.
     #[arg(long, value_name = "DIR")]
     tpch_load: Option<PathBuf>,
+    /// Run the TPC-H query benchmark instead: load the CSV files in this
+    /// directory (as `--tpch-load`) into Freshet and PostgreSQL with
+    /// primary keys, restart Freshet, then run scan probes and the 22
+    /// queries (from `--tpch-sql`) on both and compare their results.
+    #[arg(long, value_name = "DIR")]
+    tpch_queries: Option<PathBuf>,
+    /// Where the 22 TPC-H queries are (`q1.sql` ... `q22.sql`).
+    #[arg(long, value_name = "DIR", default_value = "../shared/bench/tpch")]
+    tpch_sql: PathBuf,
     /// Run the source ingest benchmark (each load generator's snapshot of
     /// about a million updates) instead of the maintenance benchmark.
     #[arg(long)]
@@ -317,6 +327,24 @@ async fn bench(args: &Args) -> Result<()> {
             "{}\n{}",
             report::render_environment("PostgreSQL CDC", &env, &notes),
             cdc::render(&run, &cdc_settings)
+        );
+        return emit(args, &text);
+    }
+    if let Some(dir) = &args.tpch_queries {
+        let run = tpch_queries::run(
+            &bin,
+            args.freshet_workers,
+            args.pg_bindir.as_deref(),
+            dir,
+            &args.tpch_sql,
+        )
+        .await?;
+        let env =
+            standalone_environment(args, &bin, "PostgreSQL 15 (fsync on)".into(), load_before);
+        let text = format!(
+            "{}\n{}",
+            report::render_environment("TPC-H queries", &env, &notes),
+            tpch_queries::render(&run)
         );
         return emit(args, &text);
     }

@@ -112,7 +112,7 @@ pub struct TpchLoad {
     pub postgres: [Load; 2],
 }
 
-fn csv(dir: &Path, table: &str) -> PathBuf {
+pub(crate) fn csv(dir: &Path, table: &str) -> PathBuf {
     dir.join(format!("{table}.csv"))
 }
 
@@ -148,7 +148,7 @@ pub async fn run(
 }
 
 /// A `/proc/PID/status` field in KiB.
-fn proc_kib(pid: u32, field: &str) -> Option<u64> {
+pub(crate) fn proc_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -174,7 +174,11 @@ fn dir_bytes(dir: &Path) -> u64 {
 }
 
 /// COPY a CSV file (with its header line) through `client`.
-async fn copy_file(client: &tokio_postgres::Client, table: &str, path: &Path) -> Result<u64> {
+pub(crate) async fn copy_file(
+    client: &tokio_postgres::Client,
+    table: &str,
+    path: &Path,
+) -> Result<u64> {
     let sql = format!("COPY {table} FROM STDIN WITH (FORMAT csv, HEADER true)");
     let sink = client
         .copy_in::<_, Bytes>(sql.as_str())
@@ -199,7 +203,7 @@ async fn copy_file(client: &tokio_postgres::Client, table: &str, path: &Path) ->
     sink.finish().await.context(sql)
 }
 
-fn create_sql(keys: bool) -> Vec<String> {
+pub(crate) fn create_sql(keys: bool) -> Vec<String> {
     TABLES
         .iter()
         .map(|(t, cols, pk)| match keys {

@@ -1,6 +1,7 @@
 //! The Freshet server: the pgwire front end, sessions, and the sequencer
 //! that turns statements into catalog transactions, reads and writes.
 
+pub mod collection_scan;
 pub mod config;
 pub mod connection;
 pub mod coordinator;

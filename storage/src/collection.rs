@@ -2,6 +2,7 @@
 //! table writes not yet flushed from the transaction log, listeners and
 //! read holds.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,7 +20,9 @@ use crate::error::{Result, StorageError};
 use crate::holds::HoldSet;
 use crate::listen::{Listen, ListenEvent, Listener, Notify};
 use crate::part_cache::PartCache;
-use crate::shard::{DurableShard, PartMeta};
+use crate::part_stats::PartStats;
+use crate::scan::{PartLeases, PartSource, ScanPart, SnapshotScan};
+use crate::shard::{DurableShard, PartMeta, PartWriter};
 
 /// Parts at least this large (decoded) are merged only when the small
 /// ones add up to a quarter of the collection (see
@@ -75,6 +78,8 @@ pub(crate) struct CollectionState {
     /// permit compaction: the least time one of them may still resume
     /// from. `None`: no dependent constrains it.
     pub permission: Option<Timestamp>,
+    /// Column bounds of the parts decoded since this process started.
+    pub stats: HashMap<String, Arc<PartStats>>,
 }
 
 /// One registered collection.
@@ -87,6 +92,9 @@ pub struct Collection {
     pub(crate) state: Mutex<CollectionState>,
     /// Decoded parts, shared with every collection (see [`PartCache`]).
     cache: Arc<PartCache>,
+    /// Scans running: part files they read outlive a compaction until
+    /// they end.
+    leases: Arc<PartLeases>,
     /// For tables, the transaction log's upper, shared by every table.
     txn_upper: Arc<AtomicU64>,
     /// Published upper (for tables, a clone of the log's watch).
@@ -146,8 +154,10 @@ impl Collection {
                 since,
                 policy: ReadPolicy::default(),
                 permission: None,
+                stats: HashMap::new(),
             }),
             cache: Arc::clone(shared.cache),
+            leases: Arc::default(),
             txn_upper: Arc::clone(shared.txn_upper),
             upper_watch,
             last_write: AtomicU64::new(0),
@@ -199,8 +209,6 @@ impl Collection {
             views.push(PartView {
                 max_time: times(p)?.values().iter().copied().max().unwrap_or(0),
                 updates: Arc::new(p.clone()),
-                consolidated: false,
-                unit_diffs: false,
             });
         }
         Ok(views)
@@ -230,27 +238,105 @@ impl Collection {
             views.push(PartView {
                 updates,
                 max_time: meta.max_time,
-                consolidated: meta.consolidated,
-                unit_diffs: meta.unit_diffs,
             });
         }
         Ok(views)
     }
 
     /// Consolidated contents at `as_of`.
-    pub(crate) fn snapshot(&self, as_of: Timestamp) -> Result<Vec<RecordBatch>> {
-        let views = {
-            let mut state = self.state.lock();
-            self.check_readable(&state, as_of, true)?;
-            self.part_views(&mut state)?
-        };
-        consolidate::snapshot(
-            self.id,
-            &self.data_schema,
-            &self.updates_schema,
-            &views,
+    pub(crate) fn snapshot(self: &Arc<Self>, as_of: Timestamp) -> Result<Vec<RecordBatch>> {
+        self.scan(as_of)?.read_all()
+    }
+
+    /// A read of the collection at `as_of`, part by part (see
+    /// [`SnapshotScan`]).
+    pub(crate) fn scan(self: &Arc<Self>, as_of: Timestamp) -> Result<SnapshotScan> {
+        let state = self.state.lock();
+        self.check_readable(&state, as_of, true)?;
+        let mut parts = Vec::new();
+        for meta in state.shard.parts().iter().chain(&state.pending_parts) {
+            // A staged part is entirely at its commit's time.
+            if meta.time.is_some_and(|t| t > as_of) {
+                continue;
+            }
+            parts.push(ScanPart {
+                source: PartSource::Stored(meta.clone()),
+                rows: meta.rows,
+                positive: meta.positive || meta.consolidated,
+                unit: meta.unit_diffs,
+                max_time: meta.max_time,
+                stats: state.stats.get(&meta.key).cloned(),
+            });
+        }
+        for batch in &state.pending {
+            let d = crate::batch::diffs(batch)?.values();
+            parts.push(ScanPart {
+                source: PartSource::Memory(Arc::new(batch.clone())),
+                rows: batch.num_rows(),
+                positive: d.iter().all(|x| *x > 0),
+                unit: d.iter().all(|x| *x == 1),
+                max_time: times(batch)?.values().iter().copied().max().unwrap_or(0),
+                stats: None,
+            });
+        }
+        let writer = state.shard.part_writer();
+        let lease = self.leases.acquire(writer.clone());
+        drop(state);
+        Ok(SnapshotScan::new(
+            Arc::clone(self),
             as_of,
-        )
+            parts,
+            writer,
+            lease,
+        ))
+    }
+
+    /// Whether the shard (or the flush to come) still names part `key`.
+    fn is_live(state: &CollectionState, key: &str) -> bool {
+        state
+            .shard
+            .parts()
+            .iter()
+            .chain(&state.pending_parts)
+            .any(|p| p.key == key)
+    }
+
+    /// A part's updates, decoded: from the cache, or read and (while the
+    /// part is still the collection's) cached, its column bounds noted.
+    pub(crate) fn load_part(
+        &self,
+        meta: &PartMeta,
+        writer: &PartWriter,
+    ) -> Result<Arc<RecordBatch>> {
+        if let Some(batch) = self.cache.get(&meta.key) {
+            if !self.state.lock().stats.contains_key(&meta.key) {
+                let stats = PartStats::compute(&batch, self.data_schema.fields().len());
+                let mut state = self.state.lock();
+                if Self::is_live(&state, &meta.key) {
+                    state.stats.insert(meta.key.clone(), stats);
+                }
+            }
+            return Ok(batch);
+        }
+        let batches = writer
+            .read(meta)?
+            .into_iter()
+            .map(|b| retag(b, &self.updates_schema))
+            .collect::<Result<Vec<_>>>()?;
+        let batch = Arc::new(arrow::compute::concat_batches(
+            &self.updates_schema,
+            &batches,
+        )?);
+        drop(batches);
+        let stats = PartStats::compute(&batch, self.data_schema.fields().len());
+        let mut state = self.state.lock();
+        // A part a compaction replaced during the scan is read from its
+        // leased file but not cached: nothing would read it again.
+        if Self::is_live(&state, &meta.key) {
+            state.stats.insert(meta.key.clone(), stats);
+            self.cache.insert(&meta.key, Arc::clone(&batch));
+        }
+        Ok(batch)
     }
 
     /// Updates after `as_of`, then live updates and progress.
@@ -359,6 +445,8 @@ impl Collection {
         ) {
             Ok(written) => {
                 if let Some((meta, batch)) = written {
+                    let stats = PartStats::compute(&batch, self.data_schema.fields().len());
+                    state.stats.insert(meta.key.clone(), stats);
                     self.cache.insert(&meta.key, batch);
                 }
                 state.pending_bytes = 0;
@@ -394,6 +482,8 @@ impl Collection {
             new_upper.clone(),
         )?;
         if let Some((meta, batch)) = written {
+            let stats = PartStats::compute(&batch, self.data_schema.fields().len());
+            state.stats.insert(meta.key.clone(), stats);
             self.cache.insert(&meta.key, Arc::clone(&batch));
             let batch = batch.as_ref().clone();
             state
@@ -512,7 +602,7 @@ impl Collection {
         // Merged and written without the lock: appends, commits and reads
         // of this collection go on meanwhile (the merged part of a large
         // table takes a while to write); only the commit below takes it.
-        let (merged, consolidated, unit) =
+        let (merged, consolidated) =
             consolidate::compact(self.id, &self.updates_schema, &views, since)?;
         drop(views);
         let rows = merged.num_rows();
@@ -524,7 +614,7 @@ impl Collection {
         for offset in (0..rows).step_by(chunk_rows) {
             let chunk = merged.slice(offset, chunk_rows.min(rows - offset));
             let max_time = times(&chunk)?.values().iter().copied().max().unwrap_or(0);
-            match writer.write(&self.updates_schema, &chunk, max_time, consolidated, unit) {
+            match writer.write(&self.updates_schema, &chunk, max_time, consolidated) {
                 Ok(meta) => written.push((meta, Arc::new(chunk))),
                 Err(e) => {
                     writer.delete(
@@ -537,6 +627,11 @@ impl Collection {
                 }
             }
         }
+        // Bounds of the merged parts, computed before taking the lock.
+        let stats: Vec<_> = written
+            .iter()
+            .map(|(_, batch)| PartStats::compute(batch, self.data_schema.fields().len()))
+            .collect();
         let mut state = self.state.lock();
         state.shard.compact(
             &keys,
@@ -545,26 +640,31 @@ impl Collection {
         )?;
         for k in &keys {
             self.cache.remove(k);
+            state.stats.remove(k);
         }
-        for (meta, batch) in written {
+        for ((meta, batch), stats) in written.into_iter().zip(stats) {
+            state.stats.insert(meta.key.clone(), stats);
             self.cache.insert(&meta.key, batch);
         }
         drop(state);
         // The replaced files go after the lock: a view's shard can have
         // hundreds of small parts, and unlinking them under the lock
-        // stalled its appends and reads for 30-40 ms each second.
-        writer.delete(&keys);
-        tracing::debug!(id = %self.id, merged = keys.len(), rows, since, "compacted");
+        // stalled its appends and reads for 30-40 ms each second. A scan
+        // still reading them keeps them until it ends.
+        let merged_parts = keys.len();
+        self.leases.retire(&writer, keys);
+        tracing::debug!(id = %self.id, merged = merged_parts, rows, since, "compacted");
         Ok(())
     }
 
     /// Drop its decoded parts from the cache (the collection is being
     /// dropped).
     pub(crate) fn forget_cached(&self) {
-        let state = self.state.lock();
+        let mut state = self.state.lock();
         for meta in state.shard.parts().iter().chain(&state.pending_parts) {
             self.cache.remove(&meta.key);
         }
+        state.stats.clear();
     }
 
     /// Close every listener (the collection is being dropped).

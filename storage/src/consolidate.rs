@@ -5,16 +5,15 @@
 //! columns'. Snapshots cancel retractions by hashing those bytes (linear
 //! time); compaction, which must also group by time, sorts them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Int64Array, RecordBatch, UInt32Array, UInt64Array};
-use arrow::compute::{concat_batches, filter_record_batch, take};
+use arrow::compute::{concat_batches, take};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, Rows, SortField};
 use freshet_repr::{GlobalId, Timestamp};
 
-use crate::batch::{data_columns, diffs, retag, times};
+use crate::batch::{data_columns, diffs, times};
 use crate::error::{Result, StorageError};
 
 /// Largest batch a snapshot returns; bigger results are split (zero-copy).
@@ -27,10 +26,6 @@ pub(crate) struct PartView {
     pub updates: Arc<RecordBatch>,
     /// The largest time in the part.
     pub max_time: Timestamp,
-    /// Rows are distinct and every diff is positive.
-    pub consolidated: bool,
-    /// Additionally every diff is exactly one.
-    pub unit_diffs: bool,
 }
 
 fn converter(updates_schema: &SchemaRef) -> Result<RowConverter> {
@@ -47,113 +42,16 @@ fn row_data(updates: &RecordBatch, converter: &RowConverter) -> Result<Rows> {
     Ok(converter.convert_columns(&updates.columns()[..n - 2])?)
 }
 
-/// Contents of `parts` as of `as_of`: each distinct row repeated by its net
-/// multiplicity, as batches of `data_schema`.
-pub(crate) fn snapshot(
-    id: GlobalId,
-    data_schema: &SchemaRef,
-    updates_schema: &SchemaRef,
-    parts: &[PartView],
-    as_of: Timestamp,
-) -> Result<Vec<RecordBatch>> {
-    // Fast path: one consolidated part entirely at or before `as_of`.
-    if let [part] = parts
-        && part.consolidated
-        && part.max_time <= as_of
-    {
-        let data = data_columns(&part.updates)?;
-        let data = if part.unit_diffs {
-            data
-        } else {
-            let idx = repeat_indices(diffs(&part.updates)?.values().iter().copied())?;
-            take_batch(&data, &idx)?
-        };
-        return Ok(split(retag(data, data_schema)?));
-    }
-
-    let mut selected = Vec::with_capacity(parts.len());
-    for part in parts {
-        if part.max_time <= as_of {
-            selected.push(part.updates.as_ref().clone());
-        } else {
-            let keep = arrow::compute::kernels::cmp::lt_eq(
-                times(&part.updates)?,
-                &UInt64Array::new_scalar(as_of),
-            )?;
-            selected.push(filter_record_batch(&part.updates, &keep)?);
-        }
-    }
-    // Without retractions nothing can cancel: each row is repeated by its
-    // diff, part by part, without copying the parts together (the common
-    // case for tables that mostly grow, and a bulk load's staged parts).
-    let mut positive = true;
-    for b in &selected {
-        positive &= diffs(b)?.values().iter().all(|x| *x > 0);
-    }
-    if positive {
-        let mut out = Vec::new();
-        for b in selected.iter().filter(|b| b.num_rows() > 0) {
-            let d = diffs(b)?.values();
-            let data = data_columns(b)?;
-            let data = if d.iter().all(|x| *x == 1) {
-                data
-            } else {
-                take_batch(&data, &repeat_indices(d.iter().copied())?)?
-            };
-            out.extend(split(retag(data, data_schema)?));
-        }
-        return Ok(out);
-    }
-    let all = concat_batches(updates_schema, &selected)?;
-    drop(selected);
-    let d = diffs(&all)?.values();
-    let data = data_columns(&all)?;
-    // Otherwise cancel retractions against insertions by hashing rows in
-    // Arrow's row format: linear in the input, no sort.
-    let conv = converter(updates_schema)?;
-    let rows = row_data(&all, &conv)?;
-    let mut retracted: HashMap<arrow::row::Row<'_>, i128> = HashMap::new();
-    for (i, diff) in d.iter().enumerate() {
-        if *diff < 0 {
-            *retracted.entry(rows.row(i)).or_default() += -(*diff as i128);
-        }
-    }
-    let mut out: Vec<u32> = Vec::with_capacity(all.num_rows());
-    for (i, diff) in d.iter().enumerate() {
-        if *diff <= 0 {
-            continue;
-        }
-        let mut keep = *diff as i128;
-        if let Some(owed) = retracted.get_mut(&rows.row(i)) {
-            let cancel = (*owed).min(keep);
-            *owed -= cancel;
-            keep -= cancel;
-        }
-        for _ in 0..keep {
-            out.push(i as u32);
-        }
-    }
-    if let Some(owed) = retracted.values().find(|owed| **owed > 0) {
-        return Err(StorageError::NegativeMultiplicity {
-            id,
-            as_of,
-            diff: -(*owed as i64),
-        });
-    }
-    let result = take_batch(&data, &UInt32Array::from(out))?;
-    Ok(split(retag(result, data_schema)?))
-}
-
 /// Consolidate updates for compaction: times advanced to at least `since`,
 /// diffs summed per `(row, time)`, zeros dropped. Returns the batch and
 /// whether it is in snapshot form (every time equals `since`, every diff
-/// positive) and whether every diff is one.
+/// positive).
 pub(crate) fn compact(
     id: GlobalId,
     updates_schema: &SchemaRef,
     parts: &[PartView],
     since: Timestamp,
-) -> Result<(RecordBatch, bool, bool)> {
+) -> Result<(RecordBatch, bool)> {
     let batches: Vec<RecordBatch> = parts.iter().map(|p| p.updates.as_ref().clone()).collect();
     let all = concat_batches(updates_schema, &batches)?;
     let conv = converter(updates_schema)?;
@@ -194,7 +92,6 @@ pub(crate) fn compact(
         i = j;
     }
     let consolidated = keep_time.iter().all(|t| *t == since) && keep_diff.iter().all(|d| *d > 0);
-    let unit = keep_diff.iter().all(|d| *d == 1);
     let data = data_columns(&all)?;
     let data = take_batch(&data, &UInt32Array::from(keep_idx))?;
     let mut columns: Vec<ArrayRef> = data.columns().to_vec();
@@ -203,21 +100,10 @@ pub(crate) fn compact(
     Ok((
         RecordBatch::try_new(Arc::clone(updates_schema), columns)?,
         consolidated,
-        unit,
     ))
 }
 
-fn repeat_indices(diffs: impl Iterator<Item = i64>) -> Result<UInt32Array> {
-    let mut out = Vec::new();
-    for (i, d) in diffs.enumerate() {
-        for _ in 0..d.max(0) {
-            out.push(i as u32);
-        }
-    }
-    Ok(UInt32Array::from(out))
-}
-
-fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
+pub(crate) fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
     let columns = batch
         .columns()
         .iter()
@@ -230,7 +116,7 @@ fn take_batch(batch: &RecordBatch, idx: &UInt32Array) -> Result<RecordBatch> {
     )?)
 }
 
-fn split(batch: RecordBatch) -> Vec<RecordBatch> {
+pub(crate) fn split(batch: RecordBatch) -> Vec<RecordBatch> {
     let n = batch.num_rows();
     if n == 0 {
         return vec![];
@@ -247,6 +133,7 @@ mod tests {
     use crate::batch::updates_schema;
     use arrow::array::{Array, Int32Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
+    use std::collections::HashMap;
 
     fn data_schema() -> SchemaRef {
         Arc::new(Schema::new(vec![
@@ -278,12 +165,10 @@ mod tests {
         PartView {
             max_time: rows.iter().map(|r| r.2).max().unwrap_or(0),
             updates: Arc::new(batch),
-            consolidated: false,
-            unit_diffs: false,
         }
     }
 
-    fn rows_of(batches: &[RecordBatch]) -> Vec<(Option<i32>, Option<String>)> {
+    fn rows_unsorted(batches: &[RecordBatch]) -> Vec<(Option<i32>, Option<String>)> {
         let mut out = vec![];
         for b in batches {
             let a = b.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
@@ -295,70 +180,50 @@ mod tests {
                 ));
             }
         }
+        out
+    }
+
+    /// The multiset `parts` hold at `t`, computed the obvious way.
+    fn naive(parts: &[PartView], t: Timestamp) -> Vec<(Option<i32>, Option<String>)> {
+        let mut counts: HashMap<(Option<i32>, Option<String>), i64> = HashMap::new();
+        for p in parts {
+            let b = &p.updates;
+            let rows = rows_unsorted(std::slice::from_ref(b));
+            let ts = times(b).unwrap().values();
+            let ds = diffs(b).unwrap().values();
+            for (i, row) in rows.into_iter().enumerate() {
+                if ts[i] <= t {
+                    *counts.entry(row).or_default() += ds[i];
+                }
+            }
+        }
+        let mut out = vec![];
+        for (row, n) in counts {
+            assert!(n >= 0);
+            for _ in 0..n {
+                out.push(row.clone());
+            }
+        }
         out.sort();
         out
     }
 
     #[test]
-    fn snapshot_sums_diffs_and_respects_as_of() {
-        let ds = data_schema();
-        let us = updates_schema(&ds);
-        let parts = vec![
-            part(&[(Some(1), Some("x"), 1, 1), (Some(2), None, 1, 2)]),
-            part(&[(Some(1), Some("x"), 3, -1), (None, Some("y"), 5, 1)]),
-        ];
-        let at = |t| rows_of(&snapshot(GlobalId::User(1), &ds, &us, &parts, t).unwrap());
-        assert_eq!(at(0), vec![]);
-        assert_eq!(
-            at(2),
-            vec![
-                (Some(1), Some("x".into())),
-                (Some(2), None),
-                (Some(2), None)
-            ]
-        );
-        assert_eq!(at(4), vec![(Some(2), None), (Some(2), None)]);
-        assert_eq!(
-            at(9),
-            vec![(None, Some("y".into())), (Some(2), None), (Some(2), None)]
-        );
-    }
-
-    #[test]
-    fn negative_multiplicity_is_an_error() {
-        let ds = data_schema();
-        let us = updates_schema(&ds);
-        let parts = vec![part(&[(Some(1), Some("x"), 1, -1)])];
-        let err = snapshot(GlobalId::User(1), &ds, &us, &parts, 5).unwrap_err();
-        assert!(matches!(
-            err,
-            StorageError::NegativeMultiplicity { diff: -1, .. }
-        ));
-    }
-
-    #[test]
     fn compaction_advances_times_and_preserves_later_snapshots() {
-        let ds = data_schema();
-        let us = updates_schema(&ds);
+        let us = updates_schema(&data_schema());
         let parts = vec![
             part(&[(Some(1), Some("x"), 1, 1), (Some(2), None, 2, 1)]),
             part(&[(Some(1), Some("x"), 3, -1), (Some(3), None, 7, 1)]),
         ];
-        let (batch, consolidated, _) = compact(GlobalId::User(1), &us, &parts, 4).unwrap();
+        let (batch, consolidated) = compact(GlobalId::User(1), &us, &parts, 4).unwrap();
         assert!(!consolidated, "time 7 is beyond since");
         assert_eq!(batch.num_rows(), 2);
         let compacted = vec![PartView {
             max_time: 7,
             updates: Arc::new(batch),
-            consolidated,
-            unit_diffs: false,
         }];
         for t in [4, 6, 7, 10] {
-            assert_eq!(
-                rows_of(&snapshot(GlobalId::User(1), &ds, &us, &compacted, t).unwrap()),
-                rows_of(&snapshot(GlobalId::User(1), &ds, &us, &parts, t).unwrap()),
-                "at {t}"
-            );
+            assert_eq!(naive(&compacted, t), naive(&parts, t), "at {t}");
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::holds::{HoldInfo, ReadHold};
 use crate::listen::{Listen, Notify};
 use crate::oracle::{TimestampOracle, wall_clock_ms};
 use crate::part_cache::PartCache;
+use crate::scan::SnapshotScan;
 use crate::shard::{DurableShard, PartMeta, StagedPart, decode_state, delete_shard, part_prefix};
 use crate::sinces::SinceLog;
 use crate::txn_log::{self, TxnLog};
@@ -585,6 +586,14 @@ impl Storage {
     /// repeated by its multiplicity. Requires `since <= as_of < upper`.
     pub fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> Result<Vec<RecordBatch>> {
         self.collection(id)?.snapshot(as_of)
+    }
+
+    /// The contents of `id` at `as_of`, to be read part by part (see
+    /// [`SnapshotScan`]): a query holds one part decoded at a time, and
+    /// skips parts its filters rule out. Requires `since <= as_of < upper`;
+    /// the caller holds a read hold at `as_of` while it reads.
+    pub fn scan(&self, id: GlobalId, as_of: Timestamp) -> Result<SnapshotScan> {
+        self.collection(id)?.scan(as_of)
     }
 
     /// Updates to `id` at times after `as_of`, in time order with progress;

@@ -28,6 +28,8 @@ mod holds;
 mod listen;
 mod oracle;
 mod part_cache;
+mod part_stats;
+mod scan;
 mod shard;
 mod sinces;
 mod txn_log;
@@ -43,6 +45,8 @@ pub use error::{Result, StorageError};
 pub use holds::{HoldInfo, ReadHold};
 pub use listen::{Listen, ListenEvent, Notify};
 pub use oracle::{ALLOCATION_BLOCK_MS, TimestampOracle, wall_clock_ms};
+pub use part_stats::{ColumnBounds, PartStats};
+pub use scan::SnapshotScan;
 pub use shard::StagedPart;
 
 use std::path::Path;

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, Int64Array, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use freshet_repr::Frontier;
 use freshet_repr::{GlobalId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::batch::{decode_file, encode_file, stamp, times, total_bytes};
+use crate::batch::{decode_file, diffs, encode_file, stamp, times, total_bytes};
 use crate::blob::Blob;
 use crate::consensus::{CasResult, SeqNo, VersionedData};
 use crate::epoch::{CLAIM_ATTEMPTS, Fence};
@@ -37,6 +37,11 @@ pub(crate) struct PartMeta {
     /// Rows distinct, diffs positive, times all ≤ the shard's since.
     pub consolidated: bool,
     pub unit_diffs: bool,
+    /// Every diff is positive (no retractions): a scan need not read the
+    /// part to learn what it cancels. Parts written before this was
+    /// recorded read as `false`.
+    #[serde(default)]
+    pub positive: bool,
     /// Set for a part written ahead of its commit (a staged part, see
     /// [`StagedPart`]): every update in it is at this time, and the file
     /// holds table writes (data and diff) without a time column, because
@@ -297,9 +302,7 @@ impl DurableShard {
         let written = match max_time {
             Some(max_time) => {
                 let batch = arrow::compute::concat_batches(schema, updates)?;
-                let meta = self
-                    .part_writer()
-                    .write(schema, &batch, max_time, false, false)?;
+                let meta = self.part_writer().write(schema, &batch, max_time, false)?;
                 next.parts.push(meta.clone());
                 Some((meta, Arc::new(batch)))
             }
@@ -359,6 +362,7 @@ impl DurableShard {
 }
 
 /// Writes a shard's part files (see [`DurableShard::part_writer`]).
+#[derive(Clone)]
 pub(crate) struct PartWriter {
     id: GlobalId,
     blob: Arc<dyn Blob>,
@@ -366,6 +370,11 @@ pub(crate) struct PartWriter {
 }
 
 impl PartWriter {
+    #[cfg(test)]
+    pub(crate) fn for_tests(id: GlobalId, blob: Arc<dyn Blob>, fence: Fence) -> Self {
+        PartWriter { id, blob, fence }
+    }
+
     /// `e`, unless a newer process has taken over the data directory: then
     /// that is the cause (it collects the files this process was writing
     /// and compacts away parts this process still lists).
@@ -413,27 +422,35 @@ impl PartWriter {
         let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
         let data = encode_file(schema, batches)?;
         self.blob.set(&key, &data).map_err(|e| self.fenced_or(e))?;
+        // A staged part holds table writes: its diff is the last column.
+        let (positive, unit_diffs) = diff_signs(batches.iter().map(|b| {
+            b.columns()
+                .last()
+                .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
+                .map(|d| d.values().as_ref())
+        }));
         Ok(PartMeta {
             key,
             rows: batches.iter().map(|b| b.num_rows()).sum(),
             bytes: total_bytes(batches),
             max_time: 0,
             consolidated: false,
-            unit_diffs: false,
+            unit_diffs,
+            positive,
             time: None,
         })
     }
 
-    /// Write `batch` as a new part file, returning what a commit records
-    /// of it.
+    /// Write `batch` (updates) as a new part file, returning what a commit
+    /// records of it.
     pub fn write(
         &self,
         schema: &SchemaRef,
         batch: &RecordBatch,
         max_time: Timestamp,
         consolidated: bool,
-        unit_diffs: bool,
     ) -> Result<PartMeta> {
+        let (positive, unit_diffs) = diff_signs([Some(diffs(batch)?.values().as_ref())]);
         let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
         let data = encode_file(schema, std::slice::from_ref(batch))?;
         self.blob.set(&key, &data).map_err(|e| self.fenced_or(e))?;
@@ -444,9 +461,24 @@ impl PartWriter {
             max_time,
             consolidated,
             unit_diffs,
+            positive,
             time: None,
         })
     }
+}
+
+/// Whether every diff in `columns` is positive, and whether every one is
+/// exactly one.
+fn diff_signs<'a>(diffs: impl IntoIterator<Item = Option<&'a [i64]>>) -> (bool, bool) {
+    let (mut positive, mut unit) = (true, true);
+    for d in diffs {
+        let Some(d) = d else {
+            return (false, false);
+        };
+        positive &= d.iter().all(|x| *x > 0);
+        unit &= d.iter().all(|x| *x == 1);
+    }
+    (positive, unit && positive)
 }
 
 /// Delete everything stored for a shard.

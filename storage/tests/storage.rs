@@ -680,3 +680,101 @@ fn decoded_parts_stay_within_the_cache_budget_and_reads_load_the_rest() {
     assert_eq!(ids(&s.snapshot(A, s.read_ts()).unwrap()), expect);
     assert!(s.part_cache_bytes() <= cfg.part_cache_bytes);
 }
+
+/// A scan reads part by part: retractions in one part cancel rows of
+/// another (and in unflushed writes), bounds let a filter drop parts
+/// without reading them, the row count is known without reading when
+/// nothing retracts, and parts a compaction replaces mid-scan stay
+/// readable until the scan ends.
+#[test]
+fn scans_read_part_by_part_and_outlive_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = fast_config(dir.path());
+    cfg.max_parts = 6;
+    let s = open(dir.path(), cfg);
+    s.set_read_policy(A, freshet_storage::ReadPolicy::LagBehindUpper(0))
+        .unwrap();
+    for p in 0..4 {
+        let ids: Vec<i64> = (p * 100..(p + 1) * 100).collect();
+        s.commit_blocking(vec![insert(A, &ids, "x")]).unwrap();
+        s.flush_blocking().unwrap();
+    }
+    let all: Vec<i64> = (0..400).collect();
+    let scan = s.scan(A, s.read_ts()).unwrap();
+    assert_eq!(scan.len(), 4);
+    assert_eq!(scan.exact_rows(), Some(400), "inserts only: count known");
+    // Part 2 holds ids 200..300: its bounds say so (written by this
+    // process, so known without reading).
+    let bounds = scan.part_stats(2).unwrap().columns[0].0.clone().unwrap();
+    let min = bounds.min.as_any().downcast_ref::<Int64Array>().unwrap();
+    let max = bounds.max.as_any().downcast_ref::<Int64Array>().unwrap();
+    assert_eq!((min.value(0), max.value(0)), (200, 299));
+    let mut filtered = scan;
+    filtered.retain(|i| i == 2);
+    let read: Vec<_> = (0..filtered.len())
+        .flat_map(|i| filtered.read(i).unwrap())
+        .collect();
+    assert_eq!(ids(&read), (200..300).collect::<Vec<_>>());
+    drop(filtered);
+
+    // Retract a row of part 0 in a flushed part, and one of part 3 in an
+    // unflushed write: every read of the other parts cancels them.
+    s.commit_blocking(vec![delete(A, &[7], "x")]).unwrap();
+    s.flush_blocking().unwrap();
+    s.commit_blocking(vec![delete(A, &[333], "x")]).unwrap();
+    let expect: Vec<i64> = all
+        .iter()
+        .copied()
+        .filter(|x| *x != 7 && *x != 333)
+        .collect();
+    let scan = s.scan(A, s.read_ts()).unwrap();
+    assert_eq!(scan.exact_rows(), None, "retractions: count unknown");
+    let mut read = vec![];
+    for i in (0..scan.len()).rev() {
+        read.extend(scan.read(i).unwrap());
+    }
+    scan.check_complete().unwrap();
+    assert_eq!(ids(&read), expect);
+    // A plan may execute a scan twice: each part cancels the same rows.
+    let again: Vec<_> = (0..scan.len())
+        .flat_map(|i| scan.read(i).unwrap())
+        .collect();
+    assert_eq!(ids(&again), expect);
+    drop(scan);
+
+    // Compaction while a scan is open (two more parts pass `max_parts`):
+    // the scan still reads what it started with, from the replaced files,
+    // which go when it ends.
+    let scan = s.scan(A, s.read_ts()).unwrap();
+    for id in [1_000, 1_001] {
+        s.commit_blocking(vec![insert(A, &[id], "x")]).unwrap();
+        s.flush_blocking().unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s
+        .collections()
+        .into_iter()
+        .find(|c| c.id == A)
+        .unwrap()
+        .parts
+        > 1
+    {
+        assert!(std::time::Instant::now() < deadline, "never compacted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let read: Vec<_> = (0..scan.len())
+        .flat_map(|i| scan.read(i).unwrap())
+        .collect();
+    assert_eq!(ids(&read), expect);
+    // The seven replaced parts stay beside the merged one.
+    assert_eq!(part_files(dir.path()), 8, "the scan's parts are kept");
+    drop(scan);
+    assert_eq!(
+        part_files(dir.path()),
+        1,
+        "replaced parts deleted with the scan"
+    );
+    let mut now = expect.clone();
+    now.extend([1_000, 1_001]);
+    assert_eq!(ids(&s.snapshot(A, s.read_ts()).unwrap()), now);
+}

@@ -116,15 +116,19 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
                     )));
                 }
             };
-            if scan.projection.is_none() && scan.filters.is_empty() {
+            // Filters pushed into the scan of a stored collection only let
+            // an ad hoc read skip parts: `BoundTable` takes every filter as
+            // inexact, so the plan keeps each in a Filter above the scan,
+            // lowered there; applying them here as well would filter (and
+            // shift a temporal filter's times) twice.
+            if scan.projection.is_none() {
                 return Ok(get);
             }
             let qualified = Arc::new(DFSchema::try_from_qualified_schema(
                 scan.table_name.clone(),
                 &full,
             )?);
-            let (filter, bounds) = temporal::split_all(&scan.filters)?;
-            let get = temporal::temporal_filter(get, &qualified, bounds);
+            let filter = None;
             let projection = match &scan.projection {
                 Some(indices) => indices
                     .iter()

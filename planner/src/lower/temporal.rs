@@ -137,14 +137,6 @@ pub fn split(predicate: &Expr) -> Result<(Option<Expr>, Vec<TimeBound>)> {
     Ok((conjunction(ordinary), bounds))
 }
 
-/// [`split`] of a list of conjuncts (a scan's pushed-down filters).
-pub fn split_all(conjuncts: &[Expr]) -> Result<(Option<Expr>, Vec<TimeBound>)> {
-    match conjunction(conjuncts.to_vec()) {
-        Some(predicate) => split(&predicate),
-        None => Ok((None, Vec::new())),
-    }
-}
-
 /// The error for any other use of `mz_now()`.
 pub fn refused() -> PlanError {
     PlanError::Unsupported(FORMS.into())

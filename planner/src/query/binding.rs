@@ -13,11 +13,17 @@ use datafusion::common::{Result as DfResult, ScalarValue, plan_datafusion_err};
 use freshet_repr::{GlobalId, Timestamp};
 
 use crate::builtins::Builtin;
+use crate::query::part_scan::{CollectionScan, WholeScan};
 
 /// Reads collections and built-in relations for a query.
 pub trait CollectionReader: Send + Sync + fmt::Debug {
     /// The consolidated contents of a collection at `as_of`.
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>>;
+    /// The contents of a collection at `as_of`, to be read part by part;
+    /// by default its whole snapshot as one part.
+    fn scan(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Box<dyn CollectionScan>> {
+        Ok(Box::new(WholeScan::new(self.snapshot(id, as_of)?)))
+    }
     /// The rows of a built-in relation, as the query's catalog version and
     /// the system's state show it.
     fn builtin_rows(&self, builtin: Builtin) -> DfResult<Vec<RecordBatch>>;

@@ -12,6 +12,7 @@ pub mod index_scan;
 pub mod json_build;
 pub mod jsonb_ops;
 pub mod keywords;
+pub mod part_scan;
 pub mod pg_functions;
 pub mod provider;
 pub mod resolve;

@@ -40,6 +40,7 @@ use crate::query::index_scan::{
     IndexSeek, IndexSeekGenerator, KeyedIndex, Whole, choose_seek, constrains_key, keyed_indexes,
     read_whole,
 };
+use crate::query::part_scan::{self, PartScanExec};
 use crate::query::resolve::{NameResolver, ROWS_SCHEMA, Resolved, parse_id_form};
 
 fn partitions(batches: Vec<RecordBatch>, n: usize) -> Vec<Vec<RecordBatch>> {
@@ -137,12 +138,15 @@ impl TableProvider for BoundTable {
         &self,
         filters: &[&Expr],
     ) -> DfResult<Vec<TableProviderFilterPushDown>> {
-        // Key filters narrow what the scan reads; the query still applies
-        // them.
+        // A stored collection's scan skips parts by its filters (column
+        // bounds) and an index seeks by key filters; the query still
+        // applies them.
         Ok(filters
             .iter()
             .map(|f| {
-                if constrains_key(&self.indexes, &self.schema, f) {
+                if matches!(self.contents, Contents::Collection(_))
+                    || constrains_key(&self.indexes, &self.schema, f)
+                {
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported
@@ -156,7 +160,7 @@ impl TableProvider for BoundTable {
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
-        _limit: Option<usize>,
+        limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let whole = match &self.contents {
             Contents::Collection(id) => Some(Whole::Collection(*id)),
@@ -179,6 +183,22 @@ impl TableProvider for BoundTable {
             return Ok(Arc::new(exec));
         }
         let n = state.config().target_partitions();
+        if let Contents::Collection(id) = &self.contents {
+            let read = self.binding.read()?;
+            let mut scan = read.reader.scan(*id, read.as_of)?;
+            part_scan::prune(scan.as_mut(), state, &self.schema, filters);
+            // With filters left to apply above the scan, a limit on the
+            // scan's rows would be wrong.
+            let limit = if filters.is_empty() { limit } else { None };
+            return Ok(Arc::new(PartScanExec::new(
+                *id,
+                Arc::from(scan),
+                Arc::clone(&self.schema),
+                projection.cloned(),
+                limit,
+                n,
+            )?));
+        }
         Ok(MemorySourceConfig::try_new_exec(
             &partitions(self.batches()?, n),
             Arc::clone(&self.schema),

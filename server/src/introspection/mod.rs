@@ -11,6 +11,9 @@ use arrow::array::RecordBatch;
 use datafusion::common::{DataFusionError, Result as DfResult};
 use freshet_catalog::{CatalogState, ItemKind};
 use freshet_compute::output::{CheckedSnapshotError, checked_snapshot};
+use freshet_planner::query::part_scan::{CollectionScan, WholeScan};
+
+use crate::collection_scan::StorageScan;
 use freshet_planner::CollectionReader;
 use freshet_planner::builtins::{
     BTREE_AM_OID, BUILTIN_OWNER_OID, Builtin, HEAP_AM_OID, SYSTEM_SCHEMAS, system_schema_oid,
@@ -360,6 +363,19 @@ impl CollectionReader for QueryReader {
                     .map_err(|e| DataFusionError::ArrowError(Box::new(e), None))
             }
             None => Ok(batches),
+        }
+    }
+
+    fn scan(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Box<dyn CollectionScan>> {
+        // The transaction's own writes are applied to the whole snapshot.
+        if self.created.contains(&id) || self.pending.contains_key(&id) {
+            return Ok(Box::new(WholeScan::new(self.snapshot(id, as_of)?)));
+        }
+        let scan = self.storage.scan(id, as_of).map_err(external)?;
+        let errors = freshet_compute::output::error_column(scan.schema());
+        match StorageScan::new(scan, errors) {
+            Some(scan) => Ok(Box::new(scan)),
+            None => Ok(Box::new(WholeScan::new(self.snapshot(id, as_of)?))),
         }
     }
 

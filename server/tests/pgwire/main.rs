@@ -24,6 +24,7 @@ mod primary_keys;
 mod protocol;
 mod protocol_fuzz;
 mod psql_smoke;
+mod scans;
 mod sources;
 mod subscribe;
 mod temporal;
