@@ -214,6 +214,18 @@ impl Collection {
         Ok(views)
     }
 
+    /// A part file's batches as one batch of the collection's updates.
+    fn decoded(&self, batches: Vec<RecordBatch>) -> Result<Arc<RecordBatch>> {
+        let batches = batches
+            .into_iter()
+            .map(|b| retag(b, &self.updates_schema))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(arrow::compute::concat_batches(
+            &self.updates_schema,
+            &batches,
+        )?))
+    }
+
     /// The parts `metas`, decoded (through the cache).
     fn load_views(&self, state: &mut CollectionState, metas: &[PartMeta]) -> Result<Vec<PartView>> {
         let mut views = Vec::with_capacity(metas.len());
@@ -221,16 +233,7 @@ impl Collection {
             let updates = match self.cache.get(&meta.key) {
                 Some(b) => b,
                 None => {
-                    let batches = state
-                        .shard
-                        .load_part(meta)?
-                        .into_iter()
-                        .map(|b| retag(b, &self.updates_schema))
-                        .collect::<Result<Vec<_>>>()?;
-                    let batch = Arc::new(arrow::compute::concat_batches(
-                        &self.updates_schema,
-                        &batches,
-                    )?);
+                    let batch = self.decoded(state.shard.load_part(meta)?)?;
                     self.cache.insert(&meta.key, Arc::clone(&batch));
                     batch
                 }
@@ -318,16 +321,7 @@ impl Collection {
             }
             return Ok(batch);
         }
-        let batches = writer
-            .read(meta)?
-            .into_iter()
-            .map(|b| retag(b, &self.updates_schema))
-            .collect::<Result<Vec<_>>>()?;
-        let batch = Arc::new(arrow::compute::concat_batches(
-            &self.updates_schema,
-            &batches,
-        )?);
-        drop(batches);
+        let batch = self.decoded(writer.read(meta)?)?;
         let stats = PartStats::compute(&batch, self.data_schema.fields().len());
         let mut state = self.state.lock();
         // A part a compaction replaced during the scan is read from its
