@@ -98,7 +98,8 @@ impl Server {
             .expect("spawn freshet");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        let pid = self.child.as_ref().map(Child::id).unwrap_or_default();
+        while !listens_on(pid, &[self.port, self.http_port]) {
             if let Some(status) = self
                 .child
                 .as_mut()
@@ -197,6 +198,41 @@ impl Server {
         });
         Ok(client)
     }
+}
+
+/// Whether process `pid` holds the listening sockets of all `ports` on
+/// 127.0.0.1 (Linux). Waiting for a connect to succeed is not enough: a
+/// server another test started moments earlier may have taken the same
+/// port, and then this test would talk to that server while its own one
+/// fails to bind and exits.
+fn listens_on(pid: u32, ports: &[u16]) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let sockets: Vec<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| link.to_str().map(str::to_owned))
+        .collect();
+    ports.iter().all(|port| {
+        listening_inode(&table, *port)
+            .is_some_and(|inode| sockets.contains(&format!("socket:[{inode}]")))
+    })
+}
+
+/// The inode of the socket listening on 127.0.0.1:`port`, from the text
+/// of /proc/net/tcp (fields: slot, local address, remote address, state,
+/// queues, timer, retransmits, uid, timeout, inode; state 0A is LISTEN).
+fn listening_inode(table: &str, port: u16) -> Option<String> {
+    let local = format!("0100007F:{port:04X}");
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A"))
+            .then(|| fields.get(9).map(|inode| inode.to_string()))
+            .flatten()
+    })
 }
 
 impl Drop for Server {
