@@ -71,13 +71,16 @@ impl CollectionScan for StorageScan {
         self.scan.is_kept(part)
     }
 
-    fn read(&self, part: usize) -> DfResult<Vec<RecordBatch>> {
-        let mut batches = self.scan.read(part).map_err(external)?;
-        if let Some(index) = self.error_column {
-            for b in &mut batches {
-                b.remove_column(index);
-            }
-        }
-        Ok(batches)
+    fn read(&self, part: usize, projection: Option<&[usize]>) -> DfResult<Vec<RecordBatch>> {
+        // The plan's columns are the shard's less a view's error column.
+        let error = self.error_column.unwrap_or(usize::MAX);
+        let visible = self.scan.schema().fields().len() - usize::from(self.error_column.is_some());
+        let all: Vec<usize> = (0..visible).collect();
+        let columns: Vec<usize> = projection
+            .unwrap_or(&all)
+            .iter()
+            .map(|c| if *c >= error { c + 1 } else { *c })
+            .collect();
+        self.scan.read(part, Some(&columns)).map_err(external)
     }
 }

@@ -4,13 +4,20 @@
 //! [`TIME_COLUMN`] (`UInt64`) and [`DIFF_COLUMN`] (`Int64`). Table writers
 //! hand storage data columns plus a diff column; storage adds the time.
 
+use std::fmt;
 use std::io::Cursor;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, Int64Array, RecordBatch, UInt64Array};
+use arrow::array::{
+    Array, ArrayData, ArrayRef, Int64Array, MutableArrayData, RecordBatch, UInt64Array, make_array,
+    new_empty_array,
+};
+use arrow::buffer::Buffer;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use arrow::ipc::reader::{FileReader, StreamReader};
+use arrow::ipc::convert::fb_to_schema;
+use arrow::ipc::reader::{FileDecoder, FileReader, StreamReader, read_footer_length};
 use arrow::ipc::writer::{FileWriter, StreamWriter};
+use arrow::ipc::{Block, MetadataVersion, root_as_footer};
 use freshet_repr::{DIFF_COLUMN, TIME_COLUMN, Timestamp};
 
 use crate::error::{Result, StorageError};
@@ -121,6 +128,123 @@ pub(crate) fn decode_file(data: &[u8]) -> Result<Vec<RecordBatch>> {
     Ok(reader.collect::<Result<Vec<_>, _>>()?)
 }
 
+/// An Arrow IPC file held in memory, read column by column: only the
+/// columns asked for are decoded, straight out of the file's bytes, then
+/// copied into buffers of their own, so a column kept (in the part cache)
+/// does not keep the whole file alive.
+pub(crate) struct IpcFile {
+    bytes: Buffer,
+    schema: SchemaRef,
+    version: MetadataVersion,
+    dictionaries: Vec<Block>,
+    batches: Vec<Block>,
+}
+
+fn corrupt_file(what: impl fmt::Display) -> StorageError {
+    StorageError::Corruption(format!("not a readable Arrow IPC file: {what}"))
+}
+
+impl IpcFile {
+    /// Parse the file's footer (its schema and where its batches are).
+    pub fn open(bytes: Buffer) -> Result<Self> {
+        let len = bytes.len();
+        let trailer: [u8; 10] = len
+            .checked_sub(10)
+            .and_then(|start| bytes.get(start..))
+            .and_then(|t| t.try_into().ok())
+            .ok_or_else(|| corrupt_file("too short"))?;
+        let footer_len = read_footer_length(trailer)?;
+        let footer_start = (len - 10)
+            .checked_sub(footer_len)
+            .ok_or_else(|| corrupt_file("footer longer than the file"))?;
+        let footer = root_as_footer(&bytes[footer_start..len - 10]).map_err(corrupt_file)?;
+        let schema = Arc::new(fb_to_schema(
+            footer.schema().ok_or_else(|| corrupt_file("no schema"))?,
+        ));
+        Ok(IpcFile {
+            schema,
+            version: footer.version(),
+            dictionaries: footer
+                .dictionaries()
+                .map(|b| b.iter().copied().collect())
+                .unwrap_or_default(),
+            batches: footer
+                .recordBatches()
+                .map(|b| b.iter().copied().collect())
+                .unwrap_or_default(),
+            bytes: bytes.clone(),
+        })
+    }
+
+    /// The file's schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The bytes of a block (its message and body).
+    fn block(&self, block: &Block) -> Result<Buffer> {
+        let start = usize::try_from(block.offset()).map_err(corrupt_file)?;
+        let len = usize::try_from(block.metaDataLength())
+            .ok()
+            .zip(usize::try_from(block.bodyLength()).ok())
+            .and_then(|(meta, body)| meta.checked_add(body))
+            .ok_or_else(|| corrupt_file("bad block length"))?;
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > self.bytes.len())
+        {
+            return Err(corrupt_file("block beyond the end of the file"));
+        }
+        Ok(self.bytes.slice_with_length(start, len))
+    }
+
+    /// Columns `projection` (indices of [`Self::schema`]) over every batch
+    /// of the file, each one array; and the file's row count.
+    pub fn read_columns(&self, projection: &[usize]) -> Result<(Vec<ArrayRef>, usize)> {
+        if let Some(bad) = projection
+            .iter()
+            .find(|c| **c >= self.schema.fields().len())
+        {
+            return Err(corrupt_file(format!("no column {bad}")));
+        }
+        let mut decoder = FileDecoder::new(Arc::clone(&self.schema), self.version)
+            .with_projection(projection.to_vec());
+        for block in &self.dictionaries {
+            decoder.read_dictionary(block, &self.block(block)?)?;
+        }
+        let mut pieces: Vec<Vec<ArrayRef>> = vec![Vec::new(); projection.len()];
+        let mut rows = 0;
+        for block in &self.batches {
+            if let Some(batch) = decoder.read_record_batch(block, &self.block(block)?)? {
+                rows += batch.num_rows();
+                for (piece, column) in pieces.iter_mut().zip(batch.columns()) {
+                    piece.push(Arc::clone(column));
+                }
+            }
+        }
+        let columns = pieces
+            .iter()
+            .zip(projection)
+            .map(|(piece, c)| compact(piece, self.schema.field(*c).data_type()))
+            .collect::<Result<_>>()?;
+        Ok((columns, rows))
+    }
+}
+
+/// One array holding `pieces` in order, in buffers of its own.
+fn compact(pieces: &[ArrayRef], data_type: &DataType) -> Result<ArrayRef> {
+    let data: Vec<ArrayData> = pieces.iter().map(|p| p.to_data()).collect();
+    if data.is_empty() {
+        return Ok(new_empty_array(data_type));
+    }
+    let len = data.iter().map(ArrayData::len).sum();
+    let mut out = MutableArrayData::new(data.iter().collect(), false, len);
+    for (i, d) in data.iter().enumerate() {
+        out.try_extend(i, 0, d.len())?;
+    }
+    Ok(make_array(out.freeze()))
+}
+
 /// Encode one batch as an Arrow IPC stream (the format inside log records).
 pub(crate) fn encode_stream(batch: &RecordBatch) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
@@ -149,4 +273,57 @@ pub(crate) fn total_bytes(batches: &[RecordBatch]) -> usize {
                 .sum::<usize>()
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::StringArray;
+
+    fn file() -> (RecordBatch, Vec<u8>) {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2, 3])),
+                Arc::new(StringArray::from(vec![Some("a"), None, Some("c")])),
+            ],
+        )
+        .expect("batch");
+        let bytes = encode_file(&schema, &[batch.slice(0, 2), batch.slice(2, 1)]).expect("encode");
+        (batch, bytes)
+    }
+
+    #[test]
+    fn columns_read_alone_equal_the_whole_file_and_own_their_buffers() {
+        let (batch, bytes) = file();
+        let len = bytes.len();
+        let file = IpcFile::open(Buffer::from_vec(bytes)).expect("open");
+        let (columns, rows) = file.read_columns(&[1]).expect("read");
+        assert_eq!(rows, 3);
+        assert_eq!(columns.len(), 1);
+        assert_eq!(columns[0].as_ref(), batch.column(1).as_ref());
+        // Two batches made one array, in buffers sized to it, not views
+        // of the file's bytes.
+        assert!(columns[0].get_array_memory_size() < len);
+    }
+
+    #[test]
+    fn damaged_files_are_errors() {
+        let (_, bytes) = file();
+        for damaged in [
+            Vec::new(),
+            bytes[..bytes.len() / 2].to_vec(),
+            bytes[bytes.len() - 12..].to_vec(),
+            vec![0xff; bytes.len()],
+        ] {
+            let read = IpcFile::open(Buffer::from_vec(damaged)).and_then(|f| f.read_columns(&[0]));
+            assert!(read.is_err());
+        }
+        let file = IpcFile::open(Buffer::from_vec(bytes)).expect("open");
+        assert!(file.read_columns(&[2]).is_err(), "no third column");
+    }
 }

@@ -4,13 +4,13 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
-use std::sync::Arc;
-
 use crate::error::{Result, StorageError};
 use crate::fsutil::{remove_temps, sync_dir, write_temp};
 
-/// Blob values: immutable byte buffers shared without copying.
-pub type Bytes = Arc<[u8]>;
+/// Blob values: immutable byte buffers shared without copying. Arrow's
+/// buffer, so a part file's columns decode straight out of the bytes read
+/// from disk (see [`crate::batch::IpcFile`]).
+pub type Bytes = arrow::buffer::Buffer;
 
 /// A key-value store of immutable byte blobs (batch files).
 ///
@@ -85,7 +85,7 @@ pub(crate) fn validate_key(key: &str) -> Result<()> {
 impl Blob for FileBlob {
     fn get(&self, key: &str) -> Result<Option<Bytes>> {
         match fs::read(self.path(key)?) {
-            Ok(data) => Ok(Some(data.into())),
+            Ok(data) => Ok(Some(Bytes::from_vec(data))),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e.into()),
         }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arrow::array::{RecordBatch, UInt64Array};
+use arrow::array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::SchemaRef;
 use freshet_repr::Frontier;
@@ -23,6 +23,9 @@ use crate::part_cache::PartCache;
 use crate::part_stats::PartStats;
 use crate::scan::{PartLeases, PartSource, ScanPart, SnapshotScan};
 use crate::shard::{DurableShard, PartMeta, PartWriter};
+
+/// Columns just decoded from a part file, by index of the updates schema.
+type FreshColumns = Vec<(usize, ArrayRef)>;
 
 /// Parts at least this large (decoded) are merged only when the small
 /// ones add up to a quarter of the collection (see
@@ -214,32 +217,64 @@ impl Collection {
         Ok(views)
     }
 
-    /// A part file's batches as one batch of the collection's updates.
-    fn decoded(&self, batches: Vec<RecordBatch>) -> Result<Arc<RecordBatch>> {
-        let batches = batches
+    /// Columns `want` (of the updates schema) of part `meta`: cached ones
+    /// from the cache, the rest decoded from its file in one read. The
+    /// columns read from the file are returned apart, for the caller to
+    /// cache (or not: a part compacted away meanwhile is not worth it).
+    fn part_columns(
+        &self,
+        meta: &PartMeta,
+        reader: &PartWriter,
+        want: &[usize],
+    ) -> Result<(Vec<ArrayRef>, FreshColumns)> {
+        let mut columns: Vec<Option<ArrayRef>> =
+            want.iter().map(|c| self.cache.get(&meta.key, *c)).collect();
+        let missing: Vec<usize> = want
+            .iter()
+            .zip(&columns)
+            .filter(|(_, a)| a.is_none())
+            .map(|(c, _)| *c)
+            .collect();
+        let mut fresh = Vec::new();
+        if !missing.is_empty() {
+            let (read, _) = reader.read_columns(meta, self.data_schema.fields().len(), &missing)?;
+            fresh = missing.into_iter().zip(read).collect::<Vec<_>>();
+            for (slot, c) in columns.iter_mut().zip(want) {
+                if slot.is_none() {
+                    *slot = fresh
+                        .iter()
+                        .find(|(f, _)| f == c)
+                        .map(|(_, a)| Arc::clone(a));
+                }
+            }
+        }
+        let columns = columns
             .into_iter()
-            .map(|b| retag(b, &self.updates_schema))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(arrow::compute::concat_batches(
-            &self.updates_schema,
-            &batches,
-        )?))
+            .map(|a| {
+                a.ok_or_else(|| {
+                    StorageError::InvalidUsage(format!("column asked twice of part {}", meta.key))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok((columns, fresh))
     }
 
-    /// The parts `metas`, decoded (through the cache).
+    /// The parts `metas`, decoded whole (through the cache); the caller
+    /// holds the state lock, so every part is still the collection's.
     fn load_views(&self, state: &mut CollectionState, metas: &[PartMeta]) -> Result<Vec<PartView>> {
+        let reader = state.shard.part_writer();
+        let all: Vec<usize> = (0..self.updates_schema.fields().len()).collect();
         let mut views = Vec::with_capacity(metas.len());
         for meta in metas {
-            let updates = match self.cache.get(&meta.key) {
-                Some(b) => b,
-                None => {
-                    let batch = self.decoded(state.shard.load_part(meta)?)?;
-                    self.cache.insert(&meta.key, Arc::clone(&batch));
-                    batch
-                }
-            };
+            let (columns, fresh) = self.part_columns(meta, &reader, &all)?;
+            for (c, array) in fresh {
+                self.cache.insert(&meta.key, c, array);
+            }
             views.push(PartView {
-                updates,
+                updates: Arc::new(RecordBatch::try_new(
+                    Arc::clone(&self.updates_schema),
+                    columns,
+                )?),
                 max_time: meta.max_time,
             });
         }
@@ -304,33 +339,49 @@ impl Collection {
             .any(|p| p.key == key)
     }
 
-    /// A part's updates, decoded: from the cache, or read and (while the
-    /// part is still the collection's) cached, its column bounds noted.
+    /// Data columns `columns` of a part's updates, with its time and diff
+    /// columns: from the cache, or decoded from its file and (while the
+    /// part is still the collection's) cached. The first read of a part
+    /// since the process started decodes every column once, to note its
+    /// column bounds.
     pub(crate) fn load_part(
         &self,
         meta: &PartMeta,
         writer: &PartWriter,
-    ) -> Result<Arc<RecordBatch>> {
-        if let Some(batch) = self.cache.get(&meta.key) {
-            if !self.state.lock().stats.contains_key(&meta.key) {
-                let stats = PartStats::compute(&batch, self.data_schema.fields().len());
-                let mut state = self.state.lock();
-                if Self::is_live(&state, &meta.key) {
+        columns: &[usize],
+    ) -> Result<RecordBatch> {
+        let n = self.data_schema.fields().len();
+        let bounded = self.state.lock().stats.contains_key(&meta.key);
+        let mut want: Vec<usize> = if bounded {
+            columns.to_vec()
+        } else {
+            (0..n).collect()
+        };
+        want.extend([n, n + 1]);
+        let (arrays, fresh) = self.part_columns(meta, writer, &want)?;
+        let updates = RecordBatch::try_new(Arc::new(self.updates_schema.project(&want)?), arrays)?;
+        let stats = (!bounded).then(|| PartStats::compute(&updates, n));
+        {
+            let mut state = self.state.lock();
+            // A part a compaction replaced during the scan is read from
+            // its leased file but not cached: nothing would read it again.
+            if Self::is_live(&state, &meta.key) {
+                if let Some(stats) = stats {
                     state.stats.insert(meta.key.clone(), stats);
                 }
+                for (c, array) in fresh {
+                    if c >= n || columns.contains(&c) {
+                        self.cache.insert(&meta.key, c, array);
+                    }
+                }
             }
-            return Ok(batch);
         }
-        let batch = self.decoded(writer.read(meta)?)?;
-        let stats = PartStats::compute(&batch, self.data_schema.fields().len());
-        let mut state = self.state.lock();
-        // A part a compaction replaced during the scan is read from its
-        // leased file but not cached: nothing would read it again.
-        if Self::is_live(&state, &meta.key) {
-            state.stats.insert(meta.key.clone(), stats);
-            self.cache.insert(&meta.key, Arc::clone(&batch));
+        if bounded {
+            return Ok(updates);
         }
-        Ok(batch)
+        let mut projection = columns.to_vec();
+        projection.extend([n, n + 1]);
+        Ok(updates.project(&projection)?)
     }
 
     /// Updates after `as_of`, then live updates and progress.
@@ -441,7 +492,7 @@ impl Collection {
                 if let Some((meta, batch)) = written {
                     let stats = PartStats::compute(&batch, self.data_schema.fields().len());
                     state.stats.insert(meta.key.clone(), stats);
-                    self.cache.insert(&meta.key, batch);
+                    self.cache.insert_batch(&meta.key, &batch);
                 }
                 state.pending_bytes = 0;
                 Ok(())
@@ -478,7 +529,7 @@ impl Collection {
         if let Some((meta, batch)) = written {
             let stats = PartStats::compute(&batch, self.data_schema.fields().len());
             state.stats.insert(meta.key.clone(), stats);
-            self.cache.insert(&meta.key, Arc::clone(&batch));
+            self.cache.insert_batch(&meta.key, &batch);
             let batch = batch.as_ref().clone();
             state
                 .listeners
@@ -636,9 +687,15 @@ impl Collection {
             self.cache.remove(k);
             state.stats.remove(k);
         }
+        let chunks = written.len();
         for ((meta, batch), stats) in written.into_iter().zip(stats) {
             state.stats.insert(meta.key.clone(), stats);
-            self.cache.insert(&meta.key, batch);
+            // Chunks of a larger merge share its buffers, which the cache
+            // would count once per chunk: they are read from their files
+            // when next needed instead.
+            if chunks == 1 {
+                self.cache.insert_batch(&meta.key, &batch);
+            }
         }
         drop(state);
         // The replaced files go after the lock: a view's shard can have

@@ -23,10 +23,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{RecordBatch, UInt32Array, UInt64Array};
+use arrow::array::{Int64Array, RecordBatch, UInt32Array, UInt64Array};
 use arrow::compute::filter_record_batch;
 use arrow::datatypes::SchemaRef;
-use arrow::row::{RowConverter, SortField};
+use arrow::row::{RowConverter, Rows, SortField};
 use freshet_repr::{GlobalId, Timestamp};
 use parking_lot::Mutex;
 
@@ -182,12 +182,23 @@ impl SnapshotScan {
         self.kept.get(i).copied().unwrap_or(false)
     }
 
-    /// The updates of a part, decoded (through the part cache).
-    fn load(&self, part: &ScanPart) -> Result<Arc<RecordBatch>> {
+    /// Data columns `columns` of a part's updates with its time and diff,
+    /// decoded (through the part cache).
+    fn load(&self, part: &ScanPart, columns: &[usize]) -> Result<RecordBatch> {
         match &part.source {
-            PartSource::Memory(batch) => Ok(Arc::clone(batch)),
-            PartSource::Stored(meta) => self.collection.load_part(meta, &self.writer),
+            PartSource::Memory(batch) => {
+                let n = self.collection.data_schema.fields().len();
+                let mut projection = columns.to_vec();
+                projection.extend([n, n + 1]);
+                Ok(batch.project(&projection)?)
+            }
+            PartSource::Stored(meta) => self.collection.load_part(meta, &self.writer, columns),
         }
+    }
+
+    /// Every data column's index.
+    fn all_columns(&self) -> Vec<usize> {
+        (0..self.collection.data_schema.fields().len()).collect()
     }
 
     /// The updates of `updates` at or before the read's time.
@@ -210,7 +221,7 @@ impl SnapshotScan {
             .zip(&self.kept)
             .filter(|(p, k)| **k && !p.positive)
         {
-            let updates = self.visible(part, self.load(part)?.as_ref())?;
+            let updates = self.visible(part, &self.load(part, &self.all_columns())?)?;
             let negative = arrow::compute::kernels::cmp::lt(
                 diffs(&updates)?,
                 &arrow::array::Int64Array::new_scalar(0),
@@ -238,52 +249,84 @@ impl SnapshotScan {
 
     /// The rows of part `i` at the read's time, each repeated by its
     /// multiplicity, less what retractions in other parts cancel; batches
-    /// of [`Self::schema`], split into batches of at most 64Ki rows.
-    pub fn read(&self, i: usize) -> Result<Vec<RecordBatch>> {
+    /// of data columns `columns` (all if `None`) of [`Self::schema`], in
+    /// that order, split into batches of at most 64Ki rows. Only those
+    /// columns are decoded, unless the scan cancels retractions: telling
+    /// which rows they cancel takes every column.
+    pub fn read(&self, i: usize, columns: Option<&[usize]>) -> Result<Vec<RecordBatch>> {
         let Some(part) = self.parts.get(i).filter(|_| self.is_kept(i)) else {
             return Ok(vec![]);
         };
-        let updates = self.load(part)?;
-        let mut retractions = self.retractions.lock();
-        if retractions.is_none() {
-            *retractions = Some(self.count_retractions()?);
-        }
-        let pending = retractions.as_mut().and_then(Option::as_mut);
-        if pending.is_none() && part.positive && part.unit && part.max_time <= self.as_of {
-            drop(retractions);
-            return Ok(split(retag(data_columns(&updates)?, self.schema())?));
-        }
-        let updates = self.visible(part, &updates)?;
-        let d = diffs(&updates)?.values();
-        let data = data_columns(&updates)?;
-        // What this part cancels: taken from what is owed on its first read.
-        let mut cancel = match pending {
-            Some(r) => {
-                let rows = r.converter.convert_columns(data.columns())?;
-                let budget = match r.taken.get(&i) {
-                    Some(taken) => taken.clone(),
-                    None => {
-                        let mut taken = RowCounts::new();
-                        for (row, diff) in d.iter().enumerate() {
-                            let key = rows.row(row);
-                            if *diff > 0
-                                && let Some(owed) = r.owed.get_mut(key.as_ref())
-                                && *owed > 0
-                            {
-                                let n = (*owed).min(*diff as i128);
-                                *owed -= n;
-                                *taken.entry(key.as_ref().into()).or_default() += n;
-                            }
-                        }
-                        r.taken.insert(i, taken.clone());
-                        taken
-                    }
-                };
-                Some((rows, budget))
+        let all = self.all_columns();
+        let columns = columns.unwrap_or(&all);
+        let schema = Arc::new(self.schema().project(columns)?);
+        let cancelling = {
+            let mut retractions = self.retractions.lock();
+            if retractions.is_none() {
+                *retractions = Some(self.count_retractions()?);
             }
+            matches!(*retractions, Some(Some(_)))
+        };
+        if !cancelling {
+            let updates = self.load(part, columns)?;
+            if part.positive && part.unit && part.max_time <= self.as_of {
+                return Ok(split(retag(data_columns(&updates)?, &schema)?));
+            }
+            let out = self.expand(part, &updates, None)?;
+            return Ok(split(retag(out, &schema)?));
+        }
+        let updates = self.visible(part, &self.load(part, &all)?)?;
+        let data = data_columns(&updates)?;
+        let mut retractions = self.retractions.lock();
+        let budget = match retractions.as_mut().and_then(Option::as_mut) {
+            Some(r) => Some(self.cancelled_by(r, i, &data, diffs(&updates)?)?),
             None => None,
         };
         drop(retractions);
+        let out = self.expand(part, &updates, budget)?;
+        Ok(split(retag(out.project(columns)?, &schema)?))
+    }
+
+    /// What part `i` (its visible `data` and diffs `d`) cancels: taken
+    /// from what is owed on its first read, the same on every later one.
+    fn cancelled_by(
+        &self,
+        r: &mut Retractions,
+        i: usize,
+        data: &RecordBatch,
+        d: &Int64Array,
+    ) -> Result<(Rows, RowCounts)> {
+        let rows = r.converter.convert_columns(data.columns())?;
+        if let Some(taken) = r.taken.get(&i) {
+            return Ok((rows, taken.clone()));
+        }
+        let mut taken = RowCounts::new();
+        for (row, diff) in d.values().iter().enumerate() {
+            let key = rows.row(row);
+            if *diff > 0
+                && let Some(owed) = r.owed.get_mut(key.as_ref())
+                && *owed > 0
+            {
+                let n = (*owed).min(*diff as i128);
+                *owed -= n;
+                *taken.entry(key.as_ref().into()).or_default() += n;
+            }
+        }
+        r.taken.insert(i, taken.clone());
+        Ok((rows, taken))
+    }
+
+    /// The data rows of `updates` visible at the read's time, each
+    /// repeated by its multiplicity, less the copies `cancel` counts.
+    fn expand(
+        &self,
+        part: &ScanPart,
+        updates: &RecordBatch,
+        mut cancel: Option<(Rows, RowCounts)>,
+    ) -> Result<RecordBatch> {
+        let updates = self.visible(part, updates)?;
+        let d = diffs(&updates)?.values();
+        let data = data_columns(&updates)?;
         let mut keep: Vec<u32> = Vec::with_capacity(updates.num_rows());
         for (row, diff) in d.iter().enumerate() {
             if *diff <= 0 {
@@ -301,12 +344,10 @@ impl SnapshotScan {
                 keep.push(row as u32);
             }
         }
-        let out = if keep.len() == data.num_rows() && d.iter().all(|x| *x == 1) {
-            data
-        } else {
-            take_batch(&data, &UInt32Array::from(keep))?
-        };
-        Ok(split(retag(out, self.schema())?))
+        if keep.len() == data.num_rows() && d.iter().all(|x| *x == 1) {
+            return Ok(data);
+        }
+        take_batch(&data, &UInt32Array::from(keep))
     }
 
     /// After every part was read: fail if retractions were left that no
@@ -330,7 +371,7 @@ impl SnapshotScan {
     pub(crate) fn read_all(&self) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
         for i in 0..self.len() {
-            out.extend(self.read(i)?);
+            out.extend(self.read(i, None)?);
         }
         self.check_complete()?;
         Ok(out)

@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, Int64Array, RecordBatch};
+use arrow::array::{Array, ArrayRef, Int64Array, RecordBatch, UInt64Array};
 use arrow::datatypes::SchemaRef;
 use freshet_repr::Frontier;
 use freshet_repr::{GlobalId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::batch::{decode_file, diffs, encode_file, stamp, times, total_bytes};
-use crate::blob::Blob;
+use crate::batch::{IpcFile, decode_file, diffs, encode_file, stamp, times, total_bytes};
+use crate::blob::{Blob, Bytes};
 use crate::consensus::{CasResult, SeqNo, VersionedData};
 use crate::epoch::{CLAIM_ATTEMPTS, Fence};
 use crate::error::{Result, StorageError};
@@ -399,8 +399,16 @@ impl PartWriter {
     /// Read a part's updates (for a staged part whose commit time is not
     /// set yet: its table writes, data and diff).
     pub fn read(&self, meta: &PartMeta) -> Result<Vec<RecordBatch>> {
-        let data = self
-            .blob
+        let batches = decode_file(&self.bytes(meta)?)?;
+        match meta.time {
+            Some(t) => batches.iter().map(|b| stamp(b, t)).collect(),
+            None => Ok(batches),
+        }
+    }
+
+    /// A part file's bytes.
+    fn bytes(&self, meta: &PartMeta) -> Result<Bytes> {
+        self.blob
             .get(&meta.key)
             .map_err(|e| self.fenced_or(e))?
             .ok_or_else(|| {
@@ -408,12 +416,59 @@ impl PartWriter {
                     "part {} of {} is missing",
                     meta.key, self.id
                 )))
-            })?;
-        let batches = decode_file(&data)?;
-        match meta.time {
-            Some(t) => batches.iter().map(|b| stamp(b, t)).collect(),
-            None => Ok(batches),
+            })
+    }
+
+    /// Columns `want` of a committed part's updates, decoding only those,
+    /// and its row count. `want` indexes the updates schema of a
+    /// collection with `data` data columns (data, then time, then diff).
+    /// A staged part's file has no time column: its commit time is filled
+    /// in.
+    pub fn read_columns(
+        &self,
+        meta: &PartMeta,
+        data: usize,
+        want: &[usize],
+    ) -> Result<(Vec<ArrayRef>, usize)> {
+        let file = IpcFile::open(self.bytes(meta)?)?;
+        let stored_time = match file.schema().fields().len() {
+            n if n == data + 2 => true,
+            n if n == data + 1 && meta.time.is_some() => false,
+            n => {
+                return Err(StorageError::Corruption(format!(
+                    "part {} of {} has {n} columns, expected {}",
+                    meta.key,
+                    self.id,
+                    data + 2
+                )));
+            }
+        };
+        // Where each wanted column is among the columns decoded (`None`:
+        // the commit time, not stored).
+        let mut projection = Vec::new();
+        let mut slots = Vec::with_capacity(want.len());
+        for &c in want {
+            let stored = match c {
+                c if c < data => Some(c),
+                c if c == data => stored_time.then_some(data),
+                _ => Some(if stored_time { data + 1 } else { data }),
+            };
+            slots.push(stored.map(|f| {
+                projection.push(f);
+                projection.len() - 1
+            }));
         }
+        let (decoded, rows) = file.read_columns(&projection)?;
+        let columns = slots
+            .into_iter()
+            .map(|slot| match slot {
+                Some(i) => Arc::clone(&decoded[i]),
+                // Only a staged part lacks the time column, and it has
+                // its commit time (checked above).
+                None => Arc::new(UInt64Array::from_value(meta.time.unwrap_or_default(), rows)),
+            })
+            .collect();
+        Ok((columns, rows))
     }
 
     /// Write table writes (data and diff) as a part whose time the commit

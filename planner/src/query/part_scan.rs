@@ -51,8 +51,10 @@ pub trait CollectionScan: Send + Sync + fmt::Debug {
     fn retain(&mut self, keep: &dyn Fn(usize) -> bool);
     /// Whether `part` is still to be read.
     fn is_kept(&self, part: usize) -> bool;
-    /// The rows of `part` at the scan's time (see the storage scan).
-    fn read(&self, part: usize) -> DfResult<Vec<RecordBatch>>;
+    /// The rows of `part` at the scan's time (see the storage scan), as
+    /// batches of the columns `projection` (all if `None`): a reader
+    /// decodes only those where it can.
+    fn read(&self, part: usize, projection: Option<&[usize]>) -> DfResult<Vec<RecordBatch>>;
 }
 
 /// Rows already in memory as a scan of one part without bounds.
@@ -97,12 +99,18 @@ impl CollectionScan for WholeScan {
         part == 0 && self.kept
     }
 
-    fn read(&self, part: usize) -> DfResult<Vec<RecordBatch>> {
-        Ok(if self.is_kept(part) {
-            self.batches.clone()
-        } else {
-            vec![]
-        })
+    fn read(&self, part: usize, projection: Option<&[usize]>) -> DfResult<Vec<RecordBatch>> {
+        if !self.is_kept(part) {
+            return Ok(vec![]);
+        }
+        match projection {
+            Some(p) => Ok(self
+                .batches
+                .iter()
+                .map(|b| b.project(p))
+                .collect::<Result<_, _>>()?),
+            None => Ok(self.batches.clone()),
+        }
     }
 }
 
@@ -211,8 +219,6 @@ pub(crate) fn prune(
 pub struct PartScanExec {
     collection: GlobalId,
     scan: Arc<dyn CollectionScan>,
-    /// The collection's columns as the plan types them.
-    schema: SchemaRef,
     projection: Option<Vec<usize>>,
     /// Stop after this many rows (per output partition).
     limit: Option<usize>,
@@ -256,7 +262,6 @@ impl PartScanExec {
         Ok(PartScanExec {
             collection,
             scan,
-            schema,
             projection,
             limit,
             properties: Arc::new(properties),
@@ -358,7 +363,6 @@ impl ExecutionPlan for PartScanExec {
         let mut builder = RecordBatchReceiverStreamBuilder::new(Arc::clone(&out_schema), 2);
         let tx = builder.tx();
         let scan = Arc::clone(&self.scan);
-        let schema = Arc::clone(&self.schema);
         let projection = self.projection.clone();
         let mut remaining = self.limit.unwrap_or(usize::MAX);
         builder.spawn_blocking(move || {
@@ -366,19 +370,15 @@ impl ExecutionPlan for PartScanExec {
                 if remaining == 0 {
                     break;
                 }
-                for batch in scan.read(part)? {
+                for batch in scan.read(part, projection.as_deref())? {
                     // Storage keeps NOT NULL and a view's own names; the
                     // plan types every column nullable.
                     let batch = RecordBatch::try_new_with_options(
-                        Arc::clone(&schema),
+                        Arc::clone(&out_schema),
                         batch.columns().to_vec(),
                         &arrow::array::RecordBatchOptions::new()
                             .with_row_count(Some(batch.num_rows())),
                     )?;
-                    let batch = match &projection {
-                        Some(p) => batch.project(p)?,
-                        None => batch,
-                    };
                     let batch = if batch.num_rows() > remaining {
                         batch.slice(0, remaining)
                     } else {
