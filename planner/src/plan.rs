@@ -97,6 +97,10 @@ pub struct ExplainDataflowPlan {
 pub enum ExplainKind {
     /// The DataFusion plan.
     Plan,
+    /// `EXPLAIN VERBOSE`: the DataFusion plan, then the physical plan a
+    /// read would run now (its scans bound to the read's time, so each
+    /// names the parts it reads of how many).
+    Physical,
     /// The chosen timestamp and each input's frontiers.
     Timestamp,
 }

@@ -120,6 +120,43 @@ impl QueryExecutor {
         state: &Arc<SessionState>,
         logical: LogicalPlan,
     ) -> Result<Vec<RecordBatch>> {
+        let (runner, pool) = self.runner(state);
+        let stop = Arc::clone(&runner.stop);
+        let handle = self.handle.spawn(async move {
+            let plan = runner.physical(runner.rewritten(logical)?).await?;
+            let plan = stoppable(plan, &runner.stop)?;
+            let result = MemoryConsumer::new("query result").register(&pool);
+            let mut stream = datafusion::physical_plan::execute_stream(plan, runner.task)?;
+            let mut batches = Vec::new();
+            while let Some(batch) = stream.next().await {
+                let batch = batch?;
+                reserve_result(&result, &batch)?;
+                batches.push(batch);
+            }
+            Ok(batches)
+        });
+        finish(AbortOnDrop(handle, stop)).await
+    }
+
+    /// The physical plan [`Self::collect`] would run for `logical`, as
+    /// `EXPLAIN` shows it: the scans it names are bound to the query's
+    /// time, so each says how many of its collection's parts it reads.
+    /// (Subqueries the optimizer could not decorrelate are evaluated, as
+    /// planning needs their values.)
+    pub async fn explain(&self, state: &Arc<SessionState>, logical: LogicalPlan) -> Result<String> {
+        let (runner, _pool) = self.runner(state);
+        let stop = Arc::clone(&runner.stop);
+        let handle = self.handle.spawn(async move {
+            let plan = runner.physical(runner.rewritten(logical)?).await?;
+            Ok(datafusion::physical_plan::displayable(plan.as_ref())
+                .indent(false)
+                .to_string())
+        });
+        finish(AbortOnDrop(handle, stop)).await
+    }
+
+    /// A plan runner with a pool of its own, drawing from the server's.
+    fn runner(&self, state: &Arc<SessionState>) -> (PlanRunner, Arc<dyn MemoryPool>) {
         let pool: Arc<dyn MemoryPool> = Arc::new(QueryPool {
             server: Arc::clone(&self.server_pool),
             limit: self.per_query,
@@ -132,39 +169,24 @@ impl QueryExecutor {
             cache_manager: Arc::clone(&base.cache_manager),
             object_store_registry: Arc::clone(&base.object_store_registry),
         });
-        let task = Arc::new(TaskContext::from(state.as_ref()).with_runtime(env));
-        let stop = Arc::new(AtomicBool::new(false));
-        let state = Arc::clone(state);
-        let flag = Arc::clone(&stop);
-        let handle = self.handle.spawn(async move {
-            let logical = interrupt::sync_scope(Arc::clone(&flag), || {
-                freshet_planner::rewrites::literal_sets::literal_sets(logical)
-            })?;
-            let runner = PlanRunner {
-                state,
-                task,
-                stop: flag,
-            };
-            let plan = runner.physical(logical).await?;
-            let result = MemoryConsumer::new("query result").register(&pool);
-            let mut stream = datafusion::physical_plan::execute_stream(plan, runner.task)?;
-            let mut batches = Vec::new();
-            while let Some(batch) = stream.next().await {
-                let batch = batch?;
-                reserve_result(&result, &batch)?;
-                batches.push(batch);
-            }
-            Ok(batches)
-        });
-        let mut task = AbortOnDrop(handle, stop);
-        match (&mut task.0).await {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => Err(DataFusionError::Internal(format!(
-                "query panicked: {}",
-                crate::error::panic_message(&e.into_panic())
-            ))),
-            Err(e) => Err(DataFusionError::Internal(format!("query task failed: {e}"))),
-        }
+        let runner = PlanRunner {
+            task: Arc::new(TaskContext::from(state.as_ref()).with_runtime(env)),
+            state: Arc::clone(state),
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        (runner, pool)
+    }
+}
+
+/// The outcome of a task on the query runtime, a panic included.
+async fn finish<T>(mut task: AbortOnDrop<Result<T>>) -> Result<T> {
+    match (&mut task.0).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => Err(DataFusionError::Internal(format!(
+            "query panicked: {}",
+            crate::error::panic_message(&e.into_panic())
+        ))),
+        Err(e) => Err(DataFusionError::Internal(format!("query task failed: {e}"))),
     }
 }
 
@@ -176,9 +198,17 @@ struct PlanRunner {
 }
 
 impl PlanRunner {
+    /// `logical` with long literal lists rewritten (see
+    /// [`freshet_planner::rewrites::literal_sets`]).
+    fn rewritten(&self, logical: LogicalPlan) -> Result<LogicalPlan> {
+        interrupt::sync_scope(Arc::clone(&self.stop), || {
+            freshet_planner::rewrites::literal_sets::literal_sets(logical)
+        })
+    }
+
     /// Optimize `logical`, evaluate the correlated subqueries the
     /// optimizer could not decorrelate ([`crate::correlated`]), and plan
-    /// the result physically, every operator watching the stop flag.
+    /// the result physically.
     async fn physical(&self, logical: LogicalPlan) -> Result<Arc<dyn ExecutionPlan>> {
         use crate::correlated::{Which, evaluate};
         let logical = evaluate(self, logical, Which::Recursive).await?;
@@ -189,15 +219,14 @@ impl PlanRunner {
             .state
             .query_planner()
             .create_physical_plan(&optimized, self.state.as_ref());
-        let physical = interrupt::scope(Arc::clone(&self.stop), planning).await?;
-        stoppable(physical, &self.stop)
+        interrupt::scope(Arc::clone(&self.stop), planning).await
     }
 }
 
 impl crate::correlated::RunPlan for PlanRunner {
     fn run(&self, plan: LogicalPlan) -> futures::future::BoxFuture<'_, Result<Vec<RecordBatch>>> {
         Box::pin(async move {
-            let physical = self.physical(plan).await?;
+            let physical = stoppable(self.physical(plan).await?, &self.stop)?;
             datafusion::physical_plan::collect(physical, Arc::clone(&self.task)).await
         })
     }

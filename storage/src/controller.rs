@@ -25,6 +25,7 @@ use crate::holds::{HoldInfo, ReadHold};
 use crate::listen::{Listen, Notify};
 use crate::oracle::{TimestampOracle, wall_clock_ms};
 use crate::part_cache::PartCache;
+use crate::part_stats::PartStats;
 use crate::scan::SnapshotScan;
 use crate::shard::{DurableShard, PartMeta, StagedPart, decode_state, delete_shard, part_prefix};
 use crate::sinces::SinceLog;
@@ -319,6 +320,10 @@ impl Storage {
         let schema = probe.updates.schema();
         let writer = c.state.lock().shard.part_writer();
         let meta = writer.write_staged(&schema, writes)?;
+        // Its bounds now, while its rows are at hand: reads after the
+        // commit can skip it without decoding it first.
+        let stats = PartStats::compute_batches(writes, c.data_schema.fields().len());
+        c.state.lock().stats.insert(meta.key.clone(), stats);
         Ok(StagedPart { id, meta })
     }
 
@@ -326,6 +331,9 @@ impl Storage {
     /// rolled back). Ones left behind are collected at the next start.
     pub fn discard_staged(&self, parts: &[StagedPart]) {
         for p in parts {
+            if let Ok(c) = self.collection(p.id) {
+                c.state.lock().stats.remove(&p.meta.key);
+            }
             if let Err(e) = self.inner.blob.delete(&p.meta.key) {
                 tracing::warn!(key = %p.meta.key, error = %e, "could not delete a staged part");
             }

@@ -55,6 +55,47 @@ impl PartStats {
     }
 }
 
+impl PartStats {
+    /// The stats of the first `data_columns` columns of a part written as
+    /// several batches: what [`Self::compute`] of their concatenation
+    /// gives, without concatenating them.
+    pub(crate) fn compute_batches(batches: &[RecordBatch], data_columns: usize) -> Arc<PartStats> {
+        let columns = (0..data_columns)
+            .map(|c| {
+                let arrays: Vec<&ArrayRef> =
+                    batches.iter().filter_map(|b| b.columns().get(c)).collect();
+                let nulls = arrays.iter().map(|a| a.null_count()).sum();
+                // Each batch's bounds, then the bounds of those; a batch
+                // entirely null bounds nothing, one without bounds (a long
+                // string) leaves the column without.
+                let each: Option<Vec<ColumnBounds>> = arrays
+                    .iter()
+                    .filter(|a| a.null_count() < a.len())
+                    .map(|a| bounds(a.as_ref()))
+                    .collect();
+                let merged = each.filter(|b| !b.is_empty()).and_then(|each| {
+                    let of = |pick: fn(&ColumnBounds) -> &ArrayRef| {
+                        let parts: Vec<&dyn Array> =
+                            each.iter().map(|b| pick(b).as_ref()).collect();
+                        arrow::compute::concat(&parts)
+                            .ok()
+                            .and_then(|a| bounds(a.as_ref()))
+                    };
+                    Some(ColumnBounds {
+                        min: of(|b| &b.min)?.min,
+                        max: of(|b| &b.max)?.max,
+                    })
+                });
+                (merged, nulls)
+            })
+            .collect();
+        Arc::new(PartStats {
+            rows: batches.iter().map(RecordBatch::num_rows).sum(),
+            columns,
+        })
+    }
+}
+
 fn one<A: Array + 'static>(a: A) -> ArrayRef {
     Arc::new(a)
 }
@@ -173,5 +214,49 @@ mod tests {
             "an all-null column has no bounds"
         );
         assert_eq!(stats.columns[4].1, 3);
+    }
+
+    #[test]
+    fn bounds_of_several_batches_are_those_of_their_concatenation() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("f", DataType::Float64, true),
+        ]));
+        let batch = |a: Vec<Option<i64>>, s: Vec<Option<&str>>| {
+            let n = a.len();
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![
+                    Arc::new(Int64Array::from(a)),
+                    Arc::new(StringArray::from(s)),
+                    Arc::new(Float64Array::from(vec![1.0; n])),
+                ],
+            )
+            .expect("batch")
+        };
+        let batches = [
+            batch(vec![Some(5), None], vec![Some("m"), Some("q")]),
+            batch(vec![None, None], vec![Some("b"), None]),
+            batch(vec![Some(-3), Some(9)], vec![Some("z"), Some("c")]),
+        ];
+        let whole = arrow::compute::concat_batches(&schema, &batches).expect("concat");
+        let (apart, together) = (
+            PartStats::compute_batches(&batches, 3),
+            PartStats::compute(&whole, 3),
+        );
+        assert_eq!(apart.rows, together.rows);
+        for (c, (a, t)) in apart.columns.iter().zip(&together.columns).enumerate() {
+            assert_eq!(a.1, t.1, "nulls of column {c}");
+            match (&a.0, &t.0) {
+                (Some(a), Some(t)) => {
+                    assert_eq!(a.min.as_ref(), t.min.as_ref(), "min of column {c}");
+                    assert_eq!(a.max.as_ref(), t.max.as_ref(), "max of column {c}");
+                }
+                (None, None) => {}
+                other => panic!("column {c}: {other:?}"),
+            }
+        }
+        assert!(apart.columns[2].0.is_none(), "floats stay unbounded");
     }
 }

@@ -278,9 +278,11 @@ impl PartScanExec {
 impl DisplayAs for PartScanExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         let kept = self.kept_parts().len();
+        // Named as plans name collections, so EXPLAIN shows its name.
         write!(
             f,
-            "PartScanExec: collection={}, parts={kept}/{}",
+            "PartScanExec: collection={}.{}, parts={kept}/{}",
+            crate::query::resolve::ID_SCHEMA,
             self.collection,
             self.scan.parts()
         )?;

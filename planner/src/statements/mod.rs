@@ -295,8 +295,19 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
             misc::copy(cx, source, *to, target, options, legacy_options)
         }
         S::Explain {
-            analyze, statement, ..
+            analyze,
+            verbose,
+            statement,
+            options,
+            ..
         } => {
+            // `EXPLAIN VERBOSE q` or PostgreSQL's `EXPLAIN (VERBOSE) q`.
+            let verbose = *verbose
+                || options.iter().flatten().any(|o| {
+                    o.name.value.eq_ignore_ascii_case("verbose")
+                        && !matches!(&o.arg, Some(ast::Expr::Value(v))
+                            if matches!(v.value, ast::Value::Boolean(false)))
+                });
             if *analyze {
                 return Err(PlanError::unsupported("EXPLAIN ANALYZE"));
             }
@@ -319,7 +330,12 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
                     )));
                 }
             };
-            Ok(Plan::Explain(ExplainKind::Plan, query))
+            let kind = if verbose {
+                ExplainKind::Physical
+            } else {
+                ExplainKind::Plan
+            };
+            Ok(Plan::Explain(kind, query))
         }
         other => Err(PlanError::unsupported(statement_kind(other))),
     }

@@ -56,6 +56,18 @@ impl Coordinator {
         q: &QueryPlan,
         ts: Timestamp,
     ) -> Result<Vec<RecordBatch>> {
+        self.bind_at(session, q, ts).await?;
+        Ok(self.queries.collect(&session.df, q.logical.clone()).await?)
+    }
+
+    /// Wait until `q`'s inputs are complete at `ts` and bind its reads
+    /// there (holds must already protect them).
+    pub(super) async fn bind_at(
+        &self,
+        session: &Session,
+        q: &QueryPlan,
+        ts: Timestamp,
+    ) -> Result<()> {
         // Tables created in the block have no upper to wait for.
         let created = session.txn.created();
         let inputs = q.inputs.difference(&created).copied().collect();
@@ -65,8 +77,7 @@ impl Coordinator {
                 as_of: ts,
                 reader: self.reader(session),
             })
-            .map_err(AdapterError::Internal)?;
-        Ok(self.queries.collect(&session.df, q.logical.clone()).await?)
+            .map_err(AdapterError::Internal)
     }
 
     /// Run a query for a session, inside its transaction if it has one.

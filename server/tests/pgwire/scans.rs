@@ -168,3 +168,63 @@ async fn a_failing_view_fails_every_scan_of_it() {
         Some("5000")
     );
 }
+
+/// `EXPLAIN VERBOSE` adds the physical plan a read would run now, its scan
+/// bound to the read's time: a key range keeps one of the six parts (six
+/// COPYs of separate id ranges, each larger than the part size and sent in
+/// one message, so each is staged as one part with its bounds; too few to
+/// be compacted) and reads only the columns it uses; plain `EXPLAIN` stays
+/// the logical plan.
+#[tokio::test]
+async fn explain_verbose_shows_the_parts_a_scan_reads() {
+    let s = Server::start_with(&["--copy-part-size", "16KiB"]);
+    let c = s.connect().await;
+    c.batch_execute("CREATE TABLE t (id int NOT NULL, grp int, name text)")
+        .await
+        .unwrap();
+    for batch in 0..6 {
+        let csv: String = (batch * 1000..(batch + 1) * 1000)
+            .map(|id| format!("{id},{},name-{id}\n", id % 10))
+            .collect();
+        assert_eq!(
+            copy(&c, "COPY t FROM STDIN WITH (FORMAT csv)", csv).await,
+            1000
+        );
+    }
+    let explain = |sql: String| {
+        let c = &c;
+        async move {
+            rows(c, &sql)
+                .await
+                .into_iter()
+                .map(|r| r[0].clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+    };
+    let query = "SELECT name FROM t WHERE id BETWEEN 2100 AND 2200";
+    let plain = explain(format!("EXPLAIN {query}")).await;
+    assert!(!plain.contains("Physical plan"), "{plain}");
+    for verbose in ["EXPLAIN VERBOSE", "EXPLAIN (VERBOSE)"] {
+        let plan = explain(format!("{verbose} {query}")).await;
+        let scan = plan
+            .lines()
+            .find(|l| l.contains("PartScanExec"))
+            .unwrap_or_else(|| panic!("no scan in {plan}"));
+        assert!(
+            scan.contains("parts=1/6"),
+            "one part of six is read: {scan}"
+        );
+        assert!(
+            scan.contains("projection=[0, 2]"),
+            "id and name only: {scan}"
+        );
+        assert!(
+            scan.contains("freshet.public.t"),
+            "the table is named: {scan}"
+        );
+    }
+    let off = explain(format!("EXPLAIN (VERBOSE false) {query}")).await;
+    assert!(!off.contains("Physical plan"), "{off}");
+    assert_eq!(rows(&c, query).await.len(), 101);
+}
