@@ -345,14 +345,7 @@ impl KeySet {
                 let detail = first_insert
                     .map(|(w, r)| key_detail(spec, &sources[w], r, "already exists"))
                     .unwrap_or_default();
-                return Err(AdapterError::Data {
-                    code: sqlstate::UNIQUE_VIOLATION,
-                    message: format!(
-                        "duplicate key value violates unique constraint \"{}\"",
-                        spec.constraint
-                    ),
-                    detail: Some(detail),
-                });
+                return Err(duplicate_key(spec, detail));
             }
             match (held, after) {
                 (1, 0) => change.removed.push(key),
@@ -362,9 +355,7 @@ impl KeySet {
         }
         Ok(change)
     }
-}
 
-impl KeySet {
     /// [`KeySet::check`] for writes that only insert, one row each (a
     /// `COPY`, an `INSERT`): every key must be new to the table and to the
     /// commit, which a set of the added keys decides batch by batch, a
@@ -416,14 +407,10 @@ impl KeySet {
                 }
                 let key = Key::from_slice(row.as_ref());
                 if self.keys.contains(&key) || !added.insert(key) {
-                    return Err(AdapterError::Data {
-                        code: sqlstate::UNIQUE_VIOLATION,
-                        message: format!(
-                            "duplicate key value violates unique constraint \"{}\"",
-                            spec.constraint
-                        ),
-                        detail: Some(key_detail(spec, &batch, r, "already exists")),
-                    });
+                    return Err(duplicate_key(
+                        spec,
+                        key_detail(spec, &batch, r, "already exists"),
+                    ));
                 }
             }
             Ok(true)
@@ -490,6 +477,19 @@ fn key_columns(spec: &KeySpec, batch: &RecordBatch, with_diff: bool) -> Result<R
     batch
         .project(&columns)
         .map_err(|e| AdapterError::Internal(format!("key columns: {e}")))
+}
+
+/// 23505 for a key of `spec`'s constraint held twice, as PostgreSQL
+/// words it.
+fn duplicate_key(spec: &KeySpec, detail: String) -> AdapterError {
+    AdapterError::Data {
+        code: sqlstate::UNIQUE_VIOLATION,
+        message: format!(
+            "duplicate key value violates unique constraint \"{}\"",
+            spec.constraint
+        ),
+        detail: Some(detail),
+    }
 }
 
 /// `Key (a, b)=(1, x) already exists.` (or `is duplicated.`), as

@@ -96,12 +96,20 @@ async fn cancel_request_stops_a_query_and_releases_holds() {
         let r = c.simple_query(SLOW).await;
         (r, c)
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        holds_on(&observer, "big").await,
-        1,
-        "the running query holds its input"
-    );
+    // The running query holds its input (once it has started: on a busy
+    // machine that can take a while).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while holds_on(&observer, "big").await != 1 {
+        assert!(
+            !query.is_finished(),
+            "the query ended before it was cancelled"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the running query never held its input"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     token.cancel_query(tokio_postgres::NoTls).await.unwrap();
     let (result, c) = query.await.unwrap();
     assert_eq!(sqlstate(&result.unwrap_err()), "57014");
