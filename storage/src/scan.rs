@@ -272,7 +272,7 @@ impl SnapshotScan {
             if part.positive && part.unit && part.max_time <= self.as_of {
                 return Ok(split(retag(data_columns(&updates)?, &schema)?));
             }
-            let out = self.expand(part, &updates, None)?;
+            let out = expand(&self.visible(part, &updates)?, None)?;
             return Ok(split(retag(out, &schema)?));
         }
         let updates = self.visible(part, &self.load(part, &all)?)?;
@@ -283,7 +283,7 @@ impl SnapshotScan {
             None => None,
         };
         drop(retractions);
-        let out = self.expand(part, &updates, budget)?;
+        let out = expand(&updates, budget)?;
         Ok(split(retag(out.project(columns)?, &schema)?))
     }
 
@@ -316,40 +316,6 @@ impl SnapshotScan {
         Ok((rows, taken))
     }
 
-    /// The data rows of `updates` visible at the read's time, each
-    /// repeated by its multiplicity, less the copies `cancel` counts.
-    fn expand(
-        &self,
-        part: &ScanPart,
-        updates: &RecordBatch,
-        mut cancel: Option<(Rows, RowCounts)>,
-    ) -> Result<RecordBatch> {
-        let updates = self.visible(part, updates)?;
-        let d = diffs(&updates)?.values();
-        let data = data_columns(&updates)?;
-        let mut keep: Vec<u32> = Vec::with_capacity(updates.num_rows());
-        for (row, diff) in d.iter().enumerate() {
-            if *diff <= 0 {
-                continue;
-            }
-            let mut copies = *diff as i128;
-            if let Some((rows, budget)) = cancel.as_mut()
-                && let Some(left) = budget.get_mut(rows.row(row).as_ref())
-            {
-                let n = (*left).min(copies);
-                *left -= n;
-                copies -= n;
-            }
-            for _ in 0..copies {
-                keep.push(row as u32);
-            }
-        }
-        if keep.len() == data.num_rows() && d.iter().all(|x| *x == 1) {
-            return Ok(data);
-        }
-        take_batch(&data, &UInt32Array::from(keep))
-    }
-
     /// After every part was read: fail if retractions were left that no
     /// row cancelled (the collection's history retracts more copies of a
     /// row than it ever inserted).
@@ -376,6 +342,35 @@ impl SnapshotScan {
         self.check_complete()?;
         Ok(out)
     }
+}
+
+/// The data rows of `updates` (those visible at a read's time), each
+/// repeated by its multiplicity, less the copies `cancel` counts (rows in
+/// Arrow's row format, indexed as `updates`).
+fn expand(updates: &RecordBatch, mut cancel: Option<(Rows, RowCounts)>) -> Result<RecordBatch> {
+    let d = diffs(updates)?.values();
+    let data = data_columns(updates)?;
+    let mut keep: Vec<u32> = Vec::with_capacity(updates.num_rows());
+    for (row, diff) in d.iter().enumerate() {
+        if *diff <= 0 {
+            continue;
+        }
+        let mut copies = *diff as i128;
+        if let Some((rows, budget)) = cancel.as_mut()
+            && let Some(left) = budget.get_mut(rows.row(row).as_ref())
+        {
+            let n = (*left).min(copies);
+            *left -= n;
+            copies -= n;
+        }
+        for _ in 0..copies {
+            keep.push(row as u32);
+        }
+    }
+    if keep.len() == data.num_rows() && d.iter().all(|x| *x == 1) {
+        return Ok(data);
+    }
+    take_batch(&data, &UInt32Array::from(keep))
 }
 
 fn row_converter(schema: &SchemaRef) -> Result<RowConverter> {
