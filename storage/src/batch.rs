@@ -17,7 +17,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::ipc::convert::fb_to_schema;
 use arrow::ipc::reader::{FileDecoder, FileReader, StreamReader, read_footer_length};
 use arrow::ipc::writer::{FileWriter, StreamWriter};
-use arrow::ipc::{Block, MetadataVersion, root_as_footer};
+use arrow::ipc::{Block, Footer, MetadataVersion, root_as_footer};
 use freshet_repr::{DIFF_COLUMN, TIME_COLUMN, Timestamp};
 
 use crate::error::{Result, StorageError};
@@ -109,17 +109,62 @@ pub(crate) fn retag(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatc
     )?)
 }
 
-/// Encode batches as an Arrow IPC file (the on-disk format of shard parts).
-pub(crate) fn encode_file(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+/// Encode batches as an Arrow IPC file (the on-disk format of shard
+/// parts), with `metadata` in its footer.
+pub(crate) fn encode_file(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    metadata: &[(&str, String)],
+) -> Result<Vec<u8>> {
     let mut buf = Vec::new();
     {
         let mut w = FileWriter::try_new(&mut buf, schema)?;
+        for (key, value) in metadata {
+            w.write_metadata(*key, value.clone());
+        }
         for b in batches {
             w.write(b)?;
         }
         w.finish()?;
     }
     Ok(buf)
+}
+
+/// How many bytes at the end of an Arrow IPC file hold its footer (with
+/// its length and the closing magic), from the file's last 10 bytes.
+pub(crate) fn footer_span(end: &[u8]) -> Result<usize> {
+    let trailer: [u8; 10] = end
+        .len()
+        .checked_sub(10)
+        .and_then(|start| end.get(start..))
+        .and_then(|t| t.try_into().ok())
+        .ok_or_else(|| corrupt_file("too short"))?;
+    read_footer_length(trailer)?
+        .checked_add(10)
+        .ok_or_else(|| corrupt_file("bad footer length"))
+}
+
+/// The footer of an Arrow IPC file, from (at least) its last
+/// [`footer_span`] bytes.
+fn footer(end: &[u8]) -> Result<Footer<'_>> {
+    let span = footer_span(end)?;
+    let start = end
+        .len()
+        .checked_sub(span)
+        .ok_or_else(|| corrupt_file("footer longer than the file"))?;
+    root_as_footer(&end[start..end.len() - 10]).map_err(corrupt_file)
+}
+
+/// The value under `key` in the footer metadata of an Arrow IPC file,
+/// from (at least) its last [`footer_span`] bytes: what a reader learns of
+/// a part without reading its batches.
+pub(crate) fn footer_value(end: &[u8], key: &str) -> Result<Option<String>> {
+    let footer = footer(end)?;
+    Ok(footer.custom_metadata().and_then(|kvs| {
+        kvs.iter()
+            .find(|kv| kv.key() == Some(key))
+            .and_then(|kv| kv.value().map(str::to_string))
+    }))
 }
 
 /// Decode an Arrow IPC file.
@@ -147,17 +192,7 @@ fn corrupt_file(what: impl fmt::Display) -> StorageError {
 impl IpcFile {
     /// Parse the file's footer (its schema and where its batches are).
     pub fn open(bytes: Buffer) -> Result<Self> {
-        let len = bytes.len();
-        let trailer: [u8; 10] = len
-            .checked_sub(10)
-            .and_then(|start| bytes.get(start..))
-            .and_then(|t| t.try_into().ok())
-            .ok_or_else(|| corrupt_file("too short"))?;
-        let footer_len = read_footer_length(trailer)?;
-        let footer_start = (len - 10)
-            .checked_sub(footer_len)
-            .ok_or_else(|| corrupt_file("footer longer than the file"))?;
-        let footer = root_as_footer(&bytes[footer_start..len - 10]).map_err(corrupt_file)?;
+        let footer = footer(&bytes)?;
         let schema = Arc::new(fb_to_schema(
             footer.schema().ok_or_else(|| corrupt_file("no schema"))?,
         ));
@@ -293,7 +328,12 @@ mod tests {
             ],
         )
         .expect("batch");
-        let bytes = encode_file(&schema, &[batch.slice(0, 2), batch.slice(2, 1)]).expect("encode");
+        let bytes = encode_file(
+            &schema,
+            &[batch.slice(0, 2), batch.slice(2, 1)],
+            &[("note", "kept".into())],
+        )
+        .expect("encode");
         (batch, bytes)
     }
 
@@ -301,7 +341,7 @@ mod tests {
     fn columns_read_alone_equal_the_whole_file_and_own_their_buffers() {
         let (batch, bytes) = file();
         let len = bytes.len();
-        let file = IpcFile::open(Buffer::from_vec(bytes)).expect("open");
+        let file = IpcFile::open(Buffer::from(bytes.as_slice())).expect("open");
         let (columns, rows) = file.read_columns(&[1]).expect("read");
         assert_eq!(rows, 3);
         assert_eq!(columns.len(), 1);
@@ -309,6 +349,17 @@ mod tests {
         // Two batches made one array, in buffers sized to it, not views
         // of the file's bytes.
         assert!(columns[0].get_array_memory_size() < len);
+        // The footer's metadata, from the whole file and from its end.
+        let span = footer_span(&bytes[len - 10..]).expect("span");
+        assert!(span < len);
+        for end in [&bytes[..], &bytes[len - span..]] {
+            assert_eq!(
+                footer_value(end, "note").expect("footer"),
+                Some("kept".to_string())
+            );
+            assert_eq!(footer_value(end, "other").expect("footer"), None);
+        }
+        assert!(footer_value(&bytes[len - span + 1..], "note").is_err());
     }
 
     #[test]

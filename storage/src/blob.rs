@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::error::{Result, StorageError};
@@ -20,6 +21,10 @@ pub type Bytes = arrow::buffer::Buffer;
 pub trait Blob: Send + Sync + std::fmt::Debug {
     /// The blob stored under `key`, if any.
     fn get(&self, key: &str) -> Result<Option<Bytes>>;
+    /// The last `len` bytes of the blob under `key` (all of it when it is
+    /// shorter), if any: how a part file's footer is read without its
+    /// batches.
+    fn get_tail(&self, key: &str, len: usize) -> Result<Option<Bytes>>;
     /// Durably store `value` under `key`; once this returns, `get` sees it
     /// after any crash.
     fn set(&self, key: &str, value: &[u8]) -> Result<()>;
@@ -91,6 +96,19 @@ impl Blob for FileBlob {
         }
     }
 
+    fn get_tail(&self, key: &str, len: usize) -> Result<Option<Bytes>> {
+        let file = match fs::File::open(self.path(key)?) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let size = file.metadata()?.len();
+        let take = size.min(u64::try_from(len).unwrap_or(u64::MAX));
+        let mut buf = vec![0; usize::try_from(take).unwrap_or(len)];
+        file.read_exact_at(&mut buf, size - take)?;
+        Ok(Some(Bytes::from_vec(buf)))
+    }
+
     fn set(&self, key: &str, value: &[u8]) -> Result<()> {
         let path = self.path(key)?;
         let dir = path
@@ -155,6 +173,9 @@ mod tests {
         blob.set("a/c", b"world").unwrap();
         blob.set("z", b"!").unwrap();
         assert_eq!(&*blob.get("a/b").unwrap().unwrap(), b"hello");
+        assert_eq!(&*blob.get_tail("a/b", 3).unwrap().unwrap(), b"llo");
+        assert_eq!(&*blob.get_tail("a/b", 99).unwrap().unwrap(), b"hello");
+        assert!(blob.get_tail("a/x", 3).unwrap().is_none());
         assert_eq!(blob.list_keys("a/").unwrap(), vec!["a/b", "a/c"]);
         blob.delete("a/b").unwrap();
         blob.delete("a/b").unwrap();

@@ -320,6 +320,7 @@ impl Collection {
         let writer = state.shard.part_writer();
         let lease = self.leases.acquire(writer.clone());
         drop(state);
+        self.stored_stats(&writer, &mut parts);
         Ok(SnapshotScan::new(
             Arc::clone(self),
             as_of,
@@ -339,11 +340,46 @@ impl Collection {
             .any(|p| p.key == key)
     }
 
+    /// Fill in the bounds of stored parts not known since this process
+    /// started from their files' footers (under the scan's lease, without
+    /// the lock), and keep them. A part without stored bounds (written
+    /// before they were stored) or whose footer cannot be read is left
+    /// unbounded: it is read, and the read computes them.
+    fn stored_stats(&self, writer: &PartWriter, parts: &mut [ScanPart]) {
+        let data = &self.data_schema.fields()[..];
+        let mut found = Vec::new();
+        for part in parts.iter_mut().filter(|p| p.stats.is_none()) {
+            let PartSource::Stored(meta) = &part.source else {
+                continue;
+            };
+            match writer.stored_stats(meta, data) {
+                Ok(Some(stats)) => {
+                    part.stats = Some(Arc::clone(&stats));
+                    found.push((meta.key.clone(), stats));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::debug!(id = %self.id, part = %meta.key, error = %e,
+                        "no stored bounds; the part is read whole");
+                }
+            }
+        }
+        if found.is_empty() {
+            return;
+        }
+        let mut state = self.state.lock();
+        for (key, stats) in found {
+            if Self::is_live(&state, &key) {
+                state.stats.insert(key, stats);
+            }
+        }
+    }
+
     /// Data columns `columns` of a part's updates, with its time and diff
     /// columns: from the cache, or decoded from its file and (while the
-    /// part is still the collection's) cached. The first read of a part
-    /// since the process started decodes every column once, to note its
-    /// column bounds.
+    /// part is still the collection's) cached. A part whose bounds are
+    /// not known (written before parts stored them) has every column
+    /// decoded on its first read, to note them.
     pub(crate) fn load_part(
         &self,
         meta: &PartMeta,
@@ -489,10 +525,9 @@ impl Collection {
             Frontier::at(new_upper),
         ) {
             Ok(written) => {
-                if let Some((meta, batch)) = written {
-                    let stats = PartStats::compute(&batch, self.data_schema.fields().len());
-                    state.stats.insert(meta.key.clone(), stats);
-                    self.cache.insert_batch(&meta.key, &batch);
+                if let Some(part) = written {
+                    state.stats.insert(part.meta.key.clone(), part.stats);
+                    self.cache.insert_batch(&part.meta.key, &part.batch);
                 }
                 state.pending_bytes = 0;
                 Ok(())
@@ -526,11 +561,10 @@ impl Collection {
             expected,
             new_upper.clone(),
         )?;
-        if let Some((meta, batch)) = written {
-            let stats = PartStats::compute(&batch, self.data_schema.fields().len());
-            state.stats.insert(meta.key.clone(), stats);
-            self.cache.insert_batch(&meta.key, &batch);
-            let batch = batch.as_ref().clone();
+        if let Some(part) = written {
+            state.stats.insert(part.meta.key.clone(), part.stats);
+            self.cache.insert_batch(&part.meta.key, &part.batch);
+            let batch = part.batch.as_ref().clone();
             state
                 .listeners
                 .retain(|l| l.send(ListenEvent::Updates(batch.clone())));
@@ -655,32 +689,27 @@ impl Collection {
             0 => rows.max(1),
             bytes => (rows * MERGED_PART_BYTES / bytes).max(1),
         };
-        let mut written: Vec<(PartMeta, Arc<RecordBatch>)> = Vec::new();
+        let mut written: Vec<(PartMeta, Arc<RecordBatch>, Arc<PartStats>)> = Vec::new();
         for offset in (0..rows).step_by(chunk_rows) {
             let chunk = merged.slice(offset, chunk_rows.min(rows - offset));
             let max_time = times(&chunk)?.values().iter().copied().max().unwrap_or(0);
             match writer.write(&self.updates_schema, &chunk, max_time, consolidated) {
-                Ok(meta) => written.push((meta, Arc::new(chunk))),
+                Ok((meta, stats)) => written.push((meta, Arc::new(chunk), stats)),
                 Err(e) => {
                     writer.delete(
                         &written
                             .iter()
-                            .map(|(m, _)| m.key.clone())
+                            .map(|(m, _, _)| m.key.clone())
                             .collect::<Vec<_>>(),
                     );
                     return Err(e);
                 }
             }
         }
-        // Bounds of the merged parts, computed before taking the lock.
-        let stats: Vec<_> = written
-            .iter()
-            .map(|(_, batch)| PartStats::compute(batch, self.data_schema.fields().len()))
-            .collect();
         let mut state = self.state.lock();
         state.shard.compact(
             &keys,
-            written.iter().map(|(m, _)| m.clone()).collect(),
+            written.iter().map(|(m, _, _)| m.clone()).collect(),
             Frontier::at(since),
         )?;
         for k in &keys {
@@ -688,7 +717,7 @@ impl Collection {
             state.stats.remove(k);
         }
         let chunks = written.len();
-        for ((meta, batch), stats) in written.into_iter().zip(stats) {
+        for (meta, batch, stats) in written {
             state.stats.insert(meta.key.clone(), stats);
             // Chunks of a larger merge share its buffers, which the cache
             // would count once per chunk: they are read from their files

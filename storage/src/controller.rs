@@ -25,7 +25,6 @@ use crate::holds::{HoldInfo, ReadHold};
 use crate::listen::{Listen, Notify};
 use crate::oracle::{TimestampOracle, wall_clock_ms};
 use crate::part_cache::PartCache;
-use crate::part_stats::PartStats;
 use crate::scan::SnapshotScan;
 use crate::shard::{DurableShard, PartMeta, StagedPart, decode_state, delete_shard, part_prefix};
 use crate::sinces::SinceLog;
@@ -319,10 +318,9 @@ impl Storage {
         self.inner.validate(&probe)?;
         let schema = probe.updates.schema();
         let writer = c.state.lock().shard.part_writer();
-        let meta = writer.write_staged(&schema, writes)?;
-        // Its bounds now, while its rows are at hand: reads after the
-        // commit can skip it without decoding it first.
-        let stats = PartStats::compute_batches(writes, c.data_schema.fields().len());
+        // Its bounds come with it, while its rows are at hand: reads after
+        // the commit can skip it without decoding it first.
+        let (meta, stats) = writer.write_staged(&schema, writes)?;
         c.state.lock().stats.insert(meta.key.clone(), stats);
         Ok(StagedPart { id, meta })
     }

@@ -2,19 +2,30 @@
 //! a part, so a scan whose filter no value in those bounds can pass skips
 //! the part without reading it.
 //!
-//! Bounds are kept in memory, computed whenever a part is decoded (the
-//! first read after a restart reads every part it cannot rule out), not
-//! stored in the shard's state: that state is rewritten on every flush, and
-//! a stable encoding of every Arrow type's values is more than a cache of
-//! bounds is worth.
+//! Bounds are computed when a part is written and stored in its file's
+//! footer (as an Arrow IPC stream of the bounds themselves, so every Arrow
+//! type keeps its exact values), not in the shard's state, which is
+//! rewritten on every commit. A read after a restart takes them from the
+//! footers of the parts it scans (a read of the file's last bytes) and
+//! keeps them in memory; a part written before bounds were stored gets
+//! them when it is first decoded whole.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
     Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeStringArray, PrimitiveArray,
-    RecordBatch, StringArray, downcast_primitive_array,
+    RecordBatch, StringArray, downcast_primitive_array, new_null_array,
 };
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Field, Schema};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+
+use crate::batch::{decode_stream, encode_stream};
+
+/// The key of a part file's footer metadata under which its bounds are
+/// stored.
+pub(crate) const FOOTER_KEY: &str = "freshet.part_stats";
 
 /// Strings longer than this are not kept as bounds (a column of long
 /// texts is rarely filtered by range, and each bound is held per part).
@@ -93,6 +104,73 @@ impl PartStats {
             rows: batches.iter().map(RecordBatch::num_rows).sum(),
             columns,
         })
+    }
+}
+
+impl PartStats {
+    /// These stats as a part file's footer value: an Arrow IPC stream of
+    /// one batch with a column per data column of `data` (row 0 its least
+    /// value, row 1 its greatest, both null when unbounded), the null
+    /// counts and row count in the batch's schema metadata, in base64
+    /// (footer metadata is text). `None` when they cannot be encoded (the
+    /// part is then read whole once to compute them).
+    pub(crate) fn to_footer(&self, data: &[Arc<Field>]) -> Option<String> {
+        if data.len() != self.columns.len() {
+            return None;
+        }
+        let mut fields = Vec::with_capacity(data.len());
+        let mut arrays = Vec::with_capacity(data.len());
+        for (field, (bounds, _)) in data.iter().zip(&self.columns) {
+            let pair = match bounds {
+                Some(b) => arrow::compute::concat(&[b.min.as_ref(), b.max.as_ref()]).ok()?,
+                None => new_null_array(field.data_type(), 2),
+            };
+            if pair.data_type() != field.data_type() {
+                return None;
+            }
+            fields.push(Field::new(field.name(), field.data_type().clone(), true));
+            arrays.push(pair);
+        }
+        let nulls: Vec<String> = self.columns.iter().map(|(_, n)| n.to_string()).collect();
+        let metadata = HashMap::from([
+            ("rows".to_string(), self.rows.to_string()),
+            ("nulls".to_string(), nulls.join(",")),
+        ]);
+        let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
+        let batch = RecordBatch::try_new(schema, arrays).ok()?;
+        Some(BASE64.encode(encode_stream(&batch).ok()?))
+    }
+
+    /// Stats read back from a footer value written by [`Self::to_footer`]
+    /// for a part whose data columns are `data`; `None` when the value does
+    /// not describe those columns (bounds are then computed on a read).
+    pub(crate) fn from_footer(value: &str, data: &[Arc<Field>]) -> Option<Arc<PartStats>> {
+        let bytes = BASE64.decode(value).ok()?;
+        let batch = decode_stream(&bytes).ok()?.into_iter().next()?;
+        let schema = batch.schema();
+        let rows = schema.metadata().get("rows")?.parse().ok()?;
+        let nulls: Vec<usize> = schema
+            .metadata()
+            .get("nulls")?
+            .split(',')
+            .filter(|n| !n.is_empty())
+            .map(|n| n.parse().ok())
+            .collect::<Option<_>>()?;
+        if batch.num_rows() != 2 || batch.num_columns() != data.len() || nulls.len() != data.len() {
+            return None;
+        }
+        let mut columns = Vec::with_capacity(data.len());
+        for ((field, pair), nulls) in data.iter().zip(batch.columns()).zip(nulls) {
+            if pair.data_type() != field.data_type() {
+                return None;
+            }
+            let bounds = (pair.null_count() == 0).then(|| ColumnBounds {
+                min: pair.slice(0, 1),
+                max: pair.slice(1, 1),
+            });
+            columns.push((bounds, nulls));
+        }
+        Some(Arc::new(PartStats { rows, columns }))
     }
 }
 
@@ -258,5 +336,60 @@ mod tests {
             }
         }
         assert!(apart.columns[2].0.is_none(), "floats stay unbounded");
+    }
+
+    #[test]
+    fn stats_survive_their_footer_encoding_for_every_kind_of_column() {
+        use arrow::array::{Decimal128Array, TimestampMicrosecondArray};
+        let fields: Vec<Arc<Field>> = vec![
+            Arc::new(Field::new("a", DataType::Int64, true)),
+            Arc::new(Field::new("s", DataType::Utf8, true)),
+            Arc::new(Field::new("d", DataType::Decimal128(15, 2), true)),
+            Arc::new(Field::new(
+                "t",
+                DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into())),
+                true,
+            )),
+            Arc::new(Field::new("f", DataType::Float64, true)),
+            Arc::new(Field::new("n", DataType::Int64, true)),
+        ];
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(fields.clone())),
+            vec![
+                Arc::new(Int64Array::from(vec![Some(5), None, Some(-3)])),
+                Arc::new(StringArray::from(vec![Some("pear"), Some("apple"), None])),
+                Arc::new(
+                    Decimal128Array::from(vec![1050, -20, 7])
+                        .with_precision_and_scale(15, 2)
+                        .unwrap(),
+                ),
+                Arc::new(TimestampMicrosecondArray::from(vec![3, 1, 2]).with_timezone("UTC")),
+                Arc::new(Float64Array::from(vec![1.0, 2.0, 0.5])),
+                Arc::new(Int64Array::from(vec![None::<i64>, None, None])),
+            ],
+        )
+        .unwrap();
+        let stats = PartStats::compute(&batch, fields.len());
+        let value = stats.to_footer(&fields).expect("encodable");
+        let back = PartStats::from_footer(&value, &fields).expect("decodable");
+        assert_eq!(back.rows, stats.rows);
+        for (c, (a, b)) in stats.columns.iter().zip(&back.columns).enumerate() {
+            assert_eq!(a.1, b.1, "nulls of column {c}");
+            match (&a.0, &b.0) {
+                (Some(a), Some(b)) => {
+                    assert_eq!(a.min.as_ref(), b.min.as_ref(), "min of column {c}");
+                    assert_eq!(a.max.as_ref(), b.max.as_ref(), "max of column {c}");
+                }
+                (None, None) => {}
+                other => panic!("column {c}: {other:?}"),
+            }
+        }
+        // Bounds written for other columns (a changed type, a missing
+        // column) are not taken.
+        let mut other = fields.clone();
+        other[0] = Arc::new(Field::new("a", DataType::Int32, true));
+        assert!(PartStats::from_footer(&value, &other).is_none());
+        assert!(PartStats::from_footer(&value, &fields[..5]).is_none());
+        assert!(PartStats::from_footer("not base64!", &fields).is_none());
     }
 }

@@ -3,16 +3,23 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, Int64Array, RecordBatch, UInt64Array};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{FieldRef, SchemaRef};
 use freshet_repr::Frontier;
 use freshet_repr::{GlobalId, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::batch::{IpcFile, decode_file, diffs, encode_file, stamp, times, total_bytes};
+use crate::batch::{
+    IpcFile, decode_file, diffs, encode_file, footer_span, footer_value, stamp, times, total_bytes,
+};
 use crate::blob::{Blob, Bytes};
 use crate::consensus::{CasResult, SeqNo, VersionedData};
 use crate::epoch::{CLAIM_ATTEMPTS, Fence};
 use crate::error::{Result, StorageError};
+use crate::part_stats::{FOOTER_KEY, PartStats};
+
+/// How many bytes at a part file's end are read first to find its footer
+/// (most footers fit; a larger one takes a second read).
+const FOOTER_GUESS: usize = 16 << 10;
 
 /// How many state versions accumulate before old ones are truncated.
 const TRUNCATE_EVERY: u64 = 32;
@@ -248,7 +255,7 @@ impl DurableShard {
         staged: &[PartMeta],
         expected: &Frontier,
         new_upper: Frontier,
-    ) -> Result<Option<(PartMeta, Arc<RecordBatch>)>> {
+    ) -> Result<Option<WrittenPart>> {
         if &self.state.upper != expected {
             return Err(StorageError::UpperMismatch {
                 id: self.id,
@@ -302,15 +309,19 @@ impl DurableShard {
         let written = match max_time {
             Some(max_time) => {
                 let batch = arrow::compute::concat_batches(schema, updates)?;
-                let meta = self.part_writer().write(schema, &batch, max_time, false)?;
+                let (meta, stats) = self.part_writer().write(schema, &batch, max_time, false)?;
                 next.parts.push(meta.clone());
-                Some((meta, Arc::new(batch)))
+                Some(WrittenPart {
+                    meta,
+                    batch: Arc::new(batch),
+                    stats,
+                })
             }
             None => None,
         };
         if let Err(e) = self.commit(next) {
-            if let Some((meta, _)) = &written {
-                let _ = self.blob.delete(&meta.key);
+            if let Some(part) = &written {
+                let _ = self.blob.delete(&part.meta.key);
             }
             return Err(e);
         }
@@ -359,6 +370,14 @@ impl DurableShard {
     pub fn load_part(&self, meta: &PartMeta) -> Result<Vec<RecordBatch>> {
         self.part_writer().read(meta)
     }
+}
+
+/// A part an append wrote: what the shard records of it, its updates (for
+/// the cache and listeners) and its column bounds.
+pub(crate) struct WrittenPart {
+    pub meta: PartMeta,
+    pub batch: Arc<RecordBatch>,
+    pub stats: Arc<PartStats>,
 }
 
 /// Writes a shard's part files (see [`DurableShard::part_writer`]).
@@ -472,11 +491,16 @@ impl PartWriter {
     }
 
     /// Write table writes (data and diff) as a part whose time the commit
-    /// that names it will set (see [`StagedPart`]).
-    pub fn write_staged(&self, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<PartMeta> {
-        let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
-        let data = encode_file(schema, batches)?;
-        self.blob.set(&key, &data).map_err(|e| self.fenced_or(e))?;
+    /// that names it will set (see [`StagedPart`]), with its column bounds
+    /// (stored in its footer too).
+    pub fn write_staged(
+        &self,
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+    ) -> Result<(PartMeta, Arc<PartStats>)> {
+        let data = &schema.fields()[..schema.fields().len().saturating_sub(1)];
+        let stats = PartStats::compute_batches(batches, data.len());
+        let key = self.write_file(schema, batches, data, &stats)?;
         // A staged part holds table writes: its diff is the last column.
         let (positive, unit_diffs) = diff_signs(batches.iter().map(|b| {
             b.columns()
@@ -484,7 +508,7 @@ impl PartWriter {
                 .and_then(|c| c.as_any().downcast_ref::<Int64Array>())
                 .map(|d| d.values().as_ref())
         }));
-        Ok(PartMeta {
+        let meta = PartMeta {
             key,
             rows: batches.iter().map(|b| b.num_rows()).sum(),
             bytes: total_bytes(batches),
@@ -493,23 +517,24 @@ impl PartWriter {
             unit_diffs,
             positive,
             time: None,
-        })
+        };
+        Ok((meta, stats))
     }
 
     /// Write `batch` (updates) as a new part file, returning what a commit
-    /// records of it.
+    /// records of it and its column bounds (stored in its footer too).
     pub fn write(
         &self,
         schema: &SchemaRef,
         batch: &RecordBatch,
         max_time: Timestamp,
         consolidated: bool,
-    ) -> Result<PartMeta> {
+    ) -> Result<(PartMeta, Arc<PartStats>)> {
         let (positive, unit_diffs) = diff_signs([Some(diffs(batch)?.values().as_ref())]);
-        let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
-        let data = encode_file(schema, std::slice::from_ref(batch))?;
-        self.blob.set(&key, &data).map_err(|e| self.fenced_or(e))?;
-        Ok(PartMeta {
+        let data = &schema.fields()[..schema.fields().len().saturating_sub(2)];
+        let stats = PartStats::compute(batch, data.len());
+        let key = self.write_file(schema, std::slice::from_ref(batch), data, &stats)?;
+        let meta = PartMeta {
             key,
             rows: batch.num_rows(),
             bytes: total_bytes(std::slice::from_ref(batch)),
@@ -518,7 +543,56 @@ impl PartWriter {
             unit_diffs,
             positive,
             time: None,
-        })
+        };
+        Ok((meta, stats))
+    }
+
+    /// Write a new part file of `batches` whose data columns are `data`,
+    /// with `stats` in its footer; returns its key.
+    fn write_file(
+        &self,
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+        data: &[FieldRef],
+        stats: &PartStats,
+    ) -> Result<String> {
+        let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
+        let footer: Vec<(&str, String)> = stats
+            .to_footer(data)
+            .map(|value| (FOOTER_KEY, value))
+            .into_iter()
+            .collect();
+        let bytes = encode_file(schema, batches, &footer)?;
+        self.blob.set(&key, &bytes).map_err(|e| self.fenced_or(e))?;
+        Ok(key)
+    }
+
+    /// The column bounds stored in a part file's footer, for a collection
+    /// whose data columns are `data`, read without its batches. `None` for
+    /// a part written before bounds were stored.
+    pub fn stored_stats(
+        &self,
+        meta: &PartMeta,
+        data: &[FieldRef],
+    ) -> Result<Option<Arc<PartStats>>> {
+        let missing = || {
+            self.fenced_or(StorageError::Corruption(format!(
+                "part {} of {} is missing",
+                meta.key, self.id
+            )))
+        };
+        let tail = |len| {
+            self.blob
+                .get_tail(&meta.key, len)
+                .map_err(|e| self.fenced_or(e))?
+                .ok_or_else(missing)
+        };
+        let mut end = tail(FOOTER_GUESS)?;
+        let span = footer_span(&end)?;
+        if span > end.len() {
+            end = tail(span)?;
+        }
+        Ok(footer_value(&end, FOOTER_KEY)?.and_then(|v| PartStats::from_footer(&v, data)))
     }
 }
 

@@ -681,6 +681,92 @@ fn decoded_parts_stay_within_the_cache_budget_and_reads_load_the_rest() {
     assert!(s.part_cache_bytes() <= cfg.part_cache_bytes);
 }
 
+/// Column bounds are stored with each part (flushed writes, a staged
+/// `COPY` part, a compaction's output), so after a restart a scan knows
+/// every part's bounds without decoding any of them, and a filter can
+/// skip parts on its first read.
+#[test]
+fn part_bounds_survive_a_restart_without_reading_the_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = fast_config(dir.path());
+    cfg.max_parts = 1_000;
+    {
+        let s = open(dir.path(), cfg.clone());
+        for p in 0..3 {
+            let ids: Vec<i64> = (p * 100..(p + 1) * 100).collect();
+            s.commit_blocking(vec![insert(A, &ids, "x")]).unwrap();
+            s.flush_blocking().unwrap();
+        }
+        let ids: Vec<i64> = (1_000..1_050).collect();
+        let staged = s
+            .stage(
+                A,
+                &[freshet_storage::write_batch(&rows(&ids, "s"), 1).unwrap()],
+            )
+            .unwrap();
+        let mut w = insert(A, &[5_000], "x");
+        w.staged = vec![staged];
+        s.commit_blocking(vec![w]).unwrap();
+        s.flush_blocking().unwrap();
+    }
+    let s = open(dir.path(), cfg.clone());
+    let scan = s.scan(A, s.read_ts()).unwrap();
+    assert!(scan.len() >= 4, "parts: {}", scan.len());
+    let mut ranges: Vec<(i64, i64)> = (0..scan.len())
+        .map(|i| {
+            let stats = scan.part_stats(i).expect("bounds read from the footer");
+            let b = stats.columns[0].0.clone().expect("an id column has bounds");
+            let v = |a: &dyn Array| a.as_any().downcast_ref::<Int64Array>().unwrap().value(0);
+            (v(b.min.as_ref()), v(b.max.as_ref()))
+        })
+        .collect();
+    ranges.sort();
+    assert_eq!(
+        ranges,
+        vec![
+            (0, 99),
+            (100, 199),
+            (200, 299),
+            (1_000, 1_049),
+            (5_000, 5_000)
+        ]
+    );
+    assert_eq!(s.part_cache_bytes(), 0, "no part was decoded to know them");
+    let mut kept = scan;
+    kept.retain(|i| i == 0);
+    let read: Vec<_> = (0..kept.len())
+        .flat_map(|i| kept.read(i, None).unwrap())
+        .collect();
+    assert_eq!(read.iter().map(|b| b.num_rows()).sum::<usize>(), 100);
+    drop(kept);
+
+    // A compaction's merged part carries bounds too.
+    drop(s);
+    cfg.max_parts = 1;
+    {
+        let s = open(dir.path(), cfg.clone());
+        for _ in 0..200 {
+            if s.collections()
+                .into_iter()
+                .find(|c| c.id == A)
+                .unwrap()
+                .parts
+                == 1
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let s = open(dir.path(), cfg);
+    let scan = s.scan(A, s.read_ts()).unwrap();
+    assert_eq!(scan.len(), 1, "merged");
+    let b = scan.part_stats(0).unwrap().columns[0].0.clone().unwrap();
+    let v = |a: &dyn Array| a.as_any().downcast_ref::<Int64Array>().unwrap().value(0);
+    assert_eq!((v(b.min.as_ref()), v(b.max.as_ref())), (0, 5_000));
+    assert_eq!(s.part_cache_bytes(), 0);
+}
+
 /// A scan reads part by part: retractions in one part cancel rows of
 /// another (and in unflushed writes), bounds let a filter drop parts
 /// without reading them, the row count is known without reading when
