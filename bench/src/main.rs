@@ -191,6 +191,16 @@ struct Args {
     /// queries (from `--tpch-sql`) on both and compare their results.
     #[arg(long, value_name = "DIR")]
     tpch_queries: Option<PathBuf>,
+    /// `--tpch-queries`: timed Freshet runs of each query after a warm-up.
+    #[arg(long, default_value_t = 3)]
+    tpch_runs: usize,
+    /// `--tpch-queries`: whether PostgreSQL runs each query once untimed
+    /// first (`false` at SF10, where its slow queries take minutes).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    tpch_pg_warmup: bool,
+    /// `--tpch-queries`: seconds before PostgreSQL gives up on a query.
+    #[arg(long, default_value_t = 60)]
+    tpch_pg_timeout: u64,
     /// Where the 22 TPC-H queries are (`q1.sql` ... `q22.sql`).
     #[arg(long, value_name = "DIR", default_value = "../shared/bench/tpch")]
     tpch_sql: PathBuf,
@@ -337,6 +347,11 @@ async fn bench(args: &Args) -> Result<()> {
             args.pg_bindir.as_deref(),
             dir,
             &args.tpch_sql,
+            tpch_queries::Options {
+                runs: args.tpch_runs,
+                pg_warmup: args.tpch_pg_warmup,
+                pg_timeout: Duration::from_secs(args.tpch_pg_timeout),
+            },
         )
         .await?;
         let env =

@@ -159,7 +159,7 @@ pub(crate) fn proc_kib(pid: u32, field: &str) -> Option<u64> {
         .ok()
 }
 
-fn dir_bytes(dir: &Path) -> u64 {
+pub(crate) fn dir_bytes(dir: &Path) -> u64 {
     let mut total = 0;
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {

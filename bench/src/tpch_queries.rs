@@ -19,10 +19,21 @@ use tokio_postgres::{Client, SimpleQueryMessage};
 use crate::error::{Context, Result};
 use crate::freshet::FreshetServer;
 use crate::postgres::PgServer;
-use crate::tpch_load::{TABLES, copy_file, create_sql, csv, proc_kib};
+use crate::tpch_load::{TABLES, copy_file, create_sql, csv, dir_bytes, proc_kib};
 
-/// PostgreSQL gives up on a query after this long.
-const PG_TIMEOUT: Duration = Duration::from_secs(60);
+/// How the queries are timed (`freshet-bench` defaults: 3 runs, a
+/// PostgreSQL warm-up, 60 s); at SF10 fewer runs and
+/// a longer PostgreSQL timeout keep the run within the hour.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Timed Freshet runs of each query after one warm-up (the median is
+    /// reported).
+    pub runs: usize,
+    /// Whether PostgreSQL runs each query once before the timed run.
+    pub pg_warmup: bool,
+    /// PostgreSQL gives up on a query after this long.
+    pub pg_timeout: Duration,
+}
 
 /// Scan probes: what a table scan reads for a key filter, a filter on
 /// another column, a limit and a count.
@@ -62,6 +73,15 @@ pub struct QueryRun {
 #[derive(Debug)]
 pub struct TpchQueries {
     dir: PathBuf,
+    options: Options,
+    /// Seconds to load Freshet (tables with primary keys, every COPY),
+    /// its peak RSS while loading and its data directory after (KiB,
+    /// bytes).
+    freshet_load: f64,
+    freshet_load_peak: Option<u64>,
+    freshet_disk: u64,
+    /// Seconds to load PostgreSQL (COPY, then primary keys, then ANALYZE).
+    pg_load: f64,
     probes: Vec<QueryRun>,
     queries: Vec<QueryRun>,
     /// Freshet's RSS after the restart (KiB), its peak during the queries,
@@ -147,10 +167,12 @@ pub async fn run(
     pg_bindir: Option<&Path>,
     dir: &Path,
     sql_dir: &Path,
+    options: Options,
 ) -> Result<TpchQueries> {
     let sql = queries(sql_dir)?;
     eprintln!("tpch queries: loading Freshet");
     let mut server = FreshetServer::start(bin, workers).await?;
+    let start = Instant::now();
     {
         let client = server.connect().await?;
         for stmt in create_sql(true) {
@@ -160,9 +182,14 @@ pub async fn run(
             copy_file(&client, t, &csv(dir, t)).await?;
         }
     }
+    let freshet_load = start.elapsed().as_secs_f64();
+    let freshet_load_peak = proc_kib(server.pid(), "VmHWM:");
+    let freshet_disk = dir_bytes(&server.data_dir());
+    eprintln!("tpch queries: Freshet loaded in {freshet_load:.1} s");
     server.kill_and_restart().await?;
     eprintln!("tpch queries: loading PostgreSQL");
     let pg = PgServer::start_with(pg_bindir, &[])?;
+    let start = Instant::now();
     let pg_client = pg.connect().await?;
     for stmt in create_sql(false) {
         pg_client.batch_execute(&stmt).await.context(stmt.clone())?;
@@ -175,10 +202,12 @@ pub async fn run(
     pg_client
         .batch_execute(&format!(
             "ANALYZE; SET statement_timeout = {}",
-            PG_TIMEOUT.as_millis()
+            options.pg_timeout.as_millis()
         ))
         .await
         .context("ANALYZE")?;
+    let pg_load = start.elapsed().as_secs_f64();
+    eprintln!("tpch queries: PostgreSQL loaded in {pg_load:.1} s");
 
     let client = server.connect().await?;
     let pid = server.pid();
@@ -186,17 +215,22 @@ pub async fn run(
     let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
     let mut probes = Vec::new();
     for (name, q) in PROBES {
-        probes.push(compare(&client, &pg_client, name, q).await);
+        probes.push(compare(&client, &pg_client, name, q, &options).await);
     }
     let mut runs = Vec::new();
     for (name, q) in &sql {
-        runs.push(compare(&client, &pg_client, name, q).await);
+        runs.push(compare(&client, &pg_client, name, q, &options).await);
     }
     let rss_peak = proc_kib(pid, "VmHWM:");
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss_after = proc_kib(pid, "VmRSS:");
     Ok(TpchQueries {
         dir: dir.to_path_buf(),
+        options,
+        freshet_load,
+        freshet_load_peak,
+        freshet_disk,
+        pg_load,
         probes,
         queries: runs,
         rss_before,
@@ -206,11 +240,17 @@ pub async fn run(
 }
 
 /// Time `q` on both systems and compare the results.
-async fn compare(freshet: &Client, pg: &Client, name: &str, q: &str) -> QueryRun {
+async fn compare(
+    freshet: &Client,
+    pg: &Client,
+    name: &str,
+    q: &str,
+    options: &Options,
+) -> QueryRun {
     let mut note = String::new();
     let mut times = Vec::new();
     let mut result = None;
-    for i in 0..4 {
+    for i in 0..=options.runs.max(1) {
         let start = Instant::now();
         match rows_of(freshet, q).await {
             Ok(rows) => {
@@ -228,11 +268,12 @@ async fn compare(freshet: &Client, pg: &Client, name: &str, q: &str) -> QueryRun
         }
     }
     let freshet_secs = (!times.is_empty()).then(|| median(times));
-    // Warm up, then time one run (a query that fails or times out is not
-    // run again).
+    // Warm up (unless told not to), then time one run (a query that fails
+    // or times out is not run again).
     let mut pg_result = None;
     let mut pg_secs = None;
-    for i in 0..2 {
+    let first = usize::from(!options.pg_warmup);
+    for i in first..2 {
         let start = Instant::now();
         match rows_of(pg, q).await {
             Ok(rows) => {
@@ -305,9 +346,26 @@ fn table(out: &mut String, runs: &[QueryRun]) {
 pub fn render(run: &TpchQueries) -> String {
     let mib = |k: Option<u64>| k.map_or("-".into(), |k| format!("{:.0} MiB", k as f64 / 1024.0));
     let mut out = format!(
-        "## TPC-H ad hoc queries ({}; Freshet restarted after its load)\n\n### Scan probes\n\n",
+        "## TPC-H ad hoc queries ({}; Freshet restarted after its load)\n\n",
         run.dir.display()
     );
+    out.push_str(&format!(
+        "Freshet: median of {} runs after a warm-up. PostgreSQL: one run{}, {} s timeout.\n\n",
+        run.options.runs.max(1),
+        if run.options.pg_warmup {
+            " after a warm-up"
+        } else {
+            ", no warm-up"
+        },
+        run.options.pg_timeout.as_secs(),
+    ));
+    out.push_str(&format!(
+        "Load with primary keys: Freshet {:.1} s (peak RSS {}, data directory {:.2} GB), PostgreSQL {:.1} s (COPY, primary keys, ANALYZE).\n\n### Scan probes\n\n",
+        run.freshet_load,
+        mib(run.freshet_load_peak),
+        run.freshet_disk as f64 / 1e9,
+        run.pg_load,
+    ));
     table(&mut out, &run.probes);
     out.push_str("\n### The 22 queries\n\n");
     table(&mut out, &run.queries);

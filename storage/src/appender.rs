@@ -10,10 +10,10 @@
 //! and one commit for every span of times that arrived meanwhile, per
 //! collection (group commit, as table writes have).
 //!
-//! An append is visible (the collection's upper moves, listeners hear of
-//! it) only once durable, exactly as when written in place; the caller
-//! learns the outcome from its `done` callback, called in the order the
-//! appends were queued.
+//! An append is made visible (the collection's upper moves, readers and
+//! listeners see it) when it is queued, by `Collection::publish`; this
+//! thread makes it durable, and the caller learns that from its `done`
+//! callback, called in the order the appends were queued.
 
 use std::sync::mpsc::{Receiver, Sender};
 

@@ -2,7 +2,7 @@
 //! table writes not yet flushed from the transaction log, listeners and
 //! read holds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -83,6 +83,10 @@ pub(crate) struct CollectionState {
     pub permission: Option<Timestamp>,
     /// Column bounds of the parts decoded since this process started.
     pub stats: HashMap<String, Arc<PartStats>>,
+    /// Materialized only: appends made visible before they are durable
+    /// (see [`Collection::publish`]), oldest first: how many batches each
+    /// added to the end of `pending`, and the upper it moved to.
+    pub published: VecDeque<(usize, Frontier)>,
 }
 
 /// One registered collection.
@@ -158,6 +162,7 @@ impl Collection {
                 policy: ReadPolicy::default(),
                 permission: None,
                 stats: HashMap::new(),
+                published: VecDeque::new(),
             }),
             cache: Arc::clone(shared.cache),
             leases: Arc::default(),
@@ -167,11 +172,16 @@ impl Collection {
         }
     }
 
-    /// The collection's upper: for tables, the transaction log's.
+    /// The collection's upper: for tables, the transaction log's; for a
+    /// materialized collection, the latest published append's, else the
+    /// shard's.
     pub(crate) fn upper_locked(&self, state: &CollectionState) -> Frontier {
         match self.kind {
             CollectionKind::Table => Frontier::at(self.txn_upper.load(Ordering::SeqCst)),
-            CollectionKind::Materialized => state.shard.upper().clone(),
+            CollectionKind::Materialized => match state.published.back() {
+                Some((_, upper)) => upper.clone(),
+                None => state.shard.upper().clone(),
+            },
         }
     }
 
@@ -540,12 +550,87 @@ impl Collection {
         }
     }
 
+    /// Materialized only: make an append visible now — readers at times
+    /// before `new_upper` see `updates`, listeners hear of them, the upper
+    /// moves — ahead of its durable write ([`Self::compare_and_append`]
+    /// with `published`), which the caller queues next.
+    ///
+    /// Safe for a derived collection because its writer is
+    /// self-correcting: its contents at every time are a function of its
+    /// inputs, which are durable, so what a crash loses here is written
+    /// again, the same, when its dataflow resumes from the durable upper
+    /// (which read holds on its inputs follow). A materialized view's
+    /// output thus reaches readers without waiting for a part file and a
+    /// consensus commit, as an index's arrangement already does.
+    pub(crate) fn publish(
+        &self,
+        updates: &[RecordBatch],
+        expected: &Frontier,
+        new_upper: &Frontier,
+    ) -> Result<()> {
+        if self.kind == CollectionKind::Table {
+            return Err(StorageError::InvalidUsage(format!(
+                "{} is a table; write it through the transaction log",
+                self.id
+            )));
+        }
+        let mut state = self.state.lock();
+        let upper = self.upper_locked(&state);
+        if &upper != expected {
+            return Err(StorageError::UpperMismatch {
+                id: self.id,
+                expected: expected.clone(),
+                actual: upper,
+            });
+        }
+        if expected > new_upper {
+            return Err(StorageError::InvalidUsage(format!(
+                "upper of {} may not regress from {expected:?} to {new_upper:?}",
+                self.id
+            )));
+        }
+        let mut batches = Vec::with_capacity(updates.len());
+        for b in updates.iter().filter(|b| b.num_rows() > 0) {
+            if let Some(t) = times(b)?
+                .values()
+                .iter()
+                .find(|t| !expected.less_equal(t) || new_upper.less_equal(t))
+            {
+                return Err(StorageError::InvalidUsage(format!(
+                    "update at {t} outside [{expected:?}, {new_upper:?}) for {}",
+                    self.id
+                )));
+            }
+            batches.push(retag(b.clone(), &self.updates_schema)?);
+        }
+        for b in &batches {
+            state
+                .listeners
+                .retain(|l| l.send(ListenEvent::Updates(b.clone())));
+        }
+        state
+            .listeners
+            .retain(|l| l.send(ListenEvent::Progress(new_upper.clone())));
+        state
+            .published
+            .push_back((batches.len(), new_upper.clone()));
+        state.pending.extend(batches);
+        self.upper_watch
+            .send_replace(new_upper.as_option().copied().unwrap_or(Timestamp::MAX));
+        Ok(())
+    }
+
     /// Materialized only: durably append updates and advance the upper.
+    /// With `published`, the append was made visible by [`Self::publish`]
+    /// (and any before it that this one's write joined): their batches
+    /// leave memory for the part now holding them, and readers and
+    /// listeners, who saw them then, hear nothing new.
     pub(crate) fn compare_and_append(
         &self,
         updates: &[RecordBatch],
         expected: &Frontier,
         new_upper: Frontier,
+        published: bool,
     ) -> Result<()> {
         if self.kind == CollectionKind::Table {
             return Err(StorageError::InvalidUsage(format!(
@@ -561,9 +646,26 @@ impl Collection {
             expected,
             new_upper.clone(),
         )?;
-        if let Some(part) = written {
-            state.stats.insert(part.meta.key.clone(), part.stats);
+        if let Some(part) = &written {
+            state
+                .stats
+                .insert(part.meta.key.clone(), Arc::clone(&part.stats));
             self.cache.insert_batch(&part.meta.key, &part.batch);
+        }
+        if published {
+            while state
+                .published
+                .front()
+                .is_some_and(|(_, upper)| *upper <= new_upper)
+            {
+                if let Some((batches, _)) = state.published.pop_front() {
+                    let batches = batches.min(state.pending.len());
+                    state.pending.drain(..batches);
+                }
+            }
+            return Ok(());
+        }
+        if let Some(part) = written {
             let batch = part.batch.as_ref().clone();
             state
                 .listeners

@@ -280,7 +280,7 @@ impl Storage {
                     appender::run(queued, |id, updates, expected, new_upper| {
                         inner
                             .collection(id)?
-                            .compare_and_append(updates, expected, new_upper)
+                            .compare_and_append(updates, expected, new_upper, true)
                             .inspect_err(|e| inner.note_error(e))
                     })
                 })?
@@ -618,14 +618,22 @@ impl Storage {
         new_upper: Frontier,
     ) -> Result<()> {
         self.collection(id)?
-            .compare_and_append(updates, expected, new_upper)
+            .compare_and_append(updates, expected, new_upper, false)
             .inspect_err(|e| self.inner.note_error(e))
     }
 
-    /// [`compare_and_append`](Storage::compare_and_append) on storage's
-    /// appender thread (see [`crate::appender`]): the caller goes on at
-    /// once, appends that continue one another are written together, and
-    /// `done` hears each one's outcome, in queued order, once durable.
+    /// Append to a derived collection (a materialized view's output):
+    /// visible at once — its upper moves, reads and listeners see the
+    /// updates — and made durable as
+    /// [`compare_and_append`](Storage::compare_and_append) does on
+    /// storage's appender thread (see [`crate::appender`]): appends that
+    /// continue one another are written together, and `done` hears each
+    /// one's outcome, in queued order, once durable. Fails at once, with
+    /// nothing visible, if `expected` is not the collection's upper.
+    ///
+    /// Visible before durable is safe for a derived collection: what a
+    /// crash loses is computed again, the same, from durable inputs (see
+    /// `Collection::publish`); its writer's read holds follow `done`.
     pub fn append_in_background(
         &self,
         id: GlobalId,
@@ -636,6 +644,10 @@ impl Storage {
     ) -> Result<()> {
         let appends = self.appends.lock();
         let queue = appends.as_ref().ok_or(StorageError::ShutDown)?;
+        // Published under the queue's lock: appends reach the queue in
+        // the order they became visible.
+        self.collection(id)?
+            .publish(&updates, &expected, &new_upper)?;
         queue
             .send(AppendCommand::Append {
                 id,
@@ -647,9 +659,9 @@ impl Storage {
             .map_err(|_| StorageError::ShutDown)
     }
 
-    /// Wait until every background append queued so far is done, so that
-    /// a collection's upper says what its writer last asked for (a view's
-    /// output restarting in this process reads it).
+    /// Wait until every background append queued so far is durable (or
+    /// failed), so that a collection's shard holds what its writer last
+    /// asked for (a view's output restarting in this process reads it).
     pub fn flush_appends(&self) -> Result<()> {
         let (answer, done) = mpsc::channel();
         {

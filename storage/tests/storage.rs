@@ -442,6 +442,8 @@ fn taking_over_a_shard_that_is_being_appended_to_succeeds() {
     }
 }
 
+/// A view's appends are visible (upper, reads) as soon as they are
+/// queued, land durably in order, and survive restart and compaction.
 #[test]
 fn background_appends_land_in_order_and_survive_restart_and_compaction() {
     let dir = tempfile::tempdir().unwrap();
@@ -464,22 +466,40 @@ fn background_appends_land_in_order_and_survive_restart_and_compaction() {
         // Small appends and a large one, each continuing the one before;
         // queued faster than written, so several are written as one.
         for t in 0..30u64 {
-            let ids: Vec<i64> = if t == 17 {
+            let added: Vec<i64> = if t == 17 {
                 (1_000..21_000).collect()
             } else {
                 vec![t as i64]
             };
-            expect.extend(&ids);
+            expect.extend(&added);
             let done_tx = done_tx.clone();
             s.append_in_background(
                 mv,
-                vec![view_updates(&ids, t)],
+                vec![view_updates(&added, t)],
                 Frontier::at(t),
                 Frontier::at(t + 1),
                 Box::new(move |r| done_tx.send((t, r.is_ok())).unwrap()),
             )
             .unwrap();
+            // Visible as soon as it is queued, durable or not yet.
+            assert_eq!(s.frontiers(mv).unwrap().1, Frontier::at(t + 1));
+            let mut seen = expect.clone();
+            seen.sort();
+            assert_eq!(ids(&s.snapshot(mv, t).unwrap()), seen, "at {t}");
         }
+        // An append that does not continue the upper is refused at once,
+        // and nothing of it is visible.
+        assert!(matches!(
+            s.append_in_background(
+                mv,
+                vec![view_updates(&[-1], 40)],
+                Frontier::at(40),
+                Frontier::at(41),
+                Box::new(|_| {}),
+            ),
+            Err(StorageError::UpperMismatch { .. })
+        ));
+        assert_eq!(s.frontiers(mv).unwrap().1, Frontier::at(30));
         s.flush_appends().unwrap();
         let outcomes: Vec<(u64, bool)> = done.try_iter().collect();
         assert_eq!(outcomes, (0..30).map(|t| (t, true)).collect::<Vec<_>>());

@@ -10,10 +10,13 @@
 //! [`crate::output`]), and subtracted and restated like them.
 //!
 //! Every update goes to worker 0, which hands each completed span of
-//! times to storage's appender thread (`Storage::append_in_background`,
-//! one part and commit for the spans queued meanwhile) and goes on
-//! computing; once an append is durable, its callback advances the
-//! dataflow's upper, which lets the inputs' read holds follow it.
+//! times to storage (`Storage::append_in_background`): readers and
+//! subscribers of the view see it at once, and storage's appender thread
+//! makes it durable (one part and commit for the spans queued meanwhile)
+//! while the worker goes on computing. Once an append is durable, its
+//! callback advances the dataflow's upper, which lets the inputs' read
+//! holds follow it: a crash loses only output that the restarted dataflow
+//! computes again from inputs still held.
 
 use std::sync::Arc;
 use std::time::Instant;
