@@ -44,8 +44,9 @@ pub struct Config {
     #[arg(long, env = "FRESHET_QUERY_MEMORY_LIMIT", default_value = "2GiB", value_parser = crate::query_exec::parse_size)]
     pub query_memory_limit: usize,
     /// Rows a `COPY FROM STDIN` holds in memory before writing them to a
-    /// part file of the table (staged until the COPY commits): a load of
-    /// any size holds about this much per running COPY.
+    /// part file of the table (staged until the COPY commits, written while
+    /// the next part is made): a load of any size holds about twice this
+    /// much per running COPY.
     #[arg(long, env = "FRESHET_COPY_PART_SIZE", default_value = "64MiB", value_parser = crate::query_exec::parse_size)]
     pub copy_part_size: usize,
     /// Memory for table and view parts kept decoded after a read, over

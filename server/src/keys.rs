@@ -162,13 +162,26 @@ impl KeySets {
         }
         let mut changes = Vec::with_capacity(specs.len());
         for (spec, guard) in specs.iter().zip(guards.iter_mut()) {
-            if guard.is_none() {
-                **guard = Some(KeySet::load(storage, spec, false)?);
+            let checked = match &mut **guard {
+                Some(set) => set.check(storage, spec, &writes),
+                None => KeySet::load(storage, spec, false).and_then(|mut set| {
+                    let change = set.check(storage, spec, &writes);
+                    **guard = Some(set);
+                    change
+                }),
+            };
+            match checked {
+                Ok(change) => changes.push(change),
+                Err(e) => {
+                    // Keys the keys checked before this one reserved.
+                    for (guard, change) in guards.iter_mut().zip(&changes) {
+                        if let Some(set) = guard.as_mut() {
+                            set.unreserve(change);
+                        }
+                    }
+                    return Err(e);
+                }
             }
-            let set = guard
-                .as_ref()
-                .ok_or_else(|| AdapterError::Internal("key set not loaded".into()))?;
-            changes.push(set.check(storage, spec, &writes)?);
         }
         // Reserve the added keys and let other commits check while this one
         // is in the group commit. A key this commit removes stays held until
@@ -184,13 +197,12 @@ impl KeySets {
         for (set, change) in sets.iter().zip(changes) {
             let mut guard = set.lock().await;
             if let Some(set) = guard.as_mut() {
-                let released = if result.is_ok() {
-                    change.removed
+                if result.is_ok() {
+                    for key in &change.removed {
+                        set.keys.remove(key);
+                    }
                 } else {
-                    change.added
-                };
-                for key in released {
-                    set.keys.remove(&key);
+                    set.unreserve(&change);
                 }
             }
         }
@@ -216,9 +228,29 @@ struct NetChange {
 }
 
 /// The keys a commit removes from and adds to one table.
+#[derive(Default)]
 struct KeyChange {
     removed: Vec<Key>,
+    /// Keys to reserve once every key of the commit is checked.
     added: Vec<Key>,
+    /// Keys the check already reserved (the insert-only check adds them
+    /// as it goes), as it encoded them: taken out again if the commit
+    /// fails or another of its keys does not pass.
+    reserved: Vec<arrow::row::Rows>,
+}
+
+impl KeySet {
+    /// Take the keys `change` reserved out of the set again.
+    fn unreserve(&mut self, change: &KeyChange) {
+        for key in &change.added {
+            self.keys.remove(key);
+        }
+        for rows in &change.reserved {
+            for row in rows.iter() {
+                self.keys.remove(row.as_ref());
+            }
+        }
+    }
 }
 
 impl KeySet {
@@ -290,7 +322,12 @@ impl KeySet {
     /// The change `writes` make to this table's keys, or 23505 if a key
     /// would be held twice. Parts a write staged are read back (only
     /// their key columns are kept).
-    fn check(&self, storage: &Storage, spec: &KeySpec, writes: &[TableWrite]) -> Result<KeyChange> {
+    fn check(
+        &mut self,
+        storage: &Storage,
+        spec: &KeySpec,
+        writes: &[TableWrite],
+    ) -> Result<KeyChange> {
         if let Some(change) = self.check_inserts(storage, spec, writes)? {
             return Ok(change);
         }
@@ -298,9 +335,7 @@ impl KeySet {
         for write in writes.iter().filter(|w| w.id == spec.id) {
             sources.push(key_columns(spec, &write.updates, true)?);
             for part in &write.staged {
-                for batch in storage.read_staged(part)? {
-                    sources.push(key_columns(spec, &batch, true)?);
-                }
+                sources.push(storage.read_staged_columns(part, &spec.columns)?);
             }
         }
         // Net multiplicity change per key, with where its first insertion
@@ -327,10 +362,7 @@ impl KeySet {
                 }
             }
         }
-        let mut change = KeyChange {
-            removed: Vec::new(),
-            added: Vec::new(),
-        };
+        let mut change = KeyChange::default();
         for (
             key,
             NetChange {
@@ -358,12 +390,14 @@ impl KeySet {
 
     /// [`KeySet::check`] for writes that only insert, one row each (a
     /// `COPY`, an `INSERT`): every key must be new to the table and to the
-    /// commit, which a set of the added keys decides batch by batch, a
-    /// staged part at a time, without the net change per key the general
-    /// check counts (for a load of millions of rows, most of the memory it
-    /// took). `None` when a write also deletes or repeats a row.
+    /// commit, so each is added to the set as it is checked (one hash
+    /// insertion per key, no set of the commit's keys beside it: for a
+    /// load of millions of rows that was most of the time and memory the
+    /// check took), and a staged part is read back by its key columns
+    /// alone. On a duplicate the keys added so far are taken out again.
+    /// `None` when a write also deletes or repeats a row.
     fn check_inserts(
-        &self,
+        &mut self,
         storage: &Storage,
         spec: &KeySpec,
         writes: &[TableWrite],
@@ -385,9 +419,8 @@ impl KeySet {
                 return Ok(None);
             }
         }
-        let mut added: HashSet<Key, KeyHasher> = HashSet::default();
-        let mut visit = |batch: &RecordBatch| -> Result<bool> {
-            let batch = key_columns(spec, batch, true)?;
+        let mut change = KeyChange::default();
+        let mut visit = |set: &mut KeySet, batch: RecordBatch| -> Result<bool> {
             let diffs = batch
                 .column(batch.num_columns() - 1)
                 .as_any()
@@ -399,40 +432,46 @@ impl KeySet {
             if spec.slot == 0 {
                 null_key_check(spec, &batch, diffs)?;
             }
-            let rows = self.convert(&batch)?;
-            added.reserve(rows.num_rows());
+            let rows = set.convert(&batch)?;
+            set.keys.reserve(rows.num_rows());
             for (r, row) in rows.iter().enumerate() {
-                if exempt(spec, &batch, r) {
-                    continue;
-                }
-                let key = Key::from_slice(row.as_ref());
-                if self.keys.contains(&key) || !added.insert(key) {
+                if !exempt(spec, &batch, r) && !set.keys.insert(Key::from_slice(row.as_ref())) {
+                    // This batch's keys before the duplicate were added.
+                    for row in rows.iter().take(r) {
+                        set.keys.remove(row.as_ref());
+                    }
                     return Err(duplicate_key(
                         spec,
                         key_detail(spec, &batch, r, "already exists"),
                     ));
                 }
             }
+            change.reserved.push(rows);
             Ok(true)
         };
-        for write in &ours {
-            if !visit(&write.updates)? {
-                return Ok(None);
+        let mut outcome = Ok(true);
+        'writes: for write in &ours {
+            outcome = key_columns(spec, &write.updates, true).and_then(|b| visit(self, b));
+            if !matches!(outcome, Ok(true)) {
+                break;
             }
-        }
-        for write in &ours {
             for part in &write.staged {
-                for batch in storage.read_staged(part)? {
-                    if !visit(&batch)? {
-                        return Ok(None);
-                    }
+                outcome = storage
+                    .read_staged_columns(part, &spec.columns)
+                    .map_err(AdapterError::from)
+                    .and_then(|b| visit(self, b));
+                if !matches!(outcome, Ok(true)) {
+                    break 'writes;
                 }
             }
         }
-        Ok(Some(KeyChange {
-            removed: Vec::new(),
-            added: added.into_iter().collect(),
-        }))
+        match outcome {
+            Ok(true) => Ok(Some(change)),
+            other => {
+                self.unreserve(&change);
+                other.map(|_| None)
+            }
+        }
     }
 }
 

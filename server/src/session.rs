@@ -230,6 +230,9 @@ pub struct PendingCopy {
     pub staged: Vec<freshet_storage::StagedPart>,
     /// Where they are (set with the first).
     pub storage: Option<std::sync::Arc<freshet_storage::Storage>>,
+    /// The part being written while the next one's rows are made (at most
+    /// one at a time).
+    pub staging: Option<StagingPart>,
     /// Rows made so far (for the command tag).
     pub rows: usize,
     /// Lines of data consumed so far (for error messages).
@@ -252,6 +255,7 @@ impl PendingCopy {
             batch_bytes: 0,
             staged: Vec::new(),
             storage: None,
+            staging: None,
             rows: 0,
             lines: 0,
             ended: false,
@@ -260,8 +264,30 @@ impl PendingCopy {
     }
 }
 
+/// A staged part being written on a blocking thread.
+pub type StagingPart =
+    tokio::task::JoinHandle<freshet_storage::Result<freshet_storage::StagedPart>>;
+
+impl PendingCopy {
+    /// Delete the part being written once it is written (the COPY failed
+    /// or went away meanwhile).
+    pub fn abandon_staging(&mut self) {
+        let (Some(staging), Some(storage)) = (self.staging.take(), self.storage.clone()) else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Ok(Ok(part)) = staging.await {
+                    storage.discard_staged(&[part]);
+                }
+            });
+        }
+    }
+}
+
 impl Drop for PendingCopy {
     fn drop(&mut self) {
+        self.abandon_staging();
         if let Some(storage) = &self.storage
             && !self.staged.is_empty()
         {

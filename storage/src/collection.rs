@@ -97,6 +97,11 @@ pub struct Collection {
     pub(crate) data_schema: SchemaRef,
     pub(crate) updates_schema: SchemaRef,
     pub(crate) state: Mutex<CollectionState>,
+    /// Held by whatever commits to the shard (appends, compaction), taken
+    /// before `state`: a view's append writes its part and commit holding
+    /// only this, so readers and the view's next (published) append do not
+    /// wait for its files.
+    pub(crate) shard_writes: Mutex<()>,
     /// Decoded parts, shared with every collection (see [`PartCache`]).
     cache: Arc<PartCache>,
     /// Scans running: part files they read outlive a compaction until
@@ -164,6 +169,7 @@ impl Collection {
                 stats: HashMap::new(),
                 published: VecDeque::new(),
             }),
+            shard_writes: Mutex::new(()),
             cache: Arc::clone(shared.cache),
             leases: Arc::default(),
             txn_upper: Arc::clone(shared.txn_upper),
@@ -517,6 +523,7 @@ impl Collection {
 
     /// Table only: move pending updates into the shard, advancing its upper.
     pub(crate) fn flush_pending(&self, new_upper: Timestamp) -> Result<()> {
+        let _writes = self.shard_writes.lock();
         let mut state = self.state.lock();
         let expected = state.shard.upper().clone();
         if !expected.less_than(&new_upper)
@@ -638,6 +645,41 @@ impl Collection {
                 self.id
             )));
         }
+        let _writes = self.shard_writes.lock();
+        if published {
+            // Planned under the lock, written without it (see
+            // `shard_writes`), taken in under it again.
+            let plan =
+                self.state
+                    .lock()
+                    .shard
+                    .plan_append(updates, &[], expected, new_upper.clone())?;
+            let written = match plan {
+                Some(plan) => Some(plan.write(&self.updates_schema, updates)?),
+                None => None,
+            };
+            let mut state = self.state.lock();
+            if let Some((part, committed)) = written {
+                state.shard.install(committed);
+                if let Some(part) = part {
+                    state.stats.insert(part.meta.key.clone(), part.stats);
+                    self.cache.insert_batch(&part.meta.key, &part.batch);
+                }
+            }
+            // The published appends this one made durable leave memory:
+            // the part now holds them.
+            while state
+                .published
+                .front()
+                .is_some_and(|(_, upper)| *upper <= new_upper)
+            {
+                if let Some((batches, _)) = state.published.pop_front() {
+                    let batches = batches.min(state.pending.len());
+                    state.pending.drain(..batches);
+                }
+            }
+            return Ok(());
+        }
         let mut state = self.state.lock();
         let written = state.shard.compare_and_append(
             &self.updates_schema,
@@ -651,19 +693,6 @@ impl Collection {
                 .stats
                 .insert(part.meta.key.clone(), Arc::clone(&part.stats));
             self.cache.insert_batch(&part.meta.key, &part.batch);
-        }
-        if published {
-            while state
-                .published
-                .front()
-                .is_some_and(|(_, upper)| *upper <= new_upper)
-            {
-                if let Some((batches, _)) = state.published.pop_front() {
-                    let batches = batches.min(state.pending.len());
-                    state.pending.drain(..batches);
-                }
-            }
-            return Ok(());
         }
         if let Some(part) = written {
             let batch = part.batch.as_ref().clone();
@@ -808,6 +837,7 @@ impl Collection {
                 }
             }
         }
+        let _writes = self.shard_writes.lock();
         let mut state = self.state.lock();
         state.shard.compact(
             &keys,

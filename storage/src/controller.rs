@@ -169,6 +169,9 @@ struct Inner {
     /// updates, and staged parts the commits added.
     recovered: Mutex<HashMap<GlobalId, Recovered>>,
     booted: AtomicBool,
+    /// When this process opened storage: part files modified since are
+    /// its own (appends and merges being written), never orphans.
+    opened_at: std::time::SystemTime,
     /// Set once a newer process fenced this one.
     fenced: watch::Sender<bool>,
     shutting_down: AtomicBool,
@@ -252,6 +255,7 @@ impl Storage {
             txn_watch: watch::Sender::new(start + 1),
             recovered: Mutex::new(recovered),
             booted: AtomicBool::new(false),
+            opened_at: std::time::SystemTime::now(),
             fenced: watch::Sender::new(false),
             shutting_down: AtomicBool::new(false),
             sinces: Mutex::new(sinces),
@@ -338,12 +342,25 @@ impl Storage {
         }
     }
 
-    /// A staged part's table writes (data columns and diff), read back
-    /// (key checks read what a `COPY` staged). Blocking file I/O.
-    pub fn read_staged(&self, part: &StagedPart) -> Result<Vec<RecordBatch>> {
+    /// Data columns `columns` of a staged part's table writes, then its
+    /// diff column, decoding only those (key checks read a `COPY`'s
+    /// staged keys back). Blocking file I/O.
+    pub fn read_staged_columns(&self, part: &StagedPart, columns: &[usize]) -> Result<RecordBatch> {
         let c = self.collection(part.id)?;
         let writer = c.state.lock().shard.part_writer();
-        writer.read(&part.meta)
+        let data = c.data_schema.fields().len();
+        // In the updates schema: the data columns, then time, then diff.
+        let mut want = columns.to_vec();
+        want.push(data + 1);
+        let (arrays, rows) = writer.read_columns(&part.meta, data, &want)?;
+        let mut projection = columns.to_vec();
+        projection.push(data);
+        let schema = crate::batch::write_schema(&c.data_schema).project(&projection)?;
+        Ok(RecordBatch::try_new_with_options(
+            Arc::new(schema),
+            arrays,
+            &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
     }
 
     /// Bytes of decoded parts the cache holds now (at most
@@ -423,7 +440,8 @@ impl Storage {
 
     /// After boot registered every collection: flush replayed log records
     /// into shards, delete the replayed segments, and collect shards and
-    /// parts that no registered collection owns (left by a crash).
+    /// parts that no registered collection owns (left by a crash: files
+    /// older than this process).
     pub fn finish_boot(&self) -> Result<()> {
         self.inner.booted.store(true, Ordering::SeqCst);
         self.inner.recovered.lock().clear();
@@ -445,12 +463,24 @@ impl Storage {
             }
         }
         for (id, c) in &live {
+            // No append is between writing its part and naming it while
+            // this is held.
+            let _writes = c.shard_writes.lock();
             let referenced: Vec<String> = {
                 let state = c.state.lock();
                 state.shard.parts().iter().map(|p| p.key.clone()).collect()
             };
             for key in self.inner.blob.list_keys(&part_prefix(*id))? {
-                if !referenced.contains(&key) {
+                // Nor is a merge, which writes its parts before it takes
+                // that lock to name them: a file written since this process
+                // opened storage is its own (less a margin for the coarse
+                // clock file times are stamped with).
+                let ours = self
+                    .inner
+                    .blob
+                    .modified(&key)?
+                    .is_none_or(|m| m + OWN_FILE_MARGIN >= self.inner.opened_at);
+                if !ours && !referenced.contains(&key) {
                     tracing::info!(%key, "deleting orphaned part");
                     self.inner.blob.delete(&key)?;
                 }
@@ -931,6 +961,11 @@ impl Inner {
             .sum()
     }
 }
+
+/// File times come from a coarse clock that may lag the one `opened_at`
+/// reads by a few milliseconds: boot leaves files this much older than
+/// it alone (a crash's orphans are older still, or collected next time).
+const OWN_FILE_MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Errors are delivered to every writer of a failed group.
 fn clone_error(e: &StorageError) -> StorageError {

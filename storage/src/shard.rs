@@ -192,54 +192,19 @@ impl DurableShard {
         if self.try_commit(next)? {
             Ok(())
         } else {
-            Err(StorageError::Corruption(format!(
-                "shard {} changed under epoch {}",
-                self.id,
-                self.fence.epoch()
-            )))
+            Err(changed_under(self.id, &self.fence))
         }
     }
 
     /// Commit `next` if the shard is still at this handle's seqno. `false`:
     /// a process of an older epoch (or, wrongly, of ours) changed it first.
-    fn try_commit(&mut self, mut next: ShardState) -> Result<bool> {
-        next.epoch = self.fence.epoch();
-        let data =
-            serde_json::to_vec(&next).map_err(|e| StorageError::Corruption(e.to_string()))?;
-        let expected = (self.seqno > 0).then_some(self.seqno);
-        let consensus = self.fence.consensus();
-        match consensus.compare_and_set(
-            &self.key,
-            expected,
-            VersionedData {
-                seqno: self.seqno + 1,
-                data,
-            },
-        )? {
-            CasResult::Committed => {
-                self.seqno += 1;
-                self.durable_upper = next.upper.clone();
-                self.state = next;
-                self.last_durable = std::time::Instant::now();
-                if self.seqno.is_multiple_of(TRUNCATE_EVERY) {
-                    consensus.truncate(&self.key, self.seqno)?;
-                }
+    fn try_commit(&mut self, next: ShardState) -> Result<bool> {
+        match commit_state(&self.part_writer(), &self.key, self.seqno, next)? {
+            Some(committed) => {
+                self.install(committed);
                 Ok(true)
             }
-            CasResult::Mismatch(_) => {
-                let head = consensus.head(&self.key)?;
-                if let Some(v) = head {
-                    let theirs = decode_state(&v.data)?;
-                    if theirs.epoch > self.fence.epoch() {
-                        return Err(StorageError::Fenced {
-                            mine: self.fence.epoch(),
-                            current: theirs.epoch,
-                        });
-                    }
-                }
-                self.fence.check()?;
-                Ok(false)
-            }
+            None => Ok(false),
         }
     }
 
@@ -256,6 +221,28 @@ impl DurableShard {
         expected: &Frontier,
         new_upper: Frontier,
     ) -> Result<Option<WrittenPart>> {
+        match self.plan_append(updates, staged, expected, new_upper)? {
+            None => Ok(None),
+            Some(plan) => {
+                let (written, committed) = plan.write(schema, updates)?;
+                self.install(committed);
+                Ok(written)
+            }
+        }
+    }
+
+    /// Check an append as [`Self::compare_and_append`] does, without
+    /// writing anything: `None` when it only moves the upper in memory
+    /// (done here; see [`LAZY_UPPER`]), else what [`AppendPlan::write`]
+    /// writes — without the lock around this shard, provided nothing else
+    /// commits to it meanwhile — for [`Self::install`] to take in.
+    pub fn plan_append(
+        &mut self,
+        updates: &[RecordBatch],
+        staged: &[PartMeta],
+        expected: &Frontier,
+        new_upper: Frontier,
+    ) -> Result<Option<AppendPlan>> {
         if &self.state.upper != expected {
             return Err(StorageError::UpperMismatch {
                 id: self.id,
@@ -306,26 +293,21 @@ impl DurableShard {
         let mut next = self.state.clone();
         next.upper = new_upper;
         next.parts.extend(staged.iter().cloned());
-        let written = match max_time {
-            Some(max_time) => {
-                let batch = arrow::compute::concat_batches(schema, updates)?;
-                let (meta, stats) = self.part_writer().write(schema, &batch, max_time, false)?;
-                next.parts.push(meta.clone());
-                Some(WrittenPart {
-                    meta,
-                    batch: Arc::new(batch),
-                    stats,
-                })
-            }
-            None => None,
-        };
-        if let Err(e) = self.commit(next) {
-            if let Some(part) = &written {
-                let _ = self.blob.delete(&part.meta.key);
-            }
-            return Err(e);
-        }
-        Ok(written)
+        Ok(Some(AppendPlan {
+            next,
+            max_time,
+            writer: self.part_writer(),
+            key: self.key.clone(),
+            seqno: self.seqno,
+        }))
+    }
+
+    /// Take in a commit an [`AppendPlan`] wrote.
+    pub fn install(&mut self, committed: Committed) {
+        self.seqno = committed.seqno;
+        self.durable_upper = committed.state.upper.clone();
+        self.state = committed.state;
+        self.last_durable = std::time::Instant::now();
     }
 
     /// What writes this shard's part files: usable without the shard (and
@@ -369,6 +351,116 @@ impl DurableShard {
     /// Read a part's updates from blob storage.
     pub fn load_part(&self, meta: &PartMeta) -> Result<Vec<RecordBatch>> {
         self.part_writer().read(meta)
+    }
+}
+
+/// An append checked under the shard's lock, to be written (part file and
+/// consensus commit) by [`AppendPlan::write`] without it.
+pub(crate) struct AppendPlan {
+    next: ShardState,
+    max_time: Option<Timestamp>,
+    writer: PartWriter,
+    key: String,
+    /// The shard's seqno when planned: the commit expects it unchanged.
+    seqno: SeqNo,
+}
+
+/// A state an [`AppendPlan`] committed, for [`DurableShard::install`].
+pub(crate) struct Committed {
+    seqno: SeqNo,
+    state: ShardState,
+}
+
+impl AppendPlan {
+    /// Write the append's part (if it has updates) and commit the shard's
+    /// next state, expecting the seqno it was planned at; the part is
+    /// deleted if the commit fails.
+    pub fn write(
+        self,
+        schema: &SchemaRef,
+        updates: &[RecordBatch],
+    ) -> Result<(Option<WrittenPart>, Committed)> {
+        let AppendPlan {
+            mut next,
+            max_time,
+            writer,
+            key,
+            seqno,
+        } = self;
+        let written = match max_time {
+            Some(max_time) => {
+                let batch = arrow::compute::concat_batches(schema, updates)?;
+                let (meta, stats) = writer.write(schema, &batch, max_time, false)?;
+                next.parts.push(meta.clone());
+                Some(WrittenPart {
+                    meta,
+                    batch: Arc::new(batch),
+                    stats,
+                })
+            }
+            None => None,
+        };
+        let committed = commit_state(&writer, &key, seqno, next)
+            .and_then(|c| c.ok_or_else(|| changed_under(writer.id, &writer.fence)));
+        match committed {
+            Ok(committed) => Ok((written, committed)),
+            Err(e) => {
+                if let Some(part) = &written {
+                    let _ = writer.blob.delete(&part.meta.key);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// One process commits to a shard at a time: another commit came first.
+fn changed_under(id: GlobalId, fence: &Fence) -> StorageError {
+    StorageError::Corruption(format!("shard {id} changed under epoch {}", fence.epoch()))
+}
+
+/// Commit `next` as the shard's state after `seqno`. `None`: the shard
+/// changed first, by a process of an older epoch (or, wrongly, of ours);
+/// fenced if a newer epoch took it.
+fn commit_state(
+    writer: &PartWriter,
+    key: &str,
+    seqno: SeqNo,
+    mut next: ShardState,
+) -> Result<Option<Committed>> {
+    next.epoch = writer.fence.epoch();
+    let data = serde_json::to_vec(&next).map_err(|e| StorageError::Corruption(e.to_string()))?;
+    let consensus = writer.fence.consensus();
+    match consensus.compare_and_set(
+        key,
+        (seqno > 0).then_some(seqno),
+        VersionedData {
+            seqno: seqno + 1,
+            data,
+        },
+    )? {
+        CasResult::Committed => {
+            if (seqno + 1).is_multiple_of(TRUNCATE_EVERY) {
+                consensus.truncate(key, seqno + 1)?;
+            }
+            Ok(Some(Committed {
+                seqno: seqno + 1,
+                state: next,
+            }))
+        }
+        CasResult::Mismatch(_) => {
+            if let Some(v) = consensus.head(key)? {
+                let theirs = decode_state(&v.data)?;
+                if theirs.epoch > writer.fence.epoch() {
+                    return Err(StorageError::Fenced {
+                        mine: writer.fence.epoch(),
+                        current: theirs.epoch,
+                    });
+                }
+            }
+            writer.fence.check()?;
+            Ok(None)
+        }
     }
 }
 
@@ -438,11 +530,11 @@ impl PartWriter {
             })
     }
 
-    /// Columns `want` of a committed part's updates, decoding only those,
-    /// and its row count. `want` indexes the updates schema of a
-    /// collection with `data` data columns (data, then time, then diff).
-    /// A staged part's file has no time column: its commit time is filled
-    /// in.
+    /// Columns `want` of a part's updates, decoding only those, and its
+    /// row count. `want` indexes the updates schema of a collection with
+    /// `data` data columns (data, then time, then diff). A staged part's
+    /// file has no time column: its commit time is filled in (asking for
+    /// the time of one not committed yet is an error).
     pub fn read_columns(
         &self,
         meta: &PartMeta,
@@ -452,7 +544,8 @@ impl PartWriter {
         let file = IpcFile::open(self.bytes(meta)?)?;
         let stored_time = match file.schema().fields().len() {
             n if n == data + 2 => true,
-            n if n == data + 1 && meta.time.is_some() => false,
+            // A staged part: its time is its commit's, if it has one yet.
+            n if n == data + 1 => false,
             n => {
                 return Err(StorageError::Corruption(format!(
                     "part {} of {} has {n} columns, expected {}",
@@ -481,12 +574,17 @@ impl PartWriter {
         let columns = slots
             .into_iter()
             .map(|slot| match slot {
-                Some(i) => Arc::clone(&decoded[i]),
-                // Only a staged part lacks the time column, and it has
-                // its commit time (checked above).
-                None => Arc::new(UInt64Array::from_value(meta.time.unwrap_or_default(), rows)),
+                Some(i) => Ok(Arc::clone(&decoded[i])),
+                // Only a staged part lacks the time column.
+                None => match meta.time {
+                    Some(t) => Ok(Arc::new(UInt64Array::from_value(t, rows)) as ArrayRef),
+                    None => Err(StorageError::InvalidUsage(format!(
+                        "part {} of {} is staged and not committed: it has no time",
+                        meta.key, self.id
+                    ))),
+                },
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok((columns, rows))
     }
 

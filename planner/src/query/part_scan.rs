@@ -10,6 +10,7 @@
 //! stops the reads; a row count known without reading (no retractions)
 //! is reported as exact, so `count(*)` is answered from it.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
@@ -20,7 +21,9 @@ use datafusion::catalog::Session;
 use datafusion::common::pruning::PruningStatistics;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{Column, DFSchema, Result as DfResult, ScalarValue, Statistics};
+use datafusion::common::{
+    Column, ColumnStatistics, DFSchema, Result as DfResult, ScalarValue, Statistics,
+};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::utils::conjunction;
@@ -214,6 +217,47 @@ pub(crate) fn prune(
     scan.retain(&|part| keep.get(part).copied().unwrap_or(true));
 }
 
+impl PartScanExec {
+    /// Column `index`'s bounds and nulls over the kept parts, when every
+    /// kept part knows them: what DataFusion estimates a filter's
+    /// selectivity from, and so which side of a join to build. Inexact:
+    /// bounds cover rows a later retraction removed.
+    fn column_statistics(&self, index: usize, column: &mut ColumnStatistics) {
+        let mut min: Option<ScalarValue> = None;
+        let mut max: Option<ScalarValue> = None;
+        let mut nulls = 0;
+        for part in self.kept_parts() {
+            let Some((lo, hi, n)) = self.scan.column_bounds(part, index) else {
+                return;
+            };
+            let (Ok(lo), Ok(hi)) = (
+                ScalarValue::try_from_array(&lo, 0),
+                ScalarValue::try_from_array(&hi, 0),
+            ) else {
+                return;
+            };
+            nulls += n;
+            if min
+                .as_ref()
+                .is_none_or(|m| lo.partial_cmp(m) == Some(Ordering::Less))
+            {
+                min = Some(lo);
+            }
+            if max
+                .as_ref()
+                .is_none_or(|m| hi.partial_cmp(m) == Some(Ordering::Greater))
+            {
+                max = Some(hi);
+            }
+        }
+        column.null_count = Precision::Inexact(nulls);
+        if let (Some(min), Some(max)) = (min, max) {
+            column.min_value = Precision::Inexact(min);
+            column.max_value = Precision::Inexact(max);
+        }
+    }
+}
+
 /// Reads a collection's parts, `partitions` ways (see the module
 /// documentation).
 pub struct PartScanExec {
@@ -344,6 +388,10 @@ impl ExecutionPlan for PartScanExec {
                 && self.properties.partitioning.partition_count() == 1
             {
                 stats.num_rows = Precision::Exact(rows.min(limit));
+            }
+            for (i, column) in stats.column_statistics.iter_mut().enumerate() {
+                let index = self.projection.as_ref().map_or(i, |p| p[i]);
+                self.column_statistics(index, column);
             }
         }
         Ok(Arc::new(stats))

@@ -1,6 +1,7 @@
 //! `COPY ... FROM STDIN`: rows are made from the data as it arrives, a
 //! few megabytes at a time, and staged in part files once they add up to
-//! a part, so a load of any size holds about one part in memory; the end
+//! a part (written on a blocking thread while the next part is made), so
+//! a load of any size holds about two parts in memory; the end
 //! of the data commits them (or adds them to the transaction's writes).
 
 use arrow::array::RecordBatch;
@@ -73,6 +74,7 @@ impl Coordinator {
     }
 
     fn copy_fail(&self, copy: &mut PendingCopy, e: AdapterError) {
+        copy.abandon_staging();
         self.storage.discard_staged(&copy.staged);
         copy.staged.clear();
         copy.batches.clear();
@@ -131,25 +133,39 @@ impl Coordinator {
         Ok(())
     }
 
-    /// Write the rows held to a staged part.
+    /// Write the rows held to a staged part, on a blocking thread while
+    /// the next part's rows are made from the data (the load uses a core
+    /// for each); the part before it is waited for first, so at most two
+    /// parts' rows are in memory.
     async fn copy_stage(&self, copy: &mut PendingCopy) -> Result<()> {
+        Self::copy_staged(copy).await?;
         let writes: Vec<RecordBatch> = table_writes(copy.plan.table, &copy.batches, 1)?
             .into_iter()
             .map(|w| w.updates)
             .collect();
         let storage = std::sync::Arc::clone(&self.storage);
         let table = copy.plan.table;
-        let part = tokio::task::spawn_blocking(move || storage.stage(table, &writes))
-            .await
-            .map_err(|e| AdapterError::Internal(format!("staging COPY rows failed: {e}")))??;
-        copy.staged.push(part);
         copy.storage = Some(std::sync::Arc::clone(&self.storage));
+        copy.staging = Some(tokio::task::spawn_blocking(move || {
+            storage.stage(table, &writes)
+        }));
         // An empty batch stays: the write that names the parts takes its
         // schema from it.
         let empty = copy.batches.last().map(|b| b.slice(0, 0));
         copy.batches.clear();
         copy.batches.extend(empty);
         copy.batch_bytes = 0;
+        Ok(())
+    }
+
+    /// Wait for the part being staged, if any, and keep it.
+    async fn copy_staged(copy: &mut PendingCopy) -> Result<()> {
+        if let Some(staging) = copy.staging.take() {
+            let part = staging
+                .await
+                .map_err(|e| AdapterError::Internal(format!("staging COPY rows failed: {e}")))??;
+            copy.staged.push(part);
+        }
         Ok(())
     }
 
@@ -213,6 +229,11 @@ impl Coordinator {
             if let Err(e) = made {
                 self.copy_fail(&mut copy, e);
             }
+        }
+        if copy.failed.is_none()
+            && let Err(e) = Self::copy_staged(&mut copy).await
+        {
+            self.copy_fail(&mut copy, e);
         }
         if let Some(e) = copy.failed.take() {
             return Err(e);

@@ -75,6 +75,30 @@ async fn copy_and_transactions_are_checked_and_name_the_key() {
         value(&c, "SELECT count(*) FROM k").await.as_deref(),
         Some("1")
     );
+    // The key the failed COPY took before its duplicate is free again.
+    c.batch_execute("INSERT INTO k VALUES (2, 'y')")
+        .await
+        .unwrap();
+    // A COPY that passes the primary key but not a UNIQUE: the primary
+    // keys it had taken are given back too.
+    c.batch_execute("CREATE TABLE ku (a int PRIMARY KEY, b int UNIQUE)")
+        .await
+        .unwrap();
+    let sink = c.copy_in("COPY ku FROM STDIN").await.unwrap();
+    futures::pin_mut!(sink);
+    sink.send(bytes::Bytes::from_static(b"1\t1\n2\t2\n3\t1\n"))
+        .await
+        .unwrap();
+    let err = sink.finish().await.unwrap_err();
+    assert_eq!(sqlstate(&err), "23505", "{err:?}");
+    assert_eq!(
+        err.as_db_error().unwrap().message(),
+        "duplicate key value violates unique constraint \"ku_b_key\""
+    );
+    c.batch_execute("INSERT INTO ku VALUES (1, 10), (2, 20), (3, 30)")
+        .await
+        .unwrap();
+    c.batch_execute("DELETE FROM k WHERE a = 2").await.unwrap();
     // Key columns are NOT NULL, for COPY too (which once failed on any
     // NOT NULL column, building its row of defaults).
     let sink = c.copy_in("COPY k FROM STDIN").await.unwrap();
@@ -202,6 +226,12 @@ async fn copy_streams_rows_into_staged_parts_and_commits_them_whole() {
         summary,
         "the failed COPY left nothing"
     );
+    // Nor did it keep the keys it had checked before the duplicate.
+    c.batch_execute(
+        "INSERT INTO big VALUES (30000, 'after', NULL); DELETE FROM big WHERE id = 30000",
+    )
+    .await
+    .unwrap();
 
     // A bad field in the middle fails with its line number.
     let mut bad = String::new();
