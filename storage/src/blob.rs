@@ -28,8 +28,6 @@ pub trait Blob: Send + Sync + std::fmt::Debug {
     /// Durably store `value` under `key`; once this returns, `get` sees it
     /// after any crash.
     fn set(&self, key: &str, value: &[u8]) -> Result<()>;
-    /// When the blob under `key` was written, if it exists.
-    fn modified(&self, key: &str) -> Result<Option<std::time::SystemTime>>;
     /// Remove a blob; removing a missing blob is not an error.
     fn delete(&self, key: &str) -> Result<()>;
     /// All keys that start with `prefix`.
@@ -122,14 +120,6 @@ impl Blob for FileBlob {
         Ok(())
     }
 
-    fn modified(&self, key: &str) -> Result<Option<std::time::SystemTime>> {
-        match fs::metadata(self.path(key)?) {
-            Ok(m) => Ok(Some(m.modified()?)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
-        }
-    }
-
     fn delete(&self, key: &str) -> Result<()> {
         match fs::remove_file(self.path(key)?) {
             Ok(()) => Ok(()),
@@ -186,8 +176,6 @@ mod tests {
         assert_eq!(&*blob.get_tail("a/b", 3).unwrap().unwrap(), b"llo");
         assert_eq!(&*blob.get_tail("a/b", 99).unwrap().unwrap(), b"hello");
         assert!(blob.get_tail("a/x", 3).unwrap().is_none());
-        assert!(blob.modified("a/b").unwrap().is_some());
-        assert!(blob.modified("a/x").unwrap().is_none());
         assert_eq!(blob.list_keys("a/").unwrap(), vec!["a/b", "a/c"]);
         blob.delete("a/b").unwrap();
         blob.delete("a/b").unwrap();

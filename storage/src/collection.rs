@@ -22,7 +22,7 @@ use crate::listen::{Listen, ListenEvent, Listener, Notify};
 use crate::part_cache::PartCache;
 use crate::part_stats::PartStats;
 use crate::scan::{PartLeases, PartSource, ScanPart, SnapshotScan};
-use crate::shard::{DurableShard, PartMeta, PartWriter};
+use crate::shard::{DurableShard, PartMeta, PartWriter, check_append};
 
 /// Columns just decoded from a part file, by index of the updates schema.
 type FreshColumns = Vec<(usize, ArrayRef)>;
@@ -590,27 +590,24 @@ impl Collection {
                 actual: upper,
             });
         }
-        if expected > new_upper {
-            return Err(StorageError::InvalidUsage(format!(
-                "upper of {} may not regress from {expected:?} to {new_upper:?}",
-                self.id
-            )));
-        }
-        let mut batches = Vec::with_capacity(updates.len());
-        for b in updates.iter().filter(|b| b.num_rows() > 0) {
-            if let Some(t) = times(b)?
-                .values()
-                .iter()
-                .find(|t| !expected.less_equal(t) || new_upper.less_equal(t))
-            {
-                return Err(StorageError::InvalidUsage(format!(
-                    "update at {t} outside [{expected:?}, {new_upper:?}) for {}",
-                    self.id
-                )));
-            }
-            batches.push(retag(b.clone(), &self.updates_schema)?);
-        }
-        for b in &batches {
+        check_append(self.id, updates, expected, new_upper)?;
+        let batches = updates
+            .iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| retag(b.clone(), &self.updates_schema))
+            .collect::<Result<Vec<_>>>()?;
+        self.announce(&mut state, &batches, new_upper);
+        state
+            .published
+            .push_back((batches.len(), new_upper.clone()));
+        state.pending.extend(batches);
+        Ok(())
+    }
+
+    /// Tell listeners of `batches` and that the upper moved to
+    /// `new_upper`, and publish the upper.
+    fn announce(&self, state: &mut CollectionState, batches: &[RecordBatch], new_upper: &Frontier) {
+        for b in batches {
             state
                 .listeners
                 .retain(|l| l.send(ListenEvent::Updates(b.clone())));
@@ -618,13 +615,8 @@ impl Collection {
         state
             .listeners
             .retain(|l| l.send(ListenEvent::Progress(new_upper.clone())));
-        state
-            .published
-            .push_back((batches.len(), new_upper.clone()));
-        state.pending.extend(batches);
         self.upper_watch
             .send_replace(new_upper.as_option().copied().unwrap_or(Timestamp::MAX));
-        Ok(())
     }
 
     /// Materialized only: durably append updates and advance the upper.
@@ -694,17 +686,11 @@ impl Collection {
                 .insert(part.meta.key.clone(), Arc::clone(&part.stats));
             self.cache.insert_batch(&part.meta.key, &part.batch);
         }
-        if let Some(part) = written {
-            let batch = part.batch.as_ref().clone();
-            state
-                .listeners
-                .retain(|l| l.send(ListenEvent::Updates(batch.clone())));
-        }
-        state
-            .listeners
-            .retain(|l| l.send(ListenEvent::Progress(new_upper.clone())));
-        self.upper_watch
-            .send_replace(new_upper.as_option().copied().unwrap_or(Timestamp::MAX));
+        let batches: Vec<RecordBatch> = written
+            .map(|part| part.batch.as_ref().clone())
+            .into_iter()
+            .collect();
+        self.announce(&mut state, &batches, &new_upper);
         Ok(())
     }
 

@@ -168,10 +168,9 @@ struct Inner {
     /// Log records replayed at boot, waiting for their tables to register:
     /// updates, and staged parts the commits added.
     recovered: Mutex<HashMap<GlobalId, Recovered>>,
+    /// Set once boot has collected orphans: compaction and periodic
+    /// flushes wait for it.
     booted: AtomicBool,
-    /// When this process opened storage: part files modified since are
-    /// its own (appends and merges being written), never orphans.
-    opened_at: std::time::SystemTime,
     /// Set once a newer process fenced this one.
     fenced: watch::Sender<bool>,
     shutting_down: AtomicBool,
@@ -255,7 +254,6 @@ impl Storage {
             txn_watch: watch::Sender::new(start + 1),
             recovered: Mutex::new(recovered),
             booted: AtomicBool::new(false),
-            opened_at: std::time::SystemTime::now(),
             fenced: watch::Sender::new(false),
             shutting_down: AtomicBool::new(false),
             sinces: Mutex::new(sinces),
@@ -440,10 +438,12 @@ impl Storage {
 
     /// After boot registered every collection: flush replayed log records
     /// into shards, delete the replayed segments, and collect shards and
-    /// parts that no registered collection owns (left by a crash: files
-    /// older than this process).
+    /// parts that no registered collection owns (left by a crash). Views
+    /// may already be appending: each collection's scan holds its
+    /// `shard_writes`, so no append is between writing a part and naming
+    /// it; merges, which write parts before they take that lock, start
+    /// only once this is done.
     pub fn finish_boot(&self) -> Result<()> {
-        self.inner.booted.store(true, Ordering::SeqCst);
         self.inner.recovered.lock().clear();
         let (tx, rx) = oneshot::channel();
         self.send(Command::Flush(tx))?;
@@ -463,29 +463,19 @@ impl Storage {
             }
         }
         for (id, c) in &live {
-            // No append is between writing its part and naming it while
-            // this is held.
             let _writes = c.shard_writes.lock();
             let referenced: Vec<String> = {
                 let state = c.state.lock();
                 state.shard.parts().iter().map(|p| p.key.clone()).collect()
             };
             for key in self.inner.blob.list_keys(&part_prefix(*id))? {
-                // Nor is a merge, which writes its parts before it takes
-                // that lock to name them: a file written since this process
-                // opened storage is its own (less a margin for the coarse
-                // clock file times are stamped with).
-                let ours = self
-                    .inner
-                    .blob
-                    .modified(&key)?
-                    .is_none_or(|m| m + OWN_FILE_MARGIN >= self.inner.opened_at);
-                if !ours && !referenced.contains(&key) {
+                if !referenced.contains(&key) {
                     tracing::info!(%key, "deleting orphaned part");
                     self.inner.blob.delete(&key)?;
                 }
             }
         }
+        self.inner.booted.store(true, Ordering::SeqCst);
         Ok(())
     }
 
@@ -961,11 +951,6 @@ impl Inner {
             .sum()
     }
 }
-
-/// File times come from a coarse clock that may lag the one `opened_at`
-/// reads by a few milliseconds: boot leaves files this much older than
-/// it alone (a crash's orphans are older still, or collected next time).
-const OWN_FILE_MARGIN: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Errors are delivered to every writer of a failed group.
 fn clone_error(e: &StorageError) -> StorageError {

@@ -250,24 +250,7 @@ impl DurableShard {
                 actual: self.state.upper.clone(),
             });
         }
-        if *expected > new_upper {
-            return Err(StorageError::InvalidUsage(format!(
-                "upper of {} may not regress from {expected:?} to {new_upper:?}",
-                self.id
-            )));
-        }
-        let mut max_time = None;
-        for b in updates {
-            for &t in times(b)?.values() {
-                if !expected.less_equal(&t) || new_upper.less_equal(&t) {
-                    return Err(StorageError::InvalidUsage(format!(
-                        "update at {t} outside [{expected:?}, {new_upper:?}) for {}",
-                        self.id
-                    )));
-                }
-                max_time = max_time.max(Some(t));
-            }
-        }
+        let max_time = check_append(self.id, updates, expected, &new_upper)?;
         for part in staged {
             let t = part.time.ok_or_else(|| {
                 StorageError::InvalidUsage(format!("staged part {} has no commit time", part.key))
@@ -412,6 +395,34 @@ impl AppendPlan {
             }
         }
     }
+}
+
+/// The latest time of `updates`, an append to `id` moving its upper from
+/// `expected` to `new_upper`, after checking that the upper does not
+/// regress and every update is in `[expected, new_upper)`.
+pub(crate) fn check_append(
+    id: GlobalId,
+    updates: &[RecordBatch],
+    expected: &Frontier,
+    new_upper: &Frontier,
+) -> Result<Option<Timestamp>> {
+    if expected > new_upper {
+        return Err(StorageError::InvalidUsage(format!(
+            "upper of {id} may not regress from {expected:?} to {new_upper:?}"
+        )));
+    }
+    let mut max_time = None;
+    for b in updates {
+        for &t in times(b)?.values() {
+            if !expected.less_equal(&t) || new_upper.less_equal(&t) {
+                return Err(StorageError::InvalidUsage(format!(
+                    "update at {t} outside [{expected:?}, {new_upper:?}) for {id}"
+                )));
+            }
+            max_time = max_time.max(Some(t));
+        }
+    }
+    Ok(max_time)
 }
 
 /// One process commits to a shard at a time: another commit came first.

@@ -616,9 +616,6 @@ fn staged_parts_join_the_table_at_their_commit_and_survive_restart() {
         s.read_ts()
         // Dropped without a flush: the commit lives in the log, naming the part.
     };
-    // Boot leaves files written within 50 ms of it alone (they may be its
-    // own, not yet named); a crash's orphans are older than that.
-    std::thread::sleep(Duration::from_millis(100));
     let s = open(dir.path(), cfg.clone());
     assert_eq!(
         ids(&s.snapshot(A, s.read_ts()).unwrap()),

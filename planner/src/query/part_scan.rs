@@ -390,8 +390,13 @@ impl ExecutionPlan for PartScanExec {
                 stats.num_rows = Precision::Exact(rows.min(limit));
             }
             for (i, column) in stats.column_statistics.iter_mut().enumerate() {
-                let index = self.projection.as_ref().map_or(i, |p| p[i]);
-                self.column_statistics(index, column);
+                let index = match &self.projection {
+                    Some(p) => p.get(i).copied(),
+                    None => Some(i),
+                };
+                if let Some(index) = index {
+                    self.column_statistics(index, column);
+                }
             }
         }
         Ok(Arc::new(stats))
