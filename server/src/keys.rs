@@ -449,22 +449,20 @@ impl KeySet {
             change.reserved.push(rows);
             Ok(true)
         };
-        let mut outcome = Ok(true);
-        'writes: for write in &ours {
-            outcome = key_columns(spec, &write.updates, true).and_then(|b| visit(self, b));
-            if !matches!(outcome, Ok(true)) {
-                break;
-            }
-            for part in &write.staged {
-                outcome = storage
-                    .read_staged_columns(part, &spec.columns)
-                    .map_err(AdapterError::from)
-                    .and_then(|b| visit(self, b));
-                if !matches!(outcome, Ok(true)) {
-                    break 'writes;
+        let mut visit_all = |set: &mut KeySet| -> Result<bool> {
+            for write in &ours {
+                if !visit(set, key_columns(spec, &write.updates, true)?)? {
+                    return Ok(false);
+                }
+                for part in &write.staged {
+                    if !visit(set, storage.read_staged_columns(part, &spec.columns)?)? {
+                        return Ok(false);
+                    }
                 }
             }
-        }
+            Ok(true)
+        };
+        let outcome = visit_all(self);
         match outcome {
             Ok(true) => Ok(Some(change)),
             other => {

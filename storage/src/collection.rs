@@ -22,7 +22,7 @@ use crate::listen::{Listen, ListenEvent, Listener, Notify};
 use crate::part_cache::PartCache;
 use crate::part_stats::PartStats;
 use crate::scan::{PartLeases, PartSource, ScanPart, SnapshotScan};
-use crate::shard::{DurableShard, PartMeta, PartWriter, check_append};
+use crate::shard::{DurableShard, PartMeta, PartWriter, WrittenPart, check_append};
 
 /// Columns just decoded from a part file, by index of the updates schema.
 type FreshColumns = Vec<(usize, ArrayRef)>;
@@ -542,9 +542,8 @@ impl Collection {
             Frontier::at(new_upper),
         ) {
             Ok(written) => {
-                if let Some(part) = written {
-                    state.stats.insert(part.meta.key.clone(), part.stats);
-                    self.cache.insert_batch(&part.meta.key, &part.batch);
+                if let Some(part) = &written {
+                    self.note_written(&mut state, part);
                 }
                 state.pending_bytes = 0;
                 Ok(())
@@ -619,8 +618,8 @@ impl Collection {
             .send_replace(new_upper.as_option().copied().unwrap_or(Timestamp::MAX));
     }
 
-    /// Materialized only: durably append updates and advance the upper.
-    /// With `published`, the append was made visible by [`Self::publish`]
+    /// Materialized only: durably append updates and advance the upper,
+    /// then tell readers. With `published`, the append was made visible by [`Self::publish`]
     /// (and any before it that this one's write joined): their batches
     /// leave memory for the part now holding them, and readers and
     /// listeners, who saw them then, hear nothing new.
@@ -637,27 +636,28 @@ impl Collection {
                 self.id
             )));
         }
+        // Planned under the lock, written holding only `shard_writes`
+        // (readers and the next publish go on meanwhile), taken in under
+        // the lock again.
         let _writes = self.shard_writes.lock();
+        let plan =
+            self.state
+                .lock()
+                .shard
+                .plan_append(updates, &[], expected, new_upper.clone())?;
+        let written = match plan {
+            Some(plan) => Some(plan.write(&self.updates_schema, updates)?),
+            None => None,
+        };
+        let mut state = self.state.lock();
+        let part = written.and_then(|(part, committed)| {
+            state.shard.install(committed);
+            part
+        });
+        if let Some(part) = &part {
+            self.note_written(&mut state, part);
+        }
         if published {
-            // Planned under the lock, written without it (see
-            // `shard_writes`), taken in under it again.
-            let plan =
-                self.state
-                    .lock()
-                    .shard
-                    .plan_append(updates, &[], expected, new_upper.clone())?;
-            let written = match plan {
-                Some(plan) => Some(plan.write(&self.updates_schema, updates)?),
-                None => None,
-            };
-            let mut state = self.state.lock();
-            if let Some((part, committed)) = written {
-                state.shard.install(committed);
-                if let Some(part) = part {
-                    state.stats.insert(part.meta.key.clone(), part.stats);
-                    self.cache.insert_batch(&part.meta.key, &part.batch);
-                }
-            }
             // The published appends this one made durable leave memory:
             // the part now holds them.
             while state
@@ -670,28 +670,23 @@ impl Collection {
                     state.pending.drain(..batches);
                 }
             }
-            return Ok(());
+        } else {
+            let batches: Vec<RecordBatch> = part
+                .map(|part| part.batch.as_ref().clone())
+                .into_iter()
+                .collect();
+            self.announce(&mut state, &batches, &new_upper);
         }
-        let mut state = self.state.lock();
-        let written = state.shard.compare_and_append(
-            &self.updates_schema,
-            updates,
-            &[],
-            expected,
-            new_upper.clone(),
-        )?;
-        if let Some(part) = &written {
-            state
-                .stats
-                .insert(part.meta.key.clone(), Arc::clone(&part.stats));
-            self.cache.insert_batch(&part.meta.key, &part.batch);
-        }
-        let batches: Vec<RecordBatch> = written
-            .map(|part| part.batch.as_ref().clone())
-            .into_iter()
-            .collect();
-        self.announce(&mut state, &batches, &new_upper);
         Ok(())
+    }
+
+    /// Keep what is known of a part just written: its bounds, and its
+    /// updates in the cache.
+    fn note_written(&self, state: &mut CollectionState, part: &WrittenPart) {
+        state
+            .stats
+            .insert(part.meta.key.clone(), Arc::clone(&part.stats));
+        self.cache.insert_batch(&part.meta.key, &part.batch);
     }
 
     pub(crate) fn acquire_hold(&self, t: Timestamp) -> Result<()> {
