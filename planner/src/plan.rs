@@ -492,6 +492,13 @@ pub struct PeekFinish {
     /// [`PeekFinish::bind`](crate::statements::peek)); `None`: made when
     /// the lookup runs.
     pub physical_lookups: Option<Arc<Vec<LookupKeyExprs>>>,
+    /// The parameter values this execution was bound to (`None`: not
+    /// bound; `query` was planned for this execution alone).
+    pub params: Option<Arc<datafusion::common::ParamValues>>,
+    /// The query's text, from which a bound peek's general path is
+    /// planned with `params`: `query` is shared by every execution of a
+    /// kept plan, and a plan's read time can be bound only once.
+    pub source: Option<Arc<datafusion::sql::sqlparser::ast::Query>>,
 }
 
 /// One lookup's key expressions, made physical, in key order.

@@ -28,7 +28,7 @@ use freshet_catalog::ItemKind;
 
 use crate::error::{PlanError, Result};
 use crate::parser::{ObjectKind, Statement};
-use crate::plan::{ExplainKind, Plan, SetValue};
+use crate::plan::{ExplainKind, PeekPlan, Plan, SetValue};
 use crate::statements::context::{StatementContext, plan_query};
 
 /// Plan one statement.
@@ -143,7 +143,17 @@ fn plan_sql(cx: &StatementContext, stmt: &ast::Statement) -> Result<Plan> {
     match stmt {
         S::Query(q) => match crate::statements::index::fast_path(cx, q)? {
             Some(peek) => Ok(Plan::Peek(peek)),
-            None => peek::plan_select(cx, plan_query(cx, q)?),
+            None => {
+                let mut plan = peek::plan_select(cx, plan_query(cx, q)?)?;
+                if let Plan::Peek(PeekPlan {
+                    finish: Some(finish),
+                    ..
+                }) = &mut plan
+                {
+                    finish.source = Some(std::sync::Arc::new((**q).clone()));
+                }
+                Ok(plan)
+            }
         },
         S::CreateIndex(ci) => crate::statements::index::create_index(
             cx,

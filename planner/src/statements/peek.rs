@@ -179,6 +179,8 @@ impl PeekFinish {
             invariant: Arc::default(),
             lookups: Arc::new(lookups),
             physical_lookups: None,
+            params: None,
+            source: None,
         }
     }
 }
@@ -729,6 +731,8 @@ impl PeekFinish {
                 invariant: Arc::clone(&self.invariant),
                 lookups: Arc::clone(&self.lookups),
                 physical_lookups: Some(Arc::new(physical_lookups)),
+                params: params.map(|p| Arc::new(p.clone())),
+                source: self.source.clone(),
             },
             key,
         })

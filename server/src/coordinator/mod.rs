@@ -242,8 +242,23 @@ impl Coordinator {
             };
             return Ok(plan_statement(&cx, stmt)?);
         }
-        let state = Arc::clone(&session.df);
         let stmt = stmt.clone();
+        self.plan_blocking(session, params, move |cx| plan_statement(cx, &stmt))
+            .await
+    }
+
+    /// Run `planning` for `session` on a blocking thread (see
+    /// [`Coordinator::plan`]), stopped at its next optimizer rule if this
+    /// future is dropped.
+    pub(super) async fn plan_blocking<T: Send + 'static>(
+        &self,
+        session: &Session,
+        params: Option<&ParamValues>,
+        planning: impl FnOnce(&StatementContext) -> freshet_planner::error::Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let catalog = self.catalog_for(session);
+        let info = session.info();
+        let state = Arc::clone(&session.df);
         let params = params.cloned();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
@@ -254,7 +269,7 @@ impl Coordinator {
                 session: &info,
                 params: params.as_ref(),
             };
-            freshet_planner::interrupt::sync_scope(flag, || plan_statement(&cx, &stmt))
+            freshet_planner::interrupt::sync_scope(flag, || planning(&cx))
         });
         // Dropped unfinished (timeout, cancel, disconnect): the stop flag
         // ends the abandoned plan at its next rule.

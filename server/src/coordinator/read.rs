@@ -104,7 +104,8 @@ impl Coordinator {
         {
             // The block's own writes are not in any index: the general
             // path shows them (or says why it cannot).
-            return self.read(session, &finish.query).await;
+            let query = self.general_query(session, finish).await?;
+            return self.read(session, &query).await;
         }
         let (ts, holds) = self.read_time(session, &peek.inputs, false)?;
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
@@ -135,7 +136,8 @@ impl Coordinator {
                 // general path reads the objects themselves.
                 None => {
                     drop(holds);
-                    return self.read(session, &finish.query).await;
+                    let query = self.general_query(session, finish).await?;
+                    return self.read(session, &query).await;
                 }
             }
         }
@@ -166,6 +168,31 @@ impl Coordinator {
     /// A peek's lookup joins (see `freshet_planner::statements::peek_join`)
     /// applied to the peeked `rows`, reading every index at `ts`; `None`
     /// when one cannot be read there.
+    /// The query a peek answers, for the general path: a peek bound to
+    /// one execution's parameters shares its query's plan with the kept
+    /// plan's other executions, and a plan reads at one time only, so
+    /// its query is planned again from its text with those values.
+    async fn general_query(
+        &self,
+        session: &Session,
+        finish: &PeekFinish,
+    ) -> Result<Arc<QueryPlan>> {
+        let Some(params) = &finish.params else {
+            return Ok(Arc::clone(&finish.query));
+        };
+        let Some(source) = finish.source.clone() else {
+            return Err(AdapterError::Internal(
+                "a bound peek without its query's text".into(),
+            ));
+        };
+        let planned = self
+            .plan_blocking(session, Some(params), move |cx| {
+                freshet_planner::statements::context::plan_query(cx, &source)
+            })
+            .await?;
+        Ok(Arc::new(planned))
+    }
+
     async fn lookups(
         &self,
         session: &Session,

@@ -514,6 +514,69 @@ async fn prepared_joins_through_indexes_agree_with_the_general_path() {
     assert!(a.iter().any(|(_, name, _)| name == "new"), "{a:?}");
 }
 
+/// A prepared join whose looked-up index has compacted past the
+/// transaction's time falls back to the general path with the
+/// execution's parameter values (it once ran the prepared query with its
+/// `$n` unbound and failed), and answers at the block's time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prepared_join_past_its_lookup_index_reads_the_general_path_with_its_values() {
+    let s = Server::start();
+    let c = s.connect().await;
+    let writer = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE facts (k int, d int, v text);
+         INSERT INTO facts SELECT value % 20, value % 7, 'v' || value FROM generate_series(1, 200);
+         CREATE TABLE dims (id int, name text);
+         INSERT INTO dims SELECT value, 'n' || value FROM generate_series(0, 6);
+         CREATE INDEX facts_k ON facts (k) WITH (RETAIN HISTORY FOR '1h');
+         CREATE INDEX dims_id ON dims (id);
+         CREATE VIEW facts_copy AS SELECT * FROM facts;
+         CREATE VIEW dims_copy AS SELECT * FROM dims",
+    )
+    .await
+    .unwrap();
+    let shape = |facts: &str, dims: &str| {
+        format!("SELECT f.v, x.name FROM {facts} f JOIN {dims} x ON x.id = f.d WHERE f.k = $1")
+    };
+    let plan = explained(&c, &shape("facts", "dims"), &[&3i32]).await;
+    assert!(plan.contains("Lookup index dims_id"), "{plan}");
+    let fast = c.prepare(&shape("facts", "dims")).await.unwrap();
+    let general = c.prepare(&shape("facts_copy", "dims_copy")).await.unwrap();
+    let pairs = |rows: Vec<tokio_postgres::Row>| {
+        let mut out: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        out.sort();
+        out
+    };
+    // The block's time is fixed by its first read.
+    c.batch_execute("BEGIN").await.unwrap();
+    let before = pairs(c.query(&general, &[&3i32]).await.unwrap());
+    assert_eq!(before.len(), 10, "{before:?}");
+    // Time moves on outside the block, and dims_id (about a second of
+    // history) compacts past the block's time; facts_k keeps an hour.
+    for round in 0..4 {
+        writer
+            .execute("UPDATE dims SET name = name || '+' WHERE true", &[])
+            .await
+            .unwrap();
+        if round < 3 {
+            tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+        }
+    }
+    for k in [3i32, 4, 25] {
+        let a = pairs(c.query(&fast, &[&k]).await.unwrap());
+        let b = pairs(c.query(&general, &[&k]).await.unwrap());
+        assert_eq!(a, b, "k {k}");
+        assert!(a.iter().all(|(_, name)| !name.ends_with('+')), "{a:?}");
+    }
+    assert_eq!(pairs(c.query(&fast, &[&3i32]).await.unwrap()), before);
+    c.batch_execute("COMMIT").await.unwrap();
+    let after = pairs(c.query(&fast, &[&3i32]).await.unwrap());
+    assert!(
+        after.iter().all(|(_, name)| name.ends_with("++++")),
+        "{after:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn simple_protocol_reads_through_templates_agree_with_the_general_path() {
     let s = Server::start();
