@@ -233,6 +233,10 @@ pub struct PendingCopy {
     /// The part being written while the next one's rows are made (at most
     /// one at a time).
     pub staging: Option<StagingPart>,
+    /// Chunks whose rows are being made, oldest first.
+    pub making: std::collections::VecDeque<crate::coordinator::MakingChunk>,
+    /// Chunks taken from the stream so far.
+    pub chunks: usize,
     /// Rows made so far (for the command tag).
     pub rows: usize,
     /// Lines of data consumed so far (for error messages).
@@ -256,6 +260,8 @@ impl PendingCopy {
             staged: Vec::new(),
             storage: None,
             staging: None,
+            making: std::collections::VecDeque::new(),
+            chunks: 0,
             rows: 0,
             lines: 0,
             ended: false,

@@ -84,7 +84,12 @@ impl ConnWatch {
         let closed = PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR;
         #[cfg(not(any(target_os = "linux", target_os = "android")))]
         let closed = PollFlags::HUP | PollFlags::ERR;
+        // A statement that ends sooner is never checked: most are far
+        // quicker than this, and the check is two system calls.
+        let mut wait = Duration::from_millis(20);
         loop {
+            tokio::time::sleep(wait).await;
+            wait = Duration::from_millis(100);
             let mut fds = [PollFd::new(&*self.socket, closed)];
             if rustix::event::poll(&mut fds, Some(&now)).is_ok()
                 && fds[0].revents().intersects(closed)
@@ -100,7 +105,6 @@ impl ConnWatch {
                     if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return,
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 }

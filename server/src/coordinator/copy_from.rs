@@ -1,10 +1,15 @@
 //! `COPY ... FROM STDIN`: rows are made from the data as it arrives, a
-//! few megabytes at a time, and staged in part files once they add up to
-//! a part (written on a blocking thread while the next part is made), so
-//! a load of any size holds about two parts in memory; the end
-//! of the data commits them (or adds them to the transaction's writes).
+//! few megabytes at a time on blocking threads (two chunks at once, so a
+//! load parses on both cores while the connection keeps receiving), and
+//! staged in part files once they add up to a part (written on a blocking
+//! thread while the next part is made), so a load of any size holds
+//! about two parts in memory; the end of the data commits them (or adds
+//! them to the transaction's writes).
+
+use std::sync::Arc;
 
 use arrow::array::RecordBatch;
+use freshet_planner::CopyOptions;
 use freshet_repr::RelationDesc;
 use freshet_repr::sqlstate;
 
@@ -21,13 +26,78 @@ const CHUNK_BYTES: usize = 4 << 20;
 /// Rows of at most this many are made at a time.
 const BATCH_ROWS: usize = 64 * 1024;
 
+/// Chunks whose rows are being made at once.
+const CHUNKS_IN_FLIGHT: usize = 2;
+
 /// What fills the columns a COPY's data leaves out: the defaults row
 /// (evaluated once, at the first rows) and the sequence-numbered columns,
 /// which take a value per row.
 #[derive(Debug)]
 pub struct CopyFill {
-    default_row: RecordBatch,
+    maker: Arc<RowMaker>,
     numbered: Vec<(usize, u32)>,
+}
+
+/// Makes one chunk of COPY data into checked rows of the table, on any
+/// thread: everything it needs is fixed when the first data arrives.
+#[derive(Debug)]
+struct RowMaker {
+    options: CopyOptions,
+    /// For each field of the data, the table column it fills.
+    columns: Vec<usize>,
+    desc: RelationDesc,
+    /// The table's name, for messages.
+    table: String,
+    default_row: RecordBatch,
+    /// Whether the rows are checked as made; `false` when sequences
+    /// number a column (in order, as the chunks are taken), so they are
+    /// checked after.
+    check: bool,
+}
+
+/// One chunk's rows, made.
+#[derive(Debug)]
+pub struct MadeChunk {
+    batches: Vec<RecordBatch>,
+    /// Lines of data it held (its header included).
+    lines: usize,
+    /// An end marker ended the data in it.
+    ended: bool,
+}
+
+/// A chunk's rows being made on a blocking thread: the rows, or the
+/// error with the chunk (made again in order for the error its line
+/// numbers give: the lines before it were not known when it started).
+pub type MakingChunk =
+    tokio::task::JoinHandle<std::result::Result<MadeChunk, (AdapterError, Vec<u8>)>>;
+
+impl RowMaker {
+    /// The rows of `data` (whole rows), its first line being line
+    /// `first_line` of the whole data; `header`: that line is the header.
+    fn make(&self, data: &[u8], first_line: usize, header: bool) -> Result<MadeChunk> {
+        let (rows, ended) =
+            crate::copy::parse_chunk(data, &self.options, self.columns.len(), first_line, header)?;
+        let mut batches = Vec::with_capacity(rows.len().div_ceil(BATCH_ROWS));
+        for start in (0..rows.len()).step_by(BATCH_ROWS) {
+            let range = start..(start + BATCH_ROWS).min(rows.len());
+            let batch = crate::copy::rows_to_batch(
+                &rows,
+                range,
+                &self.desc,
+                &self.columns,
+                &self.default_row,
+            )?;
+            batches.push(match self.check {
+                true => check_rows(&self.table, &self.desc, batch)?,
+                false => batch,
+            });
+        }
+        Ok(MadeChunk {
+            lines: rows.len() + usize::from(header),
+            batches,
+            ended,
+        })
+    }
 }
 
 impl Coordinator {
@@ -68,12 +138,15 @@ impl Coordinator {
         while !copy.ended
             && let Some(rows) = copy.stream.take_rows(CHUNK_BYTES)
         {
-            self.copy_rows(session, copy, &rows).await?;
+            self.copy_rows(session, copy, rows).await?;
         }
         Ok(())
     }
 
     fn copy_fail(&self, copy: &mut PendingCopy, e: AdapterError) {
+        // Chunks still being made finish on their own; their rows are
+        // dropped with their handles.
+        copy.making.clear();
         copy.abandon_staging();
         self.storage.discard_staged(&copy.staged);
         copy.staged.clear();
@@ -82,49 +155,82 @@ impl Coordinator {
         copy.failed = Some(e);
     }
 
-    /// Make one chunk of whole rows into checked rows of the table.
+    /// Start making one chunk of whole rows into checked rows of the
+    /// table, on a blocking thread; once more chunks are in flight than
+    /// [`CHUNKS_IN_FLIGHT`], take the oldest one's rows.
     async fn copy_rows(
         &self,
         session: &Session,
         copy: &mut PendingCopy,
-        data: &[u8],
+        data: Vec<u8>,
     ) -> Result<()> {
         if copy.fill.is_none() {
             copy.fill = Some(self.copy_fill(session, &copy.plan).await?);
         }
-        let header = copy.plan.options.header && copy.lines == 0;
-        let (rows, ended) = crate::copy::parse_chunk(
-            data,
-            &copy.plan.options,
-            copy.plan.columns.len(),
-            copy.lines + 1,
-            header,
-        )?;
-        copy.lines += rows.len() + usize::from(header);
-        copy.ended = ended;
+        let maker = copy
+            .fill
+            .as_ref()
+            .map(|f| Arc::clone(&f.maker))
+            .ok_or_else(|| AdapterError::Internal("COPY defaults missing".into()))?;
+        let header = copy.plan.options.header && copy.chunks == 0;
+        copy.chunks += 1;
+        copy.making.push_back(tokio::task::spawn_blocking(move || {
+            // Lines are numbered from this chunk's start; an error is made
+            // again with the right numbers when its turn comes.
+            maker.make(&data, 1, header).map_err(|e| (e, data))
+        }));
+        while copy.making.len() > CHUNKS_IN_FLIGHT {
+            self.copy_made(session, copy).await?;
+        }
+        Ok(())
+    }
+
+    /// Take the oldest chunk's rows: number what the sequences fill, keep
+    /// them, and stage them once they add up to a part.
+    async fn copy_made(&self, session: &Session, copy: &mut PendingCopy) -> Result<()> {
+        let Some(making) = copy.making.pop_front() else {
+            return Ok(());
+        };
+        let made = making
+            .await
+            .map_err(|e| AdapterError::Internal(format!("making COPY rows failed: {e}")))?;
+        if copy.ended {
+            // Data after the end marker is ignored.
+            return Ok(());
+        }
         let fill = copy
             .fill
             .as_ref()
             .ok_or_else(|| AdapterError::Internal("COPY defaults missing".into()))?;
-        let plan = &copy.plan;
-        for start in (0..rows.len()).step_by(BATCH_ROWS) {
-            let range = start..(start + BATCH_ROWS).min(rows.len());
-            let mut batch = crate::copy::rows_to_batch(
-                &rows,
-                range,
-                &plan.table_desc,
-                &plan.columns,
-                &fill.default_row,
-            )?;
-            for &(column, oid) in &fill.numbered {
-                batch = self.number_column(batch, column, oid)?;
+        let made = match made {
+            Ok(made) => made,
+            Err((e, data)) => {
+                // The same error, its lines counted from the data's start.
+                let header = copy.plan.options.header && copy.lines == 0;
+                let maker = Arc::clone(&fill.maker);
+                let first_line = copy.lines + 1;
+                return Err(tokio::task::spawn_blocking(move || {
+                    maker.make(&data, first_line, header).err()
+                })
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or(e));
             }
-            let batch = check_rows(&self.table_name(plan.table), &plan.table_desc, batch)?;
+        };
+        copy.lines += made.lines;
+        copy.ended = made.ended;
+        for mut batch in made.batches {
+            if !fill.numbered.is_empty() {
+                for &(column, oid) in &fill.numbered {
+                    batch = self.number_column(batch, column, oid)?;
+                }
+                batch = check_rows(&fill.maker.table, &fill.maker.desc, batch)?;
+            }
             copy.rows += batch.num_rows();
             copy.batch_bytes += batch.get_array_memory_size();
             copy.batches.push(batch);
         }
-        drop(rows);
         // Inside a transaction block the rows stay in memory: the block's
         // own reads see its writes, and they read them from there.
         if copy.batch_bytes >= self.queries.copy_part() && session.status != TxnStatus::InBlock {
@@ -200,7 +306,14 @@ impl Coordinator {
             None => Vec::new(),
         };
         Ok(CopyFill {
-            default_row,
+            maker: Arc::new(RowMaker {
+                options: plan.options.clone(),
+                columns: plan.columns.clone(),
+                desc: plan.table_desc.clone(),
+                table: self.table_name(plan.table),
+                default_row,
+                check: numbered.is_empty(),
+            }),
             numbered,
         })
     }
@@ -221,11 +334,14 @@ impl Coordinator {
     ) -> Result<usize> {
         if copy.failed.is_none() && !copy.ended {
             let rest = copy.stream.finish();
-            let made = match rest {
-                Ok(rest) if !rest.is_empty() => self.copy_rows(session, &mut copy, &rest).await,
+            let mut made = match rest {
+                Ok(rest) if !rest.is_empty() => self.copy_rows(session, &mut copy, rest).await,
                 Ok(_) => Ok(()),
                 Err(e) => Err(e),
             };
+            while made.is_ok() && !copy.making.is_empty() {
+                made = self.copy_made(session, &mut copy).await;
+            }
             if let Err(e) = made {
                 self.copy_fail(&mut copy, e);
             }

@@ -53,7 +53,7 @@ mod temp;
 mod timestamps;
 mod write;
 
-pub use copy_from::CopyFill;
+pub use copy_from::{CopyFill, MakingChunk};
 pub use read::{PreparedPlan, TemplatePlan};
 pub use response::{ExecCtx, ExecuteResponse, Notice, command_tag};
 pub use temp::TempSchemaGuard;

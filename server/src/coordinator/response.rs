@@ -103,6 +103,11 @@ pub fn command_tag(stmt: &Statement) -> String {
     use datafusion::sql::sqlparser::ast::Statement as S;
     match stmt {
         Statement::Sql(s) => match s.as_ref() {
+            // The commonest statements are named without printing them.
+            S::Query(_) => "SELECT".into(),
+            S::Insert(_) => "INSERT".into(),
+            S::Update { .. } => "UPDATE".into(),
+            S::Delete(_) => "DELETE".into(),
             S::CreateTable(_) => "CREATE TABLE".into(),
             S::CreateSequence { .. } => "CREATE SEQUENCE".into(),
             S::CreateView(v) if v.materialized => "CREATE MATERIALIZED VIEW".into(),

@@ -328,6 +328,89 @@ async fn copy_in_and_out() {
     );
 }
 
+/// A COPY of several chunks (rows are made a few megabytes at a time,
+/// two chunks at once): every row arrives once, in order for the
+/// sequence that numbers them, and an error in a later chunk names its
+/// line counted from the start of the data.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_copy_of_many_chunks_keeps_every_row_and_numbers_lines_from_the_start() {
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute("CREATE TABLE big (id int, label text, n serial)")
+        .await
+        .unwrap();
+    let count = 600_000usize;
+    let mut data = String::from("id,label\n");
+    for i in 0..count {
+        data.push_str(&format!("{i},\"label, number {i}\"\n"));
+    }
+    assert!(data.len() > 12 << 20, "{} bytes", data.len());
+    let sink = c
+        .copy_in("COPY big (id, label) FROM STDIN WITH (FORMAT csv, HEADER true)")
+        .await
+        .unwrap();
+    futures::pin_mut!(sink);
+    for piece in data.as_bytes().chunks(1 << 16) {
+        sink.send(bytes::Bytes::copy_from_slice(piece))
+            .await
+            .unwrap();
+    }
+    assert_eq!(sink.finish().await.unwrap(), count as u64);
+    let check = rows(
+        &c,
+        "SELECT count(*), sum(id::bigint), count(DISTINCT label), \
+         sum(CASE WHEN label = 'label, number ' || id THEN 1 ELSE 0 END), \
+         sum(CASE WHEN n = id + 1 THEN 1 ELSE 0 END) FROM big",
+    )
+    .await;
+    let n = count.to_string();
+    let sum = (count * (count - 1) / 2).to_string();
+    assert_eq!(
+        check,
+        vec![vec![
+            Some(n.clone()),
+            Some(sum),
+            Some(n.clone()),
+            Some(n.clone()),
+            Some(n.clone())
+        ]]
+    );
+    // A short row far into the data: its line is counted from the header.
+    let bad_row = 550_000;
+    let mut bad = String::from("id,label\n");
+    for i in 0..count {
+        if i == bad_row {
+            bad.push_str("17\n");
+        } else {
+            bad.push_str(&format!("{i},\"label, number {i}\"\n"));
+        }
+    }
+    let sink = c
+        .copy_in("COPY big (id, label) FROM STDIN WITH (FORMAT csv, HEADER true)")
+        .await
+        .unwrap();
+    futures::pin_mut!(sink);
+    for piece in bad.as_bytes().chunks(1 << 16) {
+        sink.send(bytes::Bytes::copy_from_slice(piece))
+            .await
+            .unwrap();
+    }
+    let err = sink.finish().await.unwrap_err();
+    let message = err.as_db_error().map(|e| e.message().to_string());
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            format!(
+                "missing data for line {}: expected 2 columns, found 1",
+                bad_row + 2
+            )
+            .as_str()
+        ),
+        "{err:?}"
+    );
+    assert_eq!(value(&c, "SELECT count(*) FROM big").await, Some(n));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn explain_and_explain_timestamp() {
     let s = Server::start();
