@@ -340,22 +340,32 @@ async fn a_copy_of_many_chunks_keeps_every_row_and_numbers_lines_from_the_start(
         .await
         .unwrap();
     let count = 600_000usize;
-    let mut data = String::from("id,label\n");
-    for i in 0..count {
-        data.push_str(&format!("{i},\"label, number {i}\"\n"));
-    }
-    assert!(data.len() > 12 << 20, "{} bytes", data.len());
-    let sink = c
-        .copy_in("COPY big (id, label) FROM STDIN WITH (FORMAT csv, HEADER true)")
-        .await
-        .unwrap();
-    futures::pin_mut!(sink);
-    for piece in data.as_bytes().chunks(1 << 16) {
-        sink.send(bytes::Bytes::copy_from_slice(piece))
+    // The CSV data with a header, row `short` (if any) missing a field.
+    let data = |short: Option<usize>| {
+        let mut data = String::from("id,label\n");
+        for i in 0..count {
+            match short == Some(i) {
+                true => data.push_str("17\n"),
+                false => data.push_str(&format!("{i},\"label, number {i}\"\n")),
+            }
+        }
+        assert!(data.len() > 12 << 20, "{} bytes", data.len());
+        data
+    };
+    let copy = async |data: String| {
+        let sink = c
+            .copy_in("COPY big (id, label) FROM STDIN WITH (FORMAT csv, HEADER true)")
             .await
             .unwrap();
-    }
-    assert_eq!(sink.finish().await.unwrap(), count as u64);
+        futures::pin_mut!(sink);
+        for piece in data.as_bytes().chunks(1 << 16) {
+            sink.send(bytes::Bytes::copy_from_slice(piece))
+                .await
+                .unwrap();
+        }
+        sink.finish().await
+    };
+    assert_eq!(copy(data(None)).await.unwrap(), count as u64);
     let check = rows(
         &c,
         "SELECT count(*), sum(id::bigint), count(DISTINCT label), \
@@ -376,38 +386,14 @@ async fn a_copy_of_many_chunks_keeps_every_row_and_numbers_lines_from_the_start(
         ]]
     );
     // A short row far into the data: its line is counted from the header.
-    let bad_row = 550_000;
-    let mut bad = String::from("id,label\n");
-    for i in 0..count {
-        if i == bad_row {
-            bad.push_str("17\n");
-        } else {
-            bad.push_str(&format!("{i},\"label, number {i}\"\n"));
-        }
-    }
-    let sink = c
-        .copy_in("COPY big (id, label) FROM STDIN WITH (FORMAT csv, HEADER true)")
-        .await
-        .unwrap();
-    futures::pin_mut!(sink);
-    for piece in bad.as_bytes().chunks(1 << 16) {
-        sink.send(bytes::Bytes::copy_from_slice(piece))
-            .await
-            .unwrap();
-    }
-    let err = sink.finish().await.unwrap_err();
+    let short = 550_000;
+    let err = copy(data(Some(short))).await.unwrap_err();
     let message = err.as_db_error().map(|e| e.message().to_string());
-    assert_eq!(
-        message.as_deref(),
-        Some(
-            format!(
-                "missing data for line {}: expected 2 columns, found 1",
-                bad_row + 2
-            )
-            .as_str()
-        ),
-        "{err:?}"
+    let expected = format!(
+        "missing data for line {}: expected 2 columns, found 1",
+        short + 2
     );
+    assert_eq!(message.as_deref(), Some(expected.as_str()), "{err:?}");
     assert_eq!(value(&c, "SELECT count(*) FROM big").await, Some(n));
 }
 
