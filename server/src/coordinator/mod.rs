@@ -231,9 +231,9 @@ impl Coordinator {
         stmt: &Statement,
         params: Option<&ParamValues>,
     ) -> Result<Plan> {
-        let catalog = self.catalog_for(session);
-        let info = session.info();
         if freshet_planner::statements::insert_values::plans_inline(stmt) {
+            let catalog = self.catalog_for(session);
+            let info = session.info();
             let cx = StatementContext {
                 state: &session.df,
                 catalog: &catalog,
