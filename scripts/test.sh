@@ -63,7 +63,17 @@ echo "== cargo clippy (workspace, all targets, warnings denied) =="
 cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== cargo test (workspace) =="
-cargo test --workspace
+# CI keeps the head and the tail of a long output; the servers' logs and
+# backtraces can push a failing test's message out of both. On a failure
+# the panic messages are printed again, last.
+test_log="$(mktemp)"
+if ! cargo test --workspace 2>&1 | tee "$test_log"; then
+  echo "== failing tests' messages =="
+  grep -A3 "panicked at" "$test_log" | grep -v "^stack backtrace" | tail -60
+  rm -f "$test_log"
+  exit 1
+fi
+rm -f "$test_log"
 
 echo "== sqllogictest suites =="
 # `cargo test --workspace` built target/debug/freshet (the integration

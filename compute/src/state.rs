@@ -13,9 +13,10 @@ use std::time::Instant;
 
 use freshet_repr::{GlobalId, Timestamp};
 use freshet_storage::ReadHold;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::error::{ComputeError, DataflowError, Result};
+use crate::render::PublishedRows;
 use crate::row::RowCodec;
 use crate::subscribe_queue::SubscribeQueue;
 
@@ -31,6 +32,9 @@ pub struct DataflowState {
     pub(crate) subscribe: Option<Arc<SubscribeQueue>>,
     /// For an index: no error exists at times before this (0: unknown).
     errors_absent_through: AtomicU64,
+    /// For an index: each worker's rows as of its last step, which peeks
+    /// of one key read without waking the worker.
+    published: RwLock<Vec<Option<Arc<PublishedRows>>>>,
     /// Inputs were read as of this time.
     pub as_of: Timestamp,
     /// Output began at this time.
@@ -112,6 +116,7 @@ impl DataflowState {
             index_codecs,
             subscribe,
             errors_absent_through: AtomicU64::new(0),
+            published: RwLock::new(Vec::new()),
             as_of: desc.as_of,
             start: desc.start,
             inputs: desc.plan.inputs().into_iter().collect(),
@@ -256,6 +261,21 @@ impl DataflowState {
     pub(crate) fn set_errors_absent_through(&self, through: Option<Timestamp>) {
         self.errors_absent_through
             .store(through.unwrap_or(0), Ordering::SeqCst);
+    }
+
+    /// Worker `worker` published its part of the index's rows (`None`:
+    /// it stopped maintaining them, so readers must ask it).
+    pub(crate) fn publish_rows(&self, worker: usize, rows: Option<PublishedRows>) {
+        let mut published = self.published.write();
+        if published.len() <= worker {
+            published.resize(worker + 1, None);
+        }
+        published[worker] = rows.map(Arc::new);
+    }
+
+    /// Worker `worker`'s part of the index's rows as last published.
+    pub(crate) fn published_rows(&self, worker: usize) -> Option<Arc<PublishedRows>> {
+        self.published.read().get(worker).cloned().flatten()
     }
 
     /// Whether the index certainly has no error at `time`.

@@ -113,6 +113,7 @@ pub(crate) fn run_worker(
                         // Dropping `dataflow` releases the trace handles its
                         // probes and index traces hold.
                         if let Some(dataflow) = installed.remove(&id) {
+                            dataflow.state.publish_rows(worker.index(), None);
                             worker.drop_dataflow(dataflow.index);
                             sizes.forget(dataflow.index);
                         }
@@ -140,6 +141,7 @@ pub(crate) fn run_worker(
                 }),
                 Ok(Command::Shutdown) | Err(mpsc::TryRecvError::Disconnected) => {
                     for (_, dataflow) in std::mem::take(&mut installed) {
+                        dataflow.state.publish_rows(worker.index(), None);
                         worker.drop_dataflow(dataflow.index);
                     }
                     return;
@@ -166,6 +168,9 @@ pub(crate) fn run_worker(
                     .state
                     .index_progress(worker.index(), workers, upper, read_ts);
                 traces.compact_to(since);
+                if let Some(rows) = traces.publish() {
+                    dataflow.state.publish_rows(worker.index(), Some(rows));
+                }
                 if holds_errors {
                     // Lets keyed peeks skip this worker while there is
                     // no error to find.

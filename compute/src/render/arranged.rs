@@ -17,13 +17,15 @@ use std::rc::{Rc, Weak};
 use differential_dataflow::difference::{Abelian, Semigroup};
 use differential_dataflow::operators::arrange::{Arranged, TraceAgent};
 use differential_dataflow::trace::implementations::ord_neu::{OrdKeyBatch, OrdValBatch};
+use differential_dataflow::trace::implementations::spine_fueled::Spine;
 use differential_dataflow::trace::implementations::{
-    KeyBuilder, KeySpine, OffsetList, ValBuilder, ValSpine, Vector,
+    KeyBuilder, KeySpine, OffsetList, ValBatcher, ValBuilder, ValSpine, Vector,
 };
 use differential_dataflow::trace::{Trace, TraceReader};
 use differential_dataflow::{ExchangeData, Hashable, VecCollection};
 
 use super::Time;
+use super::shared_batch::Shared;
 use crate::error::DataflowError;
 use crate::row::Row;
 
@@ -105,31 +107,76 @@ fn register(probe: SizeProbe) {
     });
 }
 
+/// A handle on a batch that a size probe can recognise on later passes
+/// without keeping the batch alive: spines hold `Rc` batches, indexes
+/// [`Shared`] ones.
+pub(crate) trait TrackedBatch: 'static {
+    /// The batch behind the handle.
+    type Batch: 'static;
+    /// A reference keeping the batch's allocation, not its contents.
+    type Weak: 'static;
+    /// The batch.
+    fn batch(&self) -> &Self::Batch;
+    /// Where it lives.
+    fn address(&self) -> *const Self::Batch;
+    /// A weak reference to it.
+    fn weak(&self) -> Self::Weak;
+}
+
+impl<B: 'static> TrackedBatch for Rc<B> {
+    type Batch = B;
+    type Weak = Weak<B>;
+    fn batch(&self) -> &B {
+        self
+    }
+    fn address(&self) -> *const B {
+        Rc::as_ptr(self)
+    }
+    fn weak(&self) -> Weak<B> {
+        Rc::downgrade(self)
+    }
+}
+
+impl<B: 'static> TrackedBatch for Shared<B> {
+    type Batch = B;
+    type Weak = std::sync::Weak<B>;
+    fn batch(&self) -> &B {
+        self
+    }
+    fn address(&self) -> *const B {
+        self.as_ptr()
+    }
+    fn weak(&self) -> std::sync::Weak<B> {
+        self.downgrade()
+    }
+}
+
 /// A probe over `trace` measuring each batch with `measure` once.
 ///
 /// The probe holds the trace's box, not a trace handle: it reads batches
 /// for accounting only, so it must not hold back compaction (a handle
 /// would) nor ask for a cursor (the trace may have closed).
-fn track<Tr, B>(trace: &TraceAgent<Tr>, measure: fn(&B) -> usize)
+fn track<Tr>(trace: &TraceAgent<Tr>, measure: fn(&<Tr::Batch as TrackedBatch>::Batch) -> usize)
 where
-    Tr: TraceReader<Time = Time, Batch = Rc<B>> + Trace + 'static,
-    B: 'static,
+    Tr: TraceReader<Time = Time> + Trace + 'static,
+    Tr::Batch: TrackedBatch,
 {
+    type Seen<H> = HashMap<*const <H as TrackedBatch>::Batch, (<H as TrackedBatch>::Weak, usize)>;
     let trace = trace.trace_box_unstable();
     // Batches measured on the previous pass. The weak reference keeps a
     // dropped batch's allocation (not its contents), so its address cannot
     // be reused by a new batch while we remember it.
-    let mut seen: HashMap<*const B, (Weak<B>, usize)> = HashMap::new();
+    let mut seen: Seen<Tr::Batch> = HashMap::new();
     register(SizeProbe(Box::new(move || {
         let mut now = HashMap::with_capacity(seen.len());
         trace.borrow().trace().map_spans(|span| {
             if let Some(batch) = &span.inner {
-                let ptr = Rc::as_ptr(batch);
+                let ptr = batch.address();
                 let bytes = match seen.get(&ptr) {
                     Some((_, bytes)) => *bytes,
-                    None => measure(batch),
+                    None => measure(batch.batch()),
                 };
-                now.insert(ptr, (Rc::downgrade(batch), bytes));
+                now.insert(ptr, (batch.weak(), bytes));
             }
         });
         seen = now;
@@ -146,7 +193,9 @@ fn sized<T: HeapSize>(items: &[T]) -> usize {
 }
 
 /// A batch of a [`ValSpine`].
-type ValBatch<K, V, R> = OrdValBatch<Vector<((K, V), Time, R)>>;
+pub(crate) type ValBatch<K, V, R> = OrdValBatch<Vector<((K, V), Time, R)>>;
+/// A spine of [`Shared`] `(key, value)` batches.
+pub(crate) type SharedValSpine<K, V, R> = Spine<Shared<ValBatch<K, V, R>>>;
 /// A batch of a [`KeySpine`].
 type KeyBatch<K, R> = OrdKeyBatch<Vector<((K, ()), Time, R)>>;
 
@@ -188,6 +237,23 @@ where
     R: ExchangeData + Semigroup + HeapSize,
 {
     let arranged = coll.arrange_by_key_named(name);
+    track(&arranged.trace, val_batch_bytes::<K, V, R>);
+    arranged
+}
+
+/// `(key, value)` rows arranged by key in [`Shared`] batches, measured:
+/// the arrangement of an index, whose batches sessions read directly.
+pub(crate) fn arrange_by_key_shared<'s, K, V, R>(
+    coll: VecCollection<'s, Time, (K, V), R>,
+    name: &str,
+) -> Arranged<'s, TraceAgent<SharedValSpine<K, V, R>>>
+where
+    K: ExchangeData + Hashable + HeapSize,
+    V: ExchangeData + HeapSize,
+    R: ExchangeData + Semigroup + HeapSize,
+{
+    let arranged = coll
+        .arrange_named::<ValBatcher<K, V, Time, R>, SharedValSpine<K, V, R>>(name, ValBatcher::new);
     track(&arranged.trace, val_batch_bytes::<K, V, R>);
     arranged
 }

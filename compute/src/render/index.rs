@@ -14,14 +14,17 @@ use differential_dataflow::trace::cursor::{Cursor, cursor_list};
 use differential_dataflow::trace::implementations::ValSpine;
 use timely::progress::Antichain;
 
-use super::arranged::{HeapSize, arrange_by_key};
+use super::arranged::{HeapSize, SharedValSpine, ValBatch, arrange_by_key, arrange_by_key_shared};
 use super::compile::KeyEval;
+use super::shared_batch::Shared;
 use super::{Diff, Rendered, Time, eval_op};
 use crate::error::DataflowError;
 use crate::row::Row;
 
-/// The rows of an index by key.
-type RowTrace = TraceAgent<ValSpine<Row, Row, Time, Diff>>;
+/// The rows of an index by key, in batches other threads may read.
+type RowTrace = TraceAgent<SharedValSpine<Row, Row, Diff>>;
+/// One batch of an index's rows.
+type RowBatch = Shared<ValBatch<Row, Row, Diff>>;
 /// The errors of an index, all under the key `()`.
 type ErrorTrace = TraceAgent<ValSpine<(), DataflowError, Time, Diff>>;
 
@@ -43,6 +46,70 @@ pub(crate) struct IndexTraces {
     errors: ErrorTrace,
     /// The time compaction was last allowed to.
     since: Time,
+    /// The rows' upper when they were last published (see
+    /// [`IndexTraces::publish`]); `None` before the first.
+    published: Option<Option<Time>>,
+}
+
+/// One worker's part of an index's rows as of one step: its batches and
+/// the upper they are complete to. Sessions seek keys in it on their own
+/// threads ([`PublishedRows::peek`]) instead of asking the worker.
+pub(crate) struct PublishedRows {
+    /// Times before this are complete (`None`: complete forever).
+    upper: Option<Time>,
+    batches: Vec<RowBatch>,
+}
+
+impl PublishedRows {
+    /// Whether every update at `time` is in these batches.
+    pub(crate) fn complete_at(&self, time: Time) -> bool {
+        self.upper.is_none_or(|upper| time < upper)
+    }
+
+    /// The rows at `time` with `key` (all of them without one). The caller
+    /// ensures [`PublishedRows::complete_at`] and, by a hold, that the
+    /// index's compaction has not passed `time`.
+    pub(crate) fn peek(&self, time: Time, key: Option<&Row>) -> Vec<(Row, Diff)> {
+        rows_at(self.batches.clone(), time, key)
+    }
+}
+
+impl std::fmt::Debug for PublishedRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PublishedRows")
+            .field("upper", &self.upper)
+            .field("batches", &self.batches.len())
+            .finish()
+    }
+}
+
+/// The rows of `batches` at `time` (those with `key`, or all), with their
+/// multiplicities: what one worker answers to a peek.
+fn rows_at(batches: Vec<RowBatch>, time: Time, key: Option<&Row>) -> Vec<(Row, Diff)> {
+    let mut out = Vec::new();
+    let (mut cursor, storage) = cursor_list(batches);
+    if let Some(key) = key {
+        cursor.seek_key(&storage, key);
+    }
+    while let Some(k) = cursor.get_key(&storage) {
+        if key.is_some_and(|key| key != k) {
+            break;
+        }
+        while let Some(row) = cursor.get_val(&storage) {
+            let mut count = 0;
+            cursor.map_times(&storage, |t, d| {
+                if *t <= time {
+                    count += *d;
+                }
+            });
+            if count != 0 {
+                out.push((row.clone(), count));
+            }
+            cursor.step_val(&storage);
+        }
+        cursor.step_key(&storage);
+    }
+    out
 }
 
 /// What one worker answers to a peek: its rows with multiplicities, or an
@@ -58,7 +125,7 @@ pub(crate) fn render_index(rendered: Rendered<'_>, key: Arc<KeyEval>) -> IndexTr
         Arc::clone(&key.input),
         move |batch, rows: &[Row]| key_eval.pair(batch, rows.iter().cloned()),
     );
-    let rows = arrange_by_key(keyed, "Index");
+    let rows = arrange_by_key_shared(keyed, "Index");
     let errors = arrange_by_key(
         rendered.err.concat(key_errors).map(|e| ((), e)),
         "IndexErrors",
@@ -67,6 +134,7 @@ pub(crate) fn render_index(rendered: Rendered<'_>, key: Arc<KeyEval>) -> IndexTr
         rows: rows.trace,
         errors: errors.trace,
         since: 0,
+        published: None,
     }
 }
 
@@ -197,33 +265,25 @@ impl IndexTraces {
                 cursor.step_key(&storage);
             }
         }
-        let mut out = Vec::new();
         self.rows.read_upper(&mut upper);
         let Some(batches) = self.rows.batches_through(upper.borrow()) else {
-            return Ok(out);
+            return Ok(Vec::new());
         };
-        let (mut cursor, storage) = cursor_list(batches);
-        if let Some(key) = key {
-            cursor.seek_key(&storage, key);
+        Ok(rows_at(batches, time, key))
+    }
+
+    /// This worker's rows as they are now, if their upper moved since the
+    /// last time they were published (batches merged meanwhile are
+    /// published with the next move; the older list reads the same).
+    pub fn publish(&mut self) -> Option<PublishedRows> {
+        let mut frontier = Antichain::new();
+        self.rows.read_upper(&mut frontier);
+        let upper = frontier.as_option().copied();
+        if self.published == Some(upper) {
+            return None;
         }
-        while let Some(k) = cursor.get_key(&storage) {
-            if key.is_some_and(|key| key != k) {
-                break;
-            }
-            while let Some(row) = cursor.get_val(&storage) {
-                let mut count = 0;
-                cursor.map_times(&storage, |t, d| {
-                    if *t <= time {
-                        count += *d;
-                    }
-                });
-                if count != 0 {
-                    out.push((row.clone(), count));
-                }
-                cursor.step_val(&storage);
-            }
-            cursor.step_key(&storage);
-        }
-        Ok(out)
+        let batches = self.rows.batches_through(frontier.borrow())?;
+        self.published = Some(upper);
+        Some(PublishedRows { upper, batches })
     }
 }

@@ -14,6 +14,7 @@ mod index;
 mod join;
 mod ordered;
 mod reduce;
+mod shared_batch;
 mod sink;
 mod source;
 mod subscribe;
@@ -37,7 +38,7 @@ use timely::worker::Worker;
 pub(crate) use arranged::SizeProbe;
 use compile::AsRow;
 pub(crate) use compile::{KeyEval, Node, compile, compile_index_key};
-pub(crate) use index::{IndexImport, IndexTraces, PeekPart, error_worker};
+pub(crate) use index::{IndexImport, IndexTraces, PeekPart, PublishedRows, error_worker};
 
 use crate::error::DataflowError;
 use crate::row::{Row, RowCodec};
