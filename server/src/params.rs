@@ -178,6 +178,29 @@ fn arrow_of(ty: &Type) -> Option<DataType> {
     PgType::from_oid(ty.oid(), -1).map(|t| t.arrow_type())
 }
 
+/// `text` as an integer of type `pg`, when it is one (the common case of
+/// a key parameter): what the general parse (an Arrow cast of the trimmed
+/// text) gives for it, without building arrays. `None` for other types and
+/// for text that does not parse, which the general parse then reports.
+fn parse_integer(text: &str, pg: &PgType) -> Option<ScalarValue> {
+    let text = text.trim();
+    match pg {
+        PgType::Int2 => text
+            .parse::<i16>()
+            .ok()
+            .map(|v| ScalarValue::Int16(Some(v))),
+        PgType::Int4 => text
+            .parse::<i32>()
+            .ok()
+            .map(|v| ScalarValue::Int32(Some(v))),
+        PgType::Int8 => text
+            .parse::<i64>()
+            .ok()
+            .map(|v| ScalarValue::Int64(Some(v))),
+        _ => None,
+    }
+}
+
 /// Decode every parameter: `raw[i]` in `formats`, declared as `declared[i]`
 /// by the client (if it declared one), planned as `inferred[i]`.
 pub fn decode(
@@ -236,9 +259,13 @@ pub fn decode(
                 } else {
                     PgType::Text
                 };
-                let array = parse_text_array(&[Some(text)], &pg)?;
-                let scalar =
-                    ScalarValue::try_from_array(&array, 0).map_err(AdapterError::DataFusion)?;
+                let scalar = match parse_integer(text, &pg) {
+                    Some(scalar) => scalar,
+                    None => {
+                        let array = parse_text_array(&[Some(text)], &pg)?;
+                        ScalarValue::try_from_array(&array, 0).map_err(AdapterError::DataFusion)?
+                    }
+                };
                 scalar.cast_to(&target).map_err(AdapterError::DataFusion)?
             }
         };
@@ -247,4 +274,47 @@ pub fn decode(
     Ok(Some(ParamValues::List(
         values.into_iter().map(Into::into).collect(),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The direct integer parse gives what the general parse gives, and
+    /// leaves what it cannot parse to it (which reports the error).
+    #[test]
+    fn integers_parse_as_the_general_path_does() {
+        let inputs = [
+            "0",
+            "7",
+            " 42 ",
+            "+5",
+            "-32768",
+            "32767",
+            "32768",
+            "-2147483648",
+            "2147483647",
+            "2147483648",
+            "9223372036854775807",
+            "9223372036854775808",
+            "",
+            "1.5",
+            "1e3",
+            "x",
+            "0x10",
+            "- 1",
+        ];
+        for pg in [PgType::Int2, PgType::Int4, PgType::Int8] {
+            for text in inputs {
+                let general = parse_text_array(&[Some(text)], &pg)
+                    .ok()
+                    .and_then(|a| ScalarValue::try_from_array(&a, 0).ok());
+                match parse_integer(text, &pg) {
+                    Some(direct) => assert_eq!(Some(direct), general, "{pg:?} {text:?}"),
+                    None => assert!(general.is_none(), "{pg:?} {text:?}: {general:?}"),
+                }
+            }
+        }
+        assert_eq!(parse_integer("1", &PgType::Text), None);
+    }
 }

@@ -473,8 +473,14 @@ pub(super) fn key_values(
     key.iter()
         .map(|(constant, ty)| {
             let bound = with_params(constant.clone(), params).ok()?;
-            let Expr::Literal(value, _) = simplified(state, bound, &empty).ok()? else {
-                return None;
+            let value = match folded(&bound) {
+                Some(value) => value,
+                None => {
+                    let Expr::Literal(value, _) = simplified(state, bound, &empty).ok()? else {
+                        return None;
+                    };
+                    value
+                }
             };
             if value.is_null() {
                 return None;
@@ -483,6 +489,46 @@ pub(super) fn key_values(
             (keyed.cast_to(&value.data_type()).ok()? == value).then_some(keyed)
         })
         .collect()
+}
+
+/// Whether `e` calls a function (scalar, aggregate or window) anywhere,
+/// or holds a form this module does not know to run unsimplified.
+fn calls_functions(e: &Expr) -> bool {
+    e.exists(|n| {
+        Ok(!matches!(
+            n,
+            Expr::Column(_)
+                | Expr::Literal(..)
+                | Expr::BinaryExpr(_)
+                | Expr::Not(_)
+                | Expr::IsNull(_)
+                | Expr::IsNotNull(_)
+                | Expr::IsTrue(_)
+                | Expr::IsFalse(_)
+                | Expr::IsNotTrue(_)
+                | Expr::IsNotFalse(_)
+                | Expr::Negative(_)
+                | Expr::Between(_)
+                | Expr::InList(_)
+                | Expr::Cast(_)
+                | Expr::TryCast(_)
+                | Expr::Alias(_)
+        ))
+    })
+    .unwrap_or(true)
+}
+
+/// A constant key expression's value without the simplifier, when it is a
+/// value or a cast of one (what a `$n`, bound, usually is).
+fn folded(e: &Expr) -> Option<ScalarValue> {
+    match e {
+        Expr::Literal(value, _) => Some(value.clone()),
+        Expr::Cast(cast) => match cast.expr.as_ref() {
+            Expr::Literal(value, _) => value.cast_to(cast.field.data_type()).ok(),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `e` with its `$n` parameters replaced by their values (unchanged
@@ -700,11 +746,19 @@ impl PeekFinish {
         let mut next = |e: &Expr, schema: &DFSchemaRef| -> DfResult<Arc<dyn PhysicalExpr>> {
             match made.next() {
                 Some(Some(p)) => Ok(Arc::clone(p)),
-                Some(None) => physical(
-                    state,
-                    simplified(state, with_params(e.clone(), params)?, schema)?,
-                    schema,
-                ),
+                Some(None) => {
+                    let bound = with_params(e.clone(), params)?;
+                    // Only a function may need simplifying to run (`now()`
+                    // takes the execution's time there); columns, values,
+                    // casts and operators run as they are, and the
+                    // simplifier would cost more than this one execution.
+                    let bound = if calls_functions(&bound) {
+                        simplified(state, bound, schema)?
+                    } else {
+                        bound
+                    };
+                    physical(state, bound, schema)
+                }
                 None => Err(plan_datafusion_err!("a step's expressions changed")),
             }
         };
