@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use differential_dataflow::operators::arrange::TraceAgent;
-use differential_dataflow::trace::TraceReader;
-use differential_dataflow::trace::cursor::{Cursor, cursor_list};
+use differential_dataflow::trace::cursor::{Cursor, CursorList, cursor_list};
 use differential_dataflow::trace::implementations::ValSpine;
+use differential_dataflow::trace::{Navigable, TraceReader};
 use timely::progress::Antichain;
 
 use super::arranged::{HeapSize, SharedValSpine, ValBatch, arrange_by_key, arrange_by_key_shared};
@@ -70,7 +70,7 @@ impl PublishedRows {
     /// ensures [`PublishedRows::complete_at`] and, by a hold, that the
     /// index's compaction has not passed `time`.
     pub(crate) fn peek(&self, time: Time, key: Option<&Row>) -> Vec<(Row, Diff)> {
-        rows_at(self.batches.clone(), time, key)
+        rows_at(&self.batches, time, key)
     }
 }
 
@@ -85,19 +85,22 @@ impl std::fmt::Debug for PublishedRows {
 
 /// The rows of `batches` at `time` (those with `key`, or all), with their
 /// multiplicities: what one worker answers to a peek.
-fn rows_at(batches: Vec<RowBatch>, time: Time, key: Option<&Row>) -> Vec<(Row, Diff)> {
+// A `Vec`, not a slice: a cursor list reads its batches from one.
+#[allow(clippy::ptr_arg)]
+fn rows_at(batches: &Vec<RowBatch>, time: Time, key: Option<&Row>) -> Vec<(Row, Diff)> {
     let mut out = Vec::new();
-    let (mut cursor, storage) = cursor_list(batches);
+    let cursors = batches.iter().map(Navigable::cursor).collect();
+    let mut cursor = CursorList::new(cursors, batches);
     if let Some(key) = key {
-        cursor.seek_key(&storage, key);
+        cursor.seek_key(batches, key);
     }
-    while let Some(k) = cursor.get_key(&storage) {
+    while let Some(k) = cursor.get_key(batches) {
         if key.is_some_and(|key| key != k) {
             break;
         }
-        while let Some(row) = cursor.get_val(&storage) {
+        while let Some(row) = cursor.get_val(batches) {
             let mut count = 0;
-            cursor.map_times(&storage, |t, d| {
+            cursor.map_times(batches, |t, d| {
                 if *t <= time {
                     count += *d;
                 }
@@ -105,9 +108,9 @@ fn rows_at(batches: Vec<RowBatch>, time: Time, key: Option<&Row>) -> Vec<(Row, D
             if count != 0 {
                 out.push((row.clone(), count));
             }
-            cursor.step_val(&storage);
+            cursor.step_val(batches);
         }
-        cursor.step_key(&storage);
+        cursor.step_key(batches);
     }
     out
 }
@@ -269,7 +272,7 @@ impl IndexTraces {
         let Some(batches) = self.rows.batches_through(upper.borrow()) else {
             return Ok(Vec::new());
         };
-        Ok(rows_at(batches, time, key))
+        Ok(rows_at(&batches, time, key))
     }
 
     /// This worker's rows as they are now, if their upper moved since the
