@@ -137,20 +137,6 @@ impl<B: 'static> TrackedBatch for Rc<B> {
     }
 }
 
-impl<B: 'static> TrackedBatch for Shared<B> {
-    type Batch = B;
-    type Weak = std::sync::Weak<B>;
-    fn batch(&self) -> &B {
-        self
-    }
-    fn address(&self) -> *const B {
-        self.as_ptr()
-    }
-    fn weak(&self) -> std::sync::Weak<B> {
-        self.downgrade()
-    }
-}
-
 /// A probe over `trace` measuring each batch with `measure` once.
 ///
 /// The probe holds the trace's box, not a trace handle: it reads batches

@@ -17,18 +17,24 @@ use differential_dataflow::trace::implementations::spine_fueled::{Merger, SpineB
 use differential_dataflow::trace::{Cursor, Navigable};
 use timely::progress::frontier::AntichainRef;
 
+use super::arranged::TrackedBatch;
+
 /// A batch shared between the worker maintaining it and readers on other
 /// threads.
 pub(crate) struct Shared<B>(Arc<B>);
 
-impl<B> Shared<B> {
-    /// The batch's address, to recognise it across passes (size probes).
-    pub(crate) fn as_ptr(&self) -> *const B {
+/// Size probes recognise a shared batch by its allocation, as they do an
+/// `Rc` one.
+impl<B: 'static> TrackedBatch for Shared<B> {
+    type Batch = B;
+    type Weak = std::sync::Weak<B>;
+    fn batch(&self) -> &B {
+        &self.0
+    }
+    fn address(&self) -> *const B {
         Arc::as_ptr(&self.0)
     }
-
-    /// A reference that keeps the batch's allocation, not the batch.
-    pub(crate) fn downgrade(&self) -> std::sync::Weak<B> {
+    fn weak(&self) -> std::sync::Weak<B> {
         Arc::downgrade(&self.0)
     }
 }
