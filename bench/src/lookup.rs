@@ -7,9 +7,11 @@
 //! (`AS SELECT k, v FROM kv`, indexed on `k`); PostgreSQL the same reads
 //! of `kv` through its primary key. The shapes: the whole row by key, one
 //! column by key (both answered from the index without a DataFusion plan),
-//! and the keyed row joined with `dim` (Freshet: `dim` indexed on `id`, as
+//! the keyed row joined with `dim` (Freshet: `dim` indexed on `id`, as
 //! PostgreSQL's primary key indexes it; the keyed peek joined with a
-//! lookup of that index, again without a DataFusion plan). `pgbench -n -M
+//! lookup of that index, again without a DataFusion plan), and ten
+//! consecutive keys (`k BETWEEN :k AND :k2`, `k2 = k + 9`: a range of the
+//! index in Freshet, an index range scan in PostgreSQL). `pgbench -n -M
 //! simple|prepared -c N -j min(N, 2) -T secs` runs on the same machine,
 //! against each server in turn.
 
@@ -55,6 +57,11 @@ const SHAPES: &[Shape] = &[
         name: "by key, joined with a table",
         freshet: "SELECT kv_mv.v, dim.name FROM kv_mv JOIN dim ON dim.id = kv_mv.k % 100 WHERE kv_mv.k = :k",
         postgres: "SELECT kv.v, dim.name FROM kv JOIN dim ON dim.id = kv.k % 100 WHERE kv.k = :k",
+    },
+    Shape {
+        name: "a range of ten keys",
+        freshet: "SELECT k, v FROM kv_mv WHERE k BETWEEN :k AND :k2",
+        postgres: "SELECT k, v FROM kv WHERE k BETWEEN :k AND :k2",
     },
 ];
 
@@ -109,7 +116,10 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
         return failed(format!("kv_mv does not hold {n} rows: {counted:?}"));
     }
     for shape in SHAPES {
-        let sql = format!("EXPLAIN {}", shape.freshet.replace(":k", "1"));
+        let sql = format!(
+            "EXPLAIN {}",
+            shape.freshet.replace(":k2", "10").replace(":k", "1")
+        );
         let plan = db::rows(&fc, &sql, "Freshet").await?;
         let first = plan.first().and_then(|r| r.first().cloned()).flatten();
         if !first.as_deref().is_some_and(|l| l.starts_with("Fast path")) {
@@ -137,7 +147,7 @@ pub async fn run(settings: &LookupSettings<'_>, pg: Option<&PgServer>) -> Result
     let dir = tempfile::tempdir().context("create a temp dir for pgbench scripts")?;
     let script = |name: String, query: &str| -> Result<std::path::PathBuf> {
         let path = dir.path().join(name);
-        let text = format!("\\set k random(1, {n})\n{query};\n");
+        let text = format!("\\set k random(1, {n})\n\\set k2 :k + 9\n{query};\n");
         std::fs::write(&path, text).context(format!("write {}", path.display()))?;
         Ok(path)
     };

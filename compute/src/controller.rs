@@ -4,6 +4,7 @@
 //! dataflow is in [`crate::state`].
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -18,7 +19,7 @@ use timely::communication::initialize::WorkerGuards;
 
 use crate::error::{ComputeError, DataflowError, Result};
 use crate::protocol::{Command, Compiled, Report};
-use crate::render::{PeekPart, compile, compile_index_key, error_worker};
+use crate::render::{KeySelect, PeekPart, compile, compile_index_key, error_worker};
 use crate::row::{Row, RowCodec};
 use crate::state::{DataflowState, FrontierReports, IndexCodecs, IndexHold};
 use crate::subscribe::Subscription;
@@ -414,7 +415,7 @@ impl ComputeController {
         let command = |key: Option<Row>| Command::Peek {
             id,
             time,
-            key,
+            select: key.map_or(KeySelect::All, KeySelect::Equal),
             answer: tx.clone(),
         };
         let workers = match key {
@@ -432,7 +433,7 @@ impl ComputeController {
                     && rows.complete_at(time)
                 {
                     // The receiver is alive: a send cannot fail.
-                    let _ = tx.unbounded_send(Ok(rows.peek(time, Some(&key))));
+                    let _ = tx.unbounded_send(Ok(rows.peek(time, &KeySelect::Equal(key))));
                     return Ok(PendingPeek {
                         answers: rx,
                         workers: 1,
@@ -457,6 +458,61 @@ impl ComputeController {
         Ok(PendingPeek {
             answers: rx,
             workers,
+            rows: codecs.rows,
+            _hold: hold,
+        })
+    }
+
+    /// Read index `id` at `time`: the rows whose key's first column lies
+    /// within `lower` and `upper` (values of that column's type, not
+    /// NULL). Every worker holds some of them; each answers once the index
+    /// is complete at `time`. The caller picks key types whose order is
+    /// their values' (the rows are in the encoded keys' byte order).
+    pub fn peek_range(
+        &self,
+        id: GlobalId,
+        time: Timestamp,
+        lower: Bound<ScalarValue>,
+        upper: Bound<ScalarValue>,
+    ) -> Result<PendingPeek> {
+        let state = self.dataflow(id).ok_or(ComputeError::UnknownIndex(id))?;
+        if let Some(failure) = state.failure() {
+            return Err(ComputeError::Failed(failure));
+        }
+        let codecs = state
+            .index_codecs
+            .clone()
+            .ok_or(ComputeError::UnknownIndex(id))?;
+        let first = codecs
+            .key
+            .schema()
+            .fields()
+            .first()
+            .cloned()
+            .ok_or_else(|| ComputeError::PlanWire("an index without key columns".into()))?;
+        let codec = RowCodec::new(Arc::new(arrow::datatypes::Schema::new(vec![first])))?;
+        let encode = |bound: Bound<ScalarValue>| -> Result<Bound<Row>> {
+            Ok(match bound {
+                Bound::Included(v) => Bound::Included(encode_key(&codec, &[v])?),
+                Bound::Excluded(v) => Bound::Excluded(encode_key(&codec, &[v])?),
+                Bound::Unbounded => Bound::Unbounded,
+            })
+        };
+        let select = KeySelect::Range {
+            lower: encode(lower)?,
+            upper: encode(upper)?,
+        };
+        let hold = state.hold_index(time)?;
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        self.broadcast(|| Command::Peek {
+            id,
+            time,
+            select: select.clone(),
+            answer: tx.clone(),
+        })?;
+        Ok(PendingPeek {
+            answers: rx,
+            workers: self.workers,
             rows: codecs.rows,
             _hold: hold,
         })

@@ -13,7 +13,6 @@ use freshet_repr::{GlobalId, Timestamp};
 
 pub(crate) use crate::render::PeekPart;
 use crate::render::{KeyEval, Node};
-use crate::row::Row;
 use crate::state::{DataflowState, IndexHold};
 
 /// A dataflow as the controller compiled it: its operators' evaluators
@@ -40,11 +39,11 @@ pub(crate) enum Command {
     },
     /// Tear one down.
     Drop(GlobalId),
-    /// Read an index at a time (rows with this key, or all rows).
+    /// Read an index at a time (the rows `select` picks).
     Peek {
         id: GlobalId,
         time: Timestamp,
-        key: Option<Row>,
+        select: crate::render::KeySelect,
         answer: futures::channel::mpsc::UnboundedSender<PeekPart>,
     },
     /// Exit.

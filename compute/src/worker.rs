@@ -19,7 +19,6 @@ const SIZE_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 /// Hydration taking longer than this is logged, every this often.
 const HYDRATION_LOG_AFTER: Duration = Duration::from_secs(5);
 use crate::render::{Context, IndexTraces, PeekPart, SizeProbe, build_dataflow, error_worker};
-use crate::row::Row;
 
 /// A dataflow this worker runs.
 struct Installed {
@@ -37,7 +36,7 @@ struct Installed {
 struct WaitingPeek {
     id: GlobalId,
     time: freshet_repr::Timestamp,
-    key: Option<Row>,
+    select: crate::render::KeySelect,
     answer: futures::channel::mpsc::UnboundedSender<PeekPart>,
 }
 
@@ -131,12 +130,12 @@ pub(crate) fn run_worker(
                 Ok(Command::Peek {
                     id,
                     time,
-                    key,
+                    select,
                     answer,
                 }) => peeks.push(WaitingPeek {
                     id,
                     time,
-                    key,
+                    select,
                     answer,
                 }),
                 Ok(Command::Shutdown) | Err(mpsc::TryRecvError::Disconnected) => {
@@ -224,6 +223,6 @@ fn answer_peek(peek: &mut WaitingPeek, installed: &mut BTreeMap<GlobalId, Instal
     // The requester may have gone away (timeout, cancel): nothing to do.
     let _ = peek
         .answer
-        .unbounded_send(traces.peek(peek.time, peek.key.as_ref()));
+        .unbounded_send(traces.peek(peek.time, &peek.select));
     true
 }

@@ -444,6 +444,9 @@ pub struct PeekPlan {
     pub index: GlobalId,
     /// Rows whose key equals these values (in key order); `None`: all rows.
     pub key: Option<Vec<ScalarValue>>,
+    /// Without a key: the rows whose first key column lies in this range
+    /// (`None`: all rows).
+    pub range: Option<crate::query::index_scan::KeyRange>,
     /// Output columns.
     pub desc: RelationDesc,
     /// Which of the index's columns the query returns, in order, when the
@@ -476,6 +479,9 @@ pub struct PeekFinish {
     /// The constants (literals or `$n`) fixing the index's key columns,
     /// with each column's type, in key order; `None`: a read of all rows.
     pub key: Option<KeyConstants>,
+    /// Without `key`: the constants bounding the index's first key
+    /// column, whose values make the range a peek reads.
+    pub range: Option<RangeConstants>,
     /// The steps made physical for one execution (by
     /// [`PeekFinish::bind`](crate::statements::peek)); `None`: made
     /// physical when applied.
@@ -484,6 +490,10 @@ pub struct PeekFinish {
     /// between executions, made at the first execution and shared by the
     /// plan's later ones (`None` in the list: bound per execution).
     pub invariant: Arc<std::sync::OnceLock<InvariantExprs>>,
+    /// The steps without the equalities a keyed lookup already decides
+    /// (see [`KeyedSteps`]), used by an execution whose key is known;
+    /// `None` when no conjunct can be dropped, or once in use.
+    pub keyed: Option<Arc<KeyedSteps>>,
     /// Indexes joined to the peeked rows by key, innermost join first
     /// (empty: the steps read the peeked rows themselves). With lookups,
     /// `scan_schema` is the last join's output.
@@ -499,6 +509,37 @@ pub struct PeekFinish {
     /// planned with `params`: `query` is shared by every execution of a
     /// kept plan, and a plan's read time can be bound only once.
     pub source: Option<Arc<datafusion::sql::sqlparser::ast::Query>>,
+}
+
+/// The bounds a query's filters put on an index's first key column, as
+/// constants (literals or `$n`, perhaps cast) whose values are known when
+/// a peek runs: every lower bound and every upper bound, each with
+/// whether it is inclusive, and the column's type.
+#[derive(Debug, Clone)]
+pub struct RangeConstants {
+    /// `column > c` (false) and `column >= c` (true).
+    pub lower: Vec<(datafusion::logical_expr::Expr, bool)>,
+    /// `column < c` (false) and `column <= c` (true).
+    pub upper: Vec<(datafusion::logical_expr::Expr, bool)>,
+    /// The column's type.
+    pub ty: arrow::datatypes::DataType,
+}
+
+/// A peek's steps without the conjuncts `key_column = constant` that
+/// its keyed lookup already decides: the lookup returns exactly the rows
+/// whose key encodes equal to the constant's value, and for the key
+/// types where encoded equality is SQL equality (integers, text, dates,
+/// times, decimals of one scale, booleans, bytes; not floats, whose
+/// encoding folds `-0` into `0`) such a conjunct is true for every row
+/// it returns. Used only when the key's value is known: a NULL or
+/// inexact key reads every row and needs the whole predicate.
+#[derive(Debug)]
+pub struct KeyedSteps {
+    /// The steps, scan side first.
+    pub steps: Arc<Vec<PeekStep>>,
+    /// Their invariant expressions made physical (as
+    /// [`PeekFinish::invariant`] for the full steps).
+    pub invariant: Arc<std::sync::OnceLock<InvariantExprs>>,
 }
 
 /// One lookup's key expressions, made physical, in key order.

@@ -6,6 +6,8 @@
 //! rows, all on one worker ([`error_worker`]), which every peek also asks:
 //! a peek at a time where any error exists fails with it.
 
+use std::cmp::Ordering;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use differential_dataflow::operators::arrange::TraceAgent;
@@ -66,11 +68,11 @@ impl PublishedRows {
         self.upper.is_none_or(|upper| time < upper)
     }
 
-    /// The rows at `time` with `key` (all of them without one). The caller
-    /// ensures [`PublishedRows::complete_at`] and, by a hold, that the
+    /// The rows at `time` that `select` picks. The caller ensures
+    /// [`PublishedRows::complete_at`] and, by a hold, that the
     /// index's compaction has not passed `time`.
-    pub(crate) fn peek(&self, time: Time, key: Option<&Row>) -> Vec<(Row, Diff)> {
-        rows_at(&self.batches, time, key)
+    pub(crate) fn peek(&self, time: Time, select: &KeySelect) -> Vec<(Row, Diff)> {
+        rows_at(&self.batches, time, select)
     }
 }
 
@@ -83,20 +85,94 @@ impl std::fmt::Debug for PublishedRows {
     }
 }
 
-/// The rows of `batches` at `time` (those with `key`, or all), with their
+/// Which of an index's rows a peek reads, by their key.
+#[derive(Debug, Clone)]
+pub enum KeySelect {
+    /// Every row.
+    All,
+    /// The rows whose key is this one.
+    Equal(Row),
+    /// The rows whose key's first column lies within the bounds, each
+    /// bound the first column's value encoded alone. Arrow's row format
+    /// orders keys as their values and encodes each column by itself,
+    /// prefix-free, so a key's first column compares with a bound as the
+    /// key's bytes compare with the bound's over the bound's length.
+    Range {
+        /// The least first-column value read.
+        lower: Bound<Row>,
+        /// The greatest.
+        upper: Bound<Row>,
+    },
+}
+
+impl KeySelect {
+    /// Whether `key` lies past this selection's end (every later key does
+    /// too).
+    fn past_end(&self, key: &Row) -> bool {
+        match self {
+            KeySelect::All => false,
+            KeySelect::Equal(wanted) => key != wanted,
+            KeySelect::Range { upper, .. } => match upper {
+                Bound::Unbounded => false,
+                Bound::Included(b) => first_column_cmp(key, b) == Ordering::Greater,
+                Bound::Excluded(b) => first_column_cmp(key, b) != Ordering::Less,
+            },
+        }
+    }
+
+    /// Whether `key` lies before this selection's start (a seek lands on
+    /// the least key at or after an inclusive start: only an exclusive
+    /// lower bound's own value is skipped).
+    fn before_start(&self, key: &Row) -> bool {
+        match self {
+            KeySelect::Range {
+                lower: Bound::Excluded(b),
+                ..
+            } => first_column_cmp(key, b) != Ordering::Greater,
+            _ => false,
+        }
+    }
+
+    /// The key a cursor seeks first (`None`: the first key).
+    fn start(&self) -> Option<&Row> {
+        match self {
+            KeySelect::All => None,
+            KeySelect::Equal(key) => Some(key),
+            KeySelect::Range { lower, .. } => match lower {
+                Bound::Included(b) | Bound::Excluded(b) => Some(b),
+                Bound::Unbounded => None,
+            },
+        }
+    }
+}
+
+/// How `key`'s first column compares with `bound`, a first-column value
+/// encoded alone: `key`'s bytes over `bound`'s length against `bound`
+/// (encodings are prefix-free, so they differ within that length unless
+/// the values are equal).
+fn first_column_cmp(key: &Row, bound: &Row) -> Ordering {
+    let (key, bound) = (key.as_bytes(), bound.as_bytes());
+    key[..key.len().min(bound.len())].cmp(bound)
+}
+
+/// The rows of `batches` at `time` that `select` picks, with their
 /// multiplicities: what one worker answers to a peek.
 // A `Vec`, not a slice: a cursor list reads its batches from one.
 #[allow(clippy::ptr_arg)]
-fn rows_at(batches: &Vec<RowBatch>, time: Time, key: Option<&Row>) -> Vec<(Row, Diff)> {
+fn rows_at(batches: &Vec<RowBatch>, time: Time, select: &KeySelect) -> Vec<(Row, Diff)> {
     let mut out = Vec::new();
     let cursors = batches.iter().map(Navigable::cursor).collect();
     let mut cursor = CursorList::new(cursors, batches);
-    if let Some(key) = key {
-        cursor.seek_key(batches, key);
+    if let Some(start) = select.start() {
+        cursor.seek_key(batches, start);
     }
     while let Some(k) = cursor.get_key(batches) {
-        if key.is_some_and(|key| key != k) {
+        if select.past_end(k) {
             break;
+        }
+        if select.before_start(k) {
+            cursor.step_key(batches);
+            continue;
         }
         while let Some(row) = cursor.get_val(batches) {
             let mut count = 0;
@@ -245,9 +321,9 @@ impl IndexTraces {
         self.errors.set_physical_compaction(frontier.borrow());
     }
 
-    /// The rows at `time` (all of them, or those with `key`). The caller
-    /// ensures `since <= time < upper`.
-    pub fn peek(&mut self, time: Time, key: Option<&Row>) -> PeekPart {
+    /// The rows at `time` that `select` picks. The caller ensures
+    /// `since <= time < upper`.
+    pub fn peek(&mut self, time: Time, select: &KeySelect) -> PeekPart {
         let mut upper = Antichain::new();
         self.errors.read_upper(&mut upper);
         if let Some(batches) = self.errors.batches_through(upper.borrow()) {
@@ -272,7 +348,7 @@ impl IndexTraces {
         let Some(batches) = self.rows.batches_through(upper.borrow()) else {
             return Ok(Vec::new());
         };
-        Ok(rows_at(&batches, time, key))
+        Ok(rows_at(&batches, time, select))
     }
 
     /// This worker's rows as they are now, if their upper moved since the

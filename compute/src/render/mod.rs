@@ -38,6 +38,7 @@ use timely::worker::Worker;
 pub(crate) use arranged::SizeProbe;
 use compile::AsRow;
 pub(crate) use compile::{KeyEval, Node, compile, compile_index_key};
+pub(crate) use index::KeySelect;
 pub(crate) use index::{IndexImport, IndexTraces, PeekPart, PublishedRows, error_worker};
 
 use crate::error::DataflowError;

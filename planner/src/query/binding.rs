@@ -39,6 +39,14 @@ pub trait CollectionReader: Send + Sync + fmt::Debug {
         as_of: Timestamp,
         keys: &[Vec<ScalarValue>],
     ) -> DfResult<Option<Vec<RecordBatch>>>;
+    /// The rows index `index` holds whose first key column lies in
+    /// `range`, at `as_of`; `None` as for [`Self::index_seek`].
+    fn index_range(
+        &self,
+        index: GlobalId,
+        as_of: Timestamp,
+        range: &crate::query::index_scan::KeyRange,
+    ) -> DfResult<Option<Vec<RecordBatch>>>;
 }
 
 /// The time a query reads at and where it reads from, fixed once the

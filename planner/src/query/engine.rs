@@ -40,6 +40,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         Arc::new(crate::rewrites::sort_subqueries::SortSubqueries),
         Arc::new(crate::rewrites::mz_now_comparisons::MzNowComparisons),
         Arc::new(SumBigintAsNumeric),
+        Arc::new(crate::rewrites::float_numeric_mixes::FloatNumericMixes),
         Arc::new(ResolveGroupingFunction::new()),
         Arc::new(TypeCoercion::new()),
         Arc::new(checked),

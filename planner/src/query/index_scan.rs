@@ -1,7 +1,10 @@
 //! Reading a table, materialized view or source through one of its
 //! indexes: when a query's filters fix every key column of an index (by
 //! `=`, `IN (...)` or an `OR` of equalities), the scan seeks those keys in
-//! the index's arrangement instead of reading the whole collection.
+//! the index's arrangement instead of reading the whole collection; when
+//! they bound an index's first key column (`<`, `<=`, `>`, `>=`,
+//! `BETWEEN`), it reads that range of the arrangement, whose rows are in
+//! key order.
 //!
 //! The filters are offered to DataFusion as *inexact* pushdowns, so the
 //! query still applies them above the scan: the seek only narrows what is
@@ -11,12 +14,13 @@
 
 use std::any::Any;
 use std::fmt;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::{Result as DfResult, ScalarValue};
-use datafusion::logical_expr::expr::InList;
+use datafusion::logical_expr::expr::{Between, InList};
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
 use datafusion::physical_plan::memory::LazyBatchGenerator;
@@ -96,10 +100,131 @@ pub fn carries_types(desc: &freshet_repr::RelationDesc, schema: &SchemaRef) -> b
 pub struct IndexSeek {
     /// The index read.
     pub index: KeyedIndex,
-    /// Each key sought, values in key order as the key columns' types.
+    /// Each key sought, values in key order as the key columns' types
+    /// (empty with a `range`).
     pub keys: Vec<Vec<ScalarValue>>,
+    /// Instead of keys: the range of the first key column read.
+    pub range: Option<KeyRange>,
     /// The key columns' names, for display.
     pub key_names: Vec<String>,
+}
+
+/// The values of an index's first key column a range seek reads: each
+/// bound exactly a value of the column's type, never NULL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRange {
+    /// The least value.
+    pub lower: Bound<ScalarValue>,
+    /// The greatest.
+    pub upper: Bound<ScalarValue>,
+}
+
+impl KeyRange {
+    /// Every value.
+    pub(crate) fn all() -> KeyRange {
+        KeyRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+
+    /// This range narrowed to `other` too.
+    pub(crate) fn intersect(self, other: KeyRange) -> KeyRange {
+        let pick = |a: Bound<ScalarValue>, b: Bound<ScalarValue>, lower: bool| {
+            let value = |x: &Bound<ScalarValue>| match x {
+                Bound::Included(v) | Bound::Excluded(v) => Some(v.clone()),
+                Bound::Unbounded => None,
+            };
+            match (value(&a), value(&b)) {
+                (None, _) => b,
+                (_, None) => a,
+                (Some(x), Some(y)) => match x.partial_cmp(&y) {
+                    Some(std::cmp::Ordering::Less) => {
+                        if lower {
+                            b
+                        } else {
+                            a
+                        }
+                    }
+                    Some(std::cmp::Ordering::Greater) => {
+                        if lower {
+                            a
+                        } else {
+                            b
+                        }
+                    }
+                    // Equal values: the exclusive bound is the narrower.
+                    _ => match (&a, &b) {
+                        (Bound::Excluded(_), _) => a,
+                        _ => b,
+                    },
+                },
+            }
+        };
+        KeyRange {
+            lower: pick(self.lower, other.lower, true),
+            upper: pick(self.upper, other.upper, false),
+        }
+    }
+
+    /// Whether this range bounds its column at all.
+    pub(crate) fn bounded(&self) -> bool {
+        !matches!(
+            (&self.lower, &self.upper),
+            (Bound::Unbounded, Bound::Unbounded)
+        )
+    }
+}
+
+impl KeyRange {
+    /// The range as conditions on `column`, for `EXPLAIN`.
+    pub(crate) fn describe(&self, column: &str) -> String {
+        let mut parts = Vec::new();
+        match &self.lower {
+            Bound::Included(v) => parts.push(format!("{column} >= {v}")),
+            Bound::Excluded(v) => parts.push(format!("{column} > {v}")),
+            Bound::Unbounded => {}
+        }
+        match &self.upper {
+            Bound::Included(v) => parts.push(format!("{column} <= {v}")),
+            Bound::Excluded(v) => parts.push(format!("{column} < {v}")),
+            Bound::Unbounded => {}
+        }
+        parts.join(" and ")
+    }
+}
+
+/// Whether an index's rows are in the order of values of type `ty` when
+/// sorted by its first key column (Arrow's row format orders these types
+/// as SQL does; floats are normalized before encoding, and NaN sorts
+/// last, as in Postgres): the types a range seek reads.
+pub(crate) fn ordered_key(ty: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        ty,
+        Boolean
+            | Int8
+            | Int16
+            | Int32
+            | Int64
+            | UInt8
+            | UInt16
+            | UInt32
+            | UInt64
+            | Float32
+            | Float64
+            | Utf8
+            | LargeUtf8
+            | Binary
+            | LargeBinary
+            | Date32
+            | Date64
+            | Time32(_)
+            | Time64(_)
+            | Timestamp(..)
+            | Decimal128(..)
+            | Decimal256(..)
+    )
 }
 
 impl fmt::Display for IndexSeek {
@@ -113,10 +238,16 @@ impl fmt::Display for IndexSeek {
         };
         write!(
             f,
-            "index {} on ({}) = ",
+            "index {} on ({}) ",
             self.index.name,
             self.key_names.join(", ")
         )?;
+        if let Some(range) = &self.range {
+            // Only the first key column is bounded.
+            let column = self.key_names.first().map_or("", |n| n);
+            return write!(f, "where {}", range.describe(column));
+        }
+        write!(f, "= ")?;
         match self.keys.as_slice() {
             [one] => write!(f, "({})", key(one)),
             many => write!(
@@ -131,11 +262,14 @@ impl fmt::Display for IndexSeek {
     }
 }
 
-/// Whether `filter` constrains a key column of some index to constants:
-/// DataFusion then passes it to the scan (and still applies it above).
+/// Whether `filter` constrains a key column of some index to constants,
+/// or bounds the first key column of one: DataFusion then passes it to the
+/// scan (and still applies it above).
 pub fn constrains_key(indexes: &[KeyedIndex], schema: &SchemaRef, filter: &Expr) -> bool {
     key_constraint(filter, schema)
         .is_some_and(|(column, _)| indexes.iter().any(|i| i.key.contains(&column)))
+        || range_constraint(filter, schema)
+            .is_some_and(|(column, _)| indexes.iter().any(|i| i.key.first() == Some(&column)))
 }
 
 /// The seek that serves a scan with `filters`: the first index whose every
@@ -160,7 +294,7 @@ pub fn choose_seek(
             });
         }
     }
-    indexes.iter().find_map(|index| {
+    let keyed = indexes.iter().find_map(|index| {
         let sets: Vec<&Values> = index
             .key
             .iter()
@@ -189,15 +323,110 @@ pub fn choose_seek(
             keys.clear();
         }
         Some(IndexSeek {
-            key_names: index
-                .key
-                .iter()
-                .map(|c| schema.field(*c).name().clone())
-                .collect(),
+            key_names: key_names(index, schema),
             index: index.clone(),
             keys,
+            range: None,
+        })
+    });
+    keyed.or_else(|| range_seek(indexes, schema, filters))
+}
+
+/// The key columns' names of `index`.
+fn key_names(index: &KeyedIndex, schema: &SchemaRef) -> Vec<String> {
+    index
+        .key
+        .iter()
+        .map(|c| schema.field(*c).name().clone())
+        .collect()
+}
+
+/// The range seek serving a scan with `filters`: the first index whose
+/// first key column (of an ordered type) the filters bound.
+fn range_seek(indexes: &[KeyedIndex], schema: &SchemaRef, filters: &[Expr]) -> Option<IndexSeek> {
+    let mut ranges: Vec<Option<KeyRange>> = vec![None; schema.fields().len()];
+    for conjunct in filters.iter().flat_map(|f| split_conjunction(f)) {
+        if let Some((column, range)) = range_constraint(conjunct, schema) {
+            let slot = &mut ranges[column];
+            *slot = Some(slot.take().unwrap_or_else(KeyRange::all).intersect(range));
+        }
+    }
+    indexes.iter().find_map(|index| {
+        let first = *index.key.first()?;
+        let range = ranges[first].clone()?;
+        Some(IndexSeek {
+            key_names: key_names(index, schema),
+            index: index.clone(),
+            keys: Vec::new(),
+            range: Some(range),
         })
     })
+}
+
+/// `column < constant` (`<=`, `>`, `>=`, either way round) or `column
+/// BETWEEN constant AND constant` on a column of an ordered type: the
+/// column's position and the range of its values the predicate allows.
+/// Constants must be exactly non-NULL values of the column's type (a
+/// predicate with another constant bounds nothing here).
+fn range_constraint(e: &Expr, schema: &SchemaRef) -> Option<(usize, KeyRange)> {
+    let column_of = |e: &Expr| match e {
+        Expr::Column(c) => schema
+            .index_of(&c.name)
+            .ok()
+            .filter(|&i| ordered_key(schema.field(i).data_type())),
+        _ => None,
+    };
+    let value_for = |column: usize, e: &Expr| -> Option<ScalarValue> {
+        let Expr::Literal(value, _) = e else {
+            return None;
+        };
+        exact_value(value, schema.field(column).data_type())?
+    };
+    match e {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            // `constant op column` is `column op' constant`.
+            let (column, constant, op) = match (column_of(left), column_of(right)) {
+                (Some(c), None) => (c, right.as_ref(), *op),
+                (None, Some(c)) => (c, left.as_ref(), op.swap()?),
+                _ => return None,
+            };
+            let v = value_for(column, constant)?;
+            let range = match op {
+                Operator::Lt => KeyRange {
+                    lower: Bound::Unbounded,
+                    upper: Bound::Excluded(v),
+                },
+                Operator::LtEq => KeyRange {
+                    lower: Bound::Unbounded,
+                    upper: Bound::Included(v),
+                },
+                Operator::Gt => KeyRange {
+                    lower: Bound::Excluded(v),
+                    upper: Bound::Unbounded,
+                },
+                Operator::GtEq => KeyRange {
+                    lower: Bound::Included(v),
+                    upper: Bound::Unbounded,
+                },
+                _ => return None,
+            };
+            Some((column, range))
+        }
+        Expr::Between(Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        }) => {
+            let column = column_of(expr)?;
+            let range = KeyRange {
+                lower: Bound::Included(value_for(column, low)?),
+                upper: Bound::Included(value_for(column, high)?),
+            };
+            range.bounded().then_some((column, range))
+        }
+        _ => None,
+    }
 }
 
 /// `column = constant`, `column IN (constants)`, or an `OR` of those on
@@ -299,10 +528,15 @@ impl fmt::Display for IndexSeekGenerator {
 impl IndexSeekGenerator {
     fn read(&self) -> DfResult<Vec<RecordBatch>> {
         let read = self.binding.read()?;
-        match read
-            .reader
-            .index_seek(self.seek.index.id, read.as_of, &self.seek.keys)?
-        {
+        let found = match &self.seek.range {
+            Some(range) => read
+                .reader
+                .index_range(self.seek.index.id, read.as_of, range)?,
+            None => read
+                .reader
+                .index_seek(self.seek.index.id, read.as_of, &self.seek.keys)?,
+        };
+        match found {
             Some(batches) => retyped(&self.schema, batches),
             None => read_whole(&self.binding, self.whole, &self.schema),
         }
@@ -418,13 +652,63 @@ mod tests {
     }
 
     #[test]
+    fn bounds_on_a_first_key_column_become_ranges() {
+        use std::ops::Bound::*;
+        let s = schema();
+        let int = |v: i32| ScalarValue::Int32(Some(v));
+        let range = |filters: &[Expr], key: Vec<usize>| {
+            choose_seek(&[index(key)], &s, filters).and_then(|seek| seek.range)
+        };
+        // Conjuncts intersect; `constant op column` turns round; the
+        // exclusive bound of two equal values is the narrower.
+        let filters = [
+            col("a").gt_eq(lit(3i32)),
+            lit(10i32).gt(col("a")),
+            col("a").gt(lit(3i32)),
+            col("a").lt_eq(lit(20i32)),
+        ];
+        assert_eq!(
+            range(&filters, vec![0, 1]),
+            Some(KeyRange {
+                lower: Excluded(int(3)),
+                upper: Excluded(int(10)),
+            })
+        );
+        assert!(constrains_key(&[index(vec![0, 1])], &s, &filters[1]));
+        let between = [col("a").between(lit(1i32), lit(5i32))];
+        assert_eq!(
+            range(&between, vec![0]),
+            Some(KeyRange {
+                lower: Included(int(1)),
+                upper: Included(int(5)),
+            })
+        );
+        // Equalities that fix the key win over a range.
+        let both = [col("a").eq(lit(2i32)), col("a").lt(lit(5i32))];
+        let seek = choose_seek(&[index(vec![0])], &s, &both).expect("seek");
+        assert!(seek.range.is_none() && seek.keys.len() == 1);
+        // A text key's range reads bytewise (the C collation).
+        let text = [col("b").gt_eq(lit("m"))];
+        assert_eq!(
+            range(&text, vec![1, 0]),
+            Some(KeyRange {
+                lower: Included(ScalarValue::Utf8(Some("m".into()))),
+                upper: Unbounded,
+            })
+        );
+        // Only the first key column's range seeks.
+        assert!(range(&text, vec![0, 1]).is_none());
+    }
+
+    #[test]
     fn what_does_not_fix_the_key_is_no_seek() {
         let s = schema();
         // One key column unconstrained.
         assert!(choose_seek(&[index(vec![0, 1])], &s, &[col("a").eq(lit(1i32))]).is_none());
-        // A range, a negated list, an OR across columns.
+        // A negated list, an OR across columns, a range of a second key
+        // column.
         for f in [
-            col("a").gt(lit(1i32)),
+            col("b").gt(lit("x")),
             col("a").in_list(vec![lit(1i32)], true),
             col("a").eq(lit(1i32)).or(col("c").eq(lit(1i64))),
         ] {
@@ -433,6 +717,8 @@ mod tests {
         }
         // A constant that is not exactly a value of the column's type.
         let f = col("a").eq(lit(5_000_000_000i64));
+        assert!(choose_seek(&[index(vec![0])], &s, &[f]).is_none());
+        let f = col("a").gt(lit(5_000_000_000i64));
         assert!(choose_seek(&[index(vec![0])], &s, &[f]).is_none());
         // NULL matches no key.
         let f = col("a").eq(lit(ScalarValue::Int32(None)));

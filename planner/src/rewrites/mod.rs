@@ -12,7 +12,7 @@
 //!
 //! On DataFusion's logical plan, as analyzer rules the session state
 //! installs ([`crate::query::engine`]): [`sort_subqueries`],
-//! [`mz_now_comparisons`],
+//! [`mz_now_comparisons`], [`float_numeric_mixes`],
 //! [`checked_arithmetic`], [`text_casts`], [`sum_bigint_as_numeric`]; and [`long_chains`]'
 //! optimizer rules.
 
@@ -20,6 +20,7 @@ pub mod checked_arithmetic;
 pub mod correlated_subqueries;
 pub mod empty_relations;
 pub(crate) mod expr_rewrite;
+pub mod float_numeric_mixes;
 pub mod in_subquery_values;
 pub mod integer_literals;
 pub mod literal_sets;

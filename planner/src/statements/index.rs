@@ -423,6 +423,7 @@ pub fn fast_path(cx: &StatementContext, query: &ast::Query) -> Result<Option<Pee
         return Ok(Some(PeekPlan {
             index: index.id,
             key,
+            range: None,
             inputs: crate::statements::context::inputs_of(cx, &BTreeSet::from([item.id])),
             // The index's rows carry the types it was created with.
             desc: match &columns {

@@ -163,7 +163,7 @@ impl KeyedWrite {
     /// This access for one execution: `params` in place of its `$n`, and
     /// the key computed from them.
     pub fn bind(&self, state: &SessionState, params: Option<&ParamValues>) -> DfResult<KeyedWrite> {
-        let KeyBinding { finish, key } = self.finish.bind(state, params)?;
+        let KeyBinding { finish, key, .. } = self.finish.bind(state, params)?;
         Ok(KeyedWrite {
             key,
             key_columns: self.key_columns.clone(),

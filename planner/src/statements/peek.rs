@@ -41,8 +41,10 @@ use freshet_catalog::{Item, ItemDetails};
 use freshet_repr::GlobalId;
 
 use crate::error::Result;
-use crate::plan::{KeyConstants, PeekFinish, PeekPlan, PeekStep, Plan, QueryPlan};
-use crate::query::index_scan::{carries_types, choose_seek, keyed_indexes};
+use crate::plan::{
+    KeyConstants, KeyedSteps, PeekFinish, PeekPlan, PeekStep, Plan, QueryPlan, RangeConstants,
+};
+use crate::query::index_scan::{KeyRange, carries_types, choose_seek, keyed_indexes, ordered_key};
 use crate::query::provider::BoundTable;
 use crate::statements::context::StatementContext;
 
@@ -84,7 +86,8 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
     let parameterized = !q.logical.get_parameter_fields()?.is_empty();
     let steps = simplify_steps(cx.state, steps, parameterized)?;
     let (equalities, conjuncts) = scan_equalities(&steps, scan, &source_schema);
-    let Some((index, key_exprs)) = choose_index(cx, object, &source_schema, &equalities)? else {
+    let Some((mut index, key_exprs)) = choose_index(cx, object, &source_schema, &equalities)?
+    else {
         return Ok(None);
     };
     // `key IN (...)` (or an OR of equalities): the general path seeks each
@@ -95,11 +98,22 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
             &source_schema,
             &conjuncts,
         )
-        .is_some()
+        .is_some_and(|seek| seek.range.is_none())
     {
         return Ok(None);
     }
-    let finish = PeekFinish::new(
+    // Without a key: bounds on an index's first key column read a range.
+    let mut range = None;
+    if key_exprs.is_none()
+        && let Some((ranged, constants)) = range_constants(cx, object, &steps, scan, &source_schema)
+    {
+        index = ranged;
+        range = Some(constants);
+    }
+    let keyed = key_exprs
+        .as_ref()
+        .and_then(|key| steps_decided_by_key(&steps, scan, &source_schema, index, key));
+    let mut finish = PeekFinish::new(
         q,
         scan.projection.clone(),
         scan_schema,
@@ -107,6 +121,13 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
         key_exprs,
         Vec::new(),
     );
+    finish.range = range;
+    finish.keyed = keyed.map(|steps| {
+        Arc::new(KeyedSteps {
+            steps: Arc::new(steps),
+            invariant: Arc::default(),
+        })
+    });
     Ok(Some(index_peek(cx, q, index, finish)))
 }
 
@@ -116,16 +137,39 @@ pub(super) fn index_peek(
     cx: &StatementContext,
     q: &QueryPlan,
     index: &Item,
-    finish: PeekFinish,
+    mut finish: PeekFinish,
 ) -> PeekPlan {
     let key = finish
         .key
         .as_ref()
         .and_then(|k| key_values(cx.state, k, None));
+    let range = finish
+        .range
+        .as_ref()
+        .and_then(|r| range_values(cx.state, r, None));
+    // A key known now: the lookup decides its equalities.
+    if key.is_some()
+        && let Some(keyed) = finish.keyed.take()
+    {
+        finish.steps = Arc::clone(&keyed.steps);
+        finish.invariant = Arc::clone(&keyed.invariant);
+    }
     let keys = key_names(index);
     // The key's values, or the expressions (with `$n`) that give them.
     let explain = match (&finish.key, &key) {
-        (None, _) => format!("Peek index {} (all rows)", index.name),
+        (None, _) => match (&finish.range, &range) {
+            (Some(_), Some(values)) => format!(
+                "Peek index {} on ({keys}) where {}",
+                index.name,
+                values.describe(&first_key_name(index))
+            ),
+            (Some(constants), None) => format!(
+                "Peek index {} on ({keys}) where {}",
+                index.name,
+                constants.describe(first_key_name(index))
+            ),
+            (None, _) => format!("Peek index {} (all rows)", index.name),
+        },
         (Some(exprs), values) => format!(
             "Peek index {} on ({keys}) = ({})",
             index.name,
@@ -139,6 +183,7 @@ pub(super) fn index_peek(
     PeekPlan {
         index: index.id,
         key,
+        range,
         inputs: q.inputs.clone(),
         desc: q.desc.clone(),
         columns: None,
@@ -177,6 +222,8 @@ impl PeekFinish {
             key,
             physical: None,
             invariant: Arc::default(),
+            keyed: None,
+            range: None,
             lookups: Arc::new(lookups),
             physical_lookups: None,
             params: None,
@@ -491,6 +538,283 @@ pub(super) fn key_values(
         .collect()
 }
 
+/// `steps` without the conjuncts of their leading filters that `index`'s
+/// lookup by `key` decides (see [`KeyedSteps`]): for each key column of
+/// a type whose encoded equality is SQL equality, the equality
+/// [`choose_index`] took its constant from. A filter left with no
+/// conjunct is dropped. `None` when nothing can be dropped.
+fn steps_decided_by_key(
+    steps: &[PeekStep],
+    scan: &TableScan,
+    source_schema: &SchemaRef,
+    index: &Item,
+    key: &KeyConstants,
+) -> Option<Vec<PeekStep>> {
+    let ItemDetails::Index { keys, .. } = &index.details else {
+        return None;
+    };
+    // Per key column: its name and the constant the lookup uses, when
+    // the lookup decides equality with it.
+    let mut decided: Vec<Option<(String, &Expr)>> = keys
+        .iter()
+        .zip(key)
+        .map(|(k, (constant, ty))| {
+            exact_key_equality(ty).then(|| (super::index::key_column_name(k), constant))
+        })
+        .collect();
+    let mut out = Vec::with_capacity(steps.len());
+    let mut dropped = false;
+    let mut leading = true;
+    for step in steps {
+        let PeekStep::Filter { predicate, input } = step else {
+            leading = false;
+            out.push(step.clone());
+            continue;
+        };
+        if !leading {
+            out.push(step.clone());
+            continue;
+        }
+        let mut kept = Vec::new();
+        for conjunct in split_conjunction(predicate) {
+            let slot = column_equality(conjunct, input).and_then(|(i, value)| {
+                let j = scan.projection.as_ref().map_or(i, |p| p[i]);
+                let name = source_schema.field(j).name();
+                decided.iter_mut().find(|d| {
+                    d.as_ref()
+                        .is_some_and(|(column, constant)| column == name && **constant == value)
+                })
+            });
+            match slot {
+                // Each key column's equality once (a second `k = ...`
+                // stays).
+                Some(slot) => {
+                    *slot = None;
+                    dropped = true;
+                }
+                None => kept.push(conjunct.clone()),
+            }
+        }
+        if let Some(predicate) = datafusion::logical_expr::utils::conjunction(kept) {
+            out.push(PeekStep::Filter {
+                predicate,
+                input: Arc::clone(input),
+            });
+        }
+    }
+    dropped.then_some(out)
+}
+
+/// Whether two values of a key column of type `ty` encode equal exactly
+/// when SQL's `=` holds for them (Arrow's row format; floats are
+/// normalized before encoding, intervals compare field by field).
+fn exact_key_equality(ty: &DataType) -> bool {
+    use DataType::*;
+    matches!(
+        ty,
+        Boolean
+            | Int8
+            | Int16
+            | Int32
+            | Int64
+            | UInt8
+            | UInt16
+            | UInt32
+            | UInt64
+            | Utf8
+            | LargeUtf8
+            | Utf8View
+            | Binary
+            | LargeBinary
+            | BinaryView
+            | FixedSizeBinary(_)
+            | Date32
+            | Date64
+            | Time32(_)
+            | Time64(_)
+            | Timestamp(..)
+            | Decimal128(..)
+            | Decimal256(..)
+    )
+}
+
+/// The name of `index`'s first key column.
+fn first_key_name(index: &Item) -> String {
+    match &index.details {
+        ItemDetails::Index { keys, .. } => keys
+            .first()
+            .map(|k| super::index::key_column_name(k))
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+/// The first index on `object` whose first key column (of an ordered
+/// type, plain column key) the leading filters of `steps` bound by
+/// constants (`<`, `<=`, `>`, `>=`, `BETWEEN`), with those bounds.
+fn range_constants<'a>(
+    cx: &'a StatementContext,
+    object: GlobalId,
+    steps: &[PeekStep],
+    scan: &TableScan,
+    source_schema: &SchemaRef,
+) -> Option<(&'a Item, RangeConstants)> {
+    cx.catalog.indexes_on(object).find_map(|index| {
+        let ItemDetails::Index { keys, .. } = &index.details else {
+            return None;
+        };
+        let desc = index.desc.as_ref()?;
+        if !carries_types(desc, source_schema) {
+            return None;
+        }
+        let name = super::index::key_column_name(keys.first()?);
+        let column = desc.columns.iter().find(|c| c.name == name)?;
+        let ty = column.ty.arrow_type();
+        if !ordered_key(&ty) {
+            return None;
+        }
+        let mut constants = RangeConstants {
+            lower: Vec::new(),
+            upper: Vec::new(),
+            ty,
+        };
+        for step in steps {
+            let PeekStep::Filter { predicate, input } = step else {
+                break;
+            };
+            for conjunct in split_conjunction(predicate) {
+                collect_bounds(conjunct, input, scan, source_schema, &name, &mut constants);
+            }
+        }
+        (!constants.lower.is_empty() || !constants.upper.is_empty()).then_some((index, constants))
+    })
+}
+
+/// Add the bounds `conjunct` puts on the column named `name` (by a
+/// constant, the column perhaps widened by an order-keeping cast).
+fn collect_bounds(
+    conjunct: &Expr,
+    input: &DFSchemaRef,
+    scan: &TableScan,
+    source_schema: &SchemaRef,
+    name: &str,
+    out: &mut RangeConstants,
+) {
+    let is_column = |e: &Expr| {
+        key_column(e, input).is_some_and(|i| {
+            let j = scan.projection.as_ref().map_or(i, |p| p[i]);
+            source_schema.field(j).name() == name
+        })
+    };
+    // A bound may be any expression of constants and `$n` (`$1 + 9`):
+    // its value is computed when the peek runs.
+    let is_constant = |e: &Expr| is_constant(e) || constant_expression(e);
+    match conjunct {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => {
+            let (constant, op) = if is_column(left) && is_constant(right) {
+                (right.as_ref(), *op)
+            } else if is_column(right) && is_constant(left) {
+                match op.swap() {
+                    Some(op) => (left.as_ref(), op),
+                    None => return,
+                }
+            } else {
+                return;
+            };
+            match op {
+                Operator::Gt => out.lower.push((constant.clone(), false)),
+                Operator::GtEq => out.lower.push((constant.clone(), true)),
+                Operator::Lt => out.upper.push((constant.clone(), false)),
+                Operator::LtEq => out.upper.push((constant.clone(), true)),
+                _ => {}
+            }
+        }
+        Expr::Between(datafusion::logical_expr::expr::Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        }) if is_column(expr) && is_constant(low) && is_constant(high) => {
+            out.lower.push((low.as_ref().clone(), true));
+            out.upper.push((high.as_ref().clone(), true));
+        }
+        _ => {}
+    }
+}
+
+/// Whether `e` reads no column and calls only immutable functions
+/// (values, `$n`, casts, operators, the checked arithmetic `+` becomes):
+/// its value is fixed once its `$n` are bound.
+fn constant_expression(e: &Expr) -> bool {
+    e.column_refs().is_empty()
+        && evaluable(e)
+        && !e
+            .exists(|n| {
+                Ok(match n {
+                    Expr::ScalarFunction(f) => {
+                        f.func.signature().volatility != Volatility::Immutable
+                            || f.name() == "mz_now"
+                    }
+                    _ => false,
+                })
+            })
+            .unwrap_or(true)
+}
+
+/// The range `constants` bound, with `params` bound: each bound that is
+/// exactly a non-NULL value of the column's type narrows it (any other
+/// is left to the query's filter, which always runs). `None` when no
+/// bound narrows it.
+pub(super) fn range_values(
+    state: &SessionState,
+    constants: &RangeConstants,
+    params: Option<&ParamValues>,
+) -> Option<KeyRange> {
+    let value = |e: &Expr| key_values(state, &[(e.clone(), constants.ty.clone())], params);
+    let mut range = KeyRange::all();
+    for (e, inclusive) in &constants.lower {
+        if let Some(v) = value(e).and_then(|mut v| v.pop()) {
+            range = range.intersect(KeyRange {
+                lower: if *inclusive {
+                    std::ops::Bound::Included(v)
+                } else {
+                    std::ops::Bound::Excluded(v)
+                },
+                upper: std::ops::Bound::Unbounded,
+            });
+        }
+    }
+    for (e, inclusive) in &constants.upper {
+        if let Some(v) = value(e).and_then(|mut v| v.pop()) {
+            range = range.intersect(KeyRange {
+                lower: std::ops::Bound::Unbounded,
+                upper: if *inclusive {
+                    std::ops::Bound::Included(v)
+                } else {
+                    std::ops::Bound::Excluded(v)
+                },
+            });
+        }
+    }
+    range.bounded().then_some(range)
+}
+
+impl RangeConstants {
+    /// The bounds as conditions on `column`, for `EXPLAIN` before their
+    /// values are known.
+    fn describe(&self, column: String) -> String {
+        let lower = self
+            .lower
+            .iter()
+            .map(|(e, inclusive)| format!("{column} {} {e}", if *inclusive { ">=" } else { ">" }));
+        let upper = self
+            .upper
+            .iter()
+            .map(|(e, inclusive)| format!("{column} {} {e}", if *inclusive { "<=" } else { "<" }));
+        lower.chain(upper).collect::<Vec<_>>().join(" and ")
+    }
+}
+
 /// Whether `e` calls a function (scalar, aggregate or window) anywhere,
 /// or holds a form this module does not know to run unsimplified.
 fn calls_functions(e: &Expr) -> bool {
@@ -690,10 +1014,11 @@ impl PeekPlan {
         let Some(finish) = &self.finish else {
             return Ok(self.clone());
         };
-        let KeyBinding { finish, key } = finish.bind(state, params)?;
+        let KeyBinding { finish, key, range } = finish.bind(state, params)?;
         Ok(PeekPlan {
             index: self.index,
             key,
+            range,
             desc: self.desc.clone(),
             columns: self.columns.clone(),
             inputs: self.inputs.clone(),
@@ -710,6 +1035,8 @@ pub(super) struct KeyBinding {
     /// The key's values (see [`key_values`]); `None`: no key, or one
     /// that no row can match by key.
     pub key: Option<Vec<ScalarValue>>,
+    /// The range's values (see [`range_values`]); `None`: all rows.
+    pub range: Option<KeyRange>,
 }
 
 impl PeekFinish {
@@ -722,11 +1049,17 @@ impl PeekFinish {
         state: &SessionState,
         params: Option<&ParamValues>,
     ) -> DfResult<KeyBinding> {
-        let invariant = match self.invariant.get() {
+        let key = self.key.as_ref().and_then(|k| key_values(state, k, params));
+        // With the key's value known, the lookup decides its equalities.
+        let (steps, invariant_exprs) = match (&key, &self.keyed) {
+            (Some(_), Some(keyed)) => (&keyed.steps, &keyed.invariant),
+            _ => (&self.steps, &self.invariant),
+        };
+        let invariant = match invariant_exprs.get() {
             Some(v) => v,
             None => {
                 let mut made = Vec::new();
-                for step in self.steps.iter() {
+                for step in steps.iter() {
                     for (e, schema) in step.expressions_with_schemas() {
                         made.push(if bound_per_execution(e) {
                             None
@@ -736,8 +1069,8 @@ impl PeekFinish {
                     }
                 }
                 // Another execution may have made them meanwhile: equal.
-                let _ = self.invariant.set(made);
-                self.invariant
+                let _ = invariant_exprs.set(made);
+                invariant_exprs
                     .get()
                     .ok_or_else(|| plan_datafusion_err!("invariant expressions not made"))?
             }
@@ -762,33 +1095,38 @@ impl PeekFinish {
                 None => Err(plan_datafusion_err!("a step's expressions changed")),
             }
         };
-        let physical_steps = self
-            .steps
+        let physical_steps = steps
             .iter()
             .map(|step| step.to_physical(&mut next))
             .collect::<DfResult<Vec<_>>>()?;
-        let key = self.key.as_ref().and_then(|k| key_values(state, k, params));
         let physical_lookups = self
             .lookups
             .iter()
             .map(|lookup| lookup.physical_key(state, params))
             .collect::<DfResult<Vec<_>>>()?;
+        let range = self
+            .range
+            .as_ref()
+            .and_then(|r| range_values(state, r, params));
         Ok(KeyBinding {
             finish: PeekFinish {
                 query: Arc::clone(&self.query),
                 columns: self.columns.clone(),
                 scan_schema: Arc::clone(&self.scan_schema),
-                steps: Arc::clone(&self.steps),
+                steps: Arc::clone(steps),
                 output: Arc::clone(&self.output),
                 key: self.key.clone(),
                 physical: Some(Arc::new(physical_steps)),
-                invariant: Arc::clone(&self.invariant),
+                invariant: Arc::clone(invariant_exprs),
+                keyed: None,
+                range: self.range.clone(),
                 lookups: Arc::clone(&self.lookups),
                 physical_lookups: Some(Arc::new(physical_lookups)),
                 params: params.map(|p| Arc::new(p.clone())),
                 source: self.source.clone(),
             },
             key,
+            range,
         })
     }
 }

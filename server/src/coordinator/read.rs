@@ -109,17 +109,21 @@ impl Coordinator {
         }
         let (ts, holds) = self.read_time(session, &peek.inputs, false)?;
         tracing::debug!(index = %peek.index, ts, keyed = peek.key.is_some(), "peek");
-        let (pending, read_at) = match self.compute.peek(peek.index, ts, peek.key.clone()) {
+        let start = |time| match &peek.range {
+            Some(range) => {
+                self.compute
+                    .peek_range(peek.index, time, range.lower.clone(), range.upper.clone())
+            }
+            None => self.compute.peek(peek.index, time, peek.key.clone()),
+        };
+        let (pending, read_at) = match start(ts) {
             // A serializable read may pick a time the index has compacted
             // past; outside a transaction any later time serves it (the
             // inputs' holds at `ts` protect later times too).
             Err(freshet_compute::ComputeError::NotReadable { since, .. })
                 if session.status != TxnStatus::InBlock =>
             {
-                (
-                    self.compute.peek(peek.index, since, peek.key.clone())?,
-                    since,
-                )
+                (start(since)?, since)
             }
             other => (other?, ts),
         };
@@ -266,7 +270,7 @@ pub struct TemplatePlan {
 #[derive(Debug)]
 enum Reusable {
     /// A query answered from an index.
-    Peek(PeekPlan),
+    Peek(Box<PeekPlan>),
     /// An `INSERT ... VALUES` of constants and parameters.
     Insert(Arc<InsertValuesPlan>),
     /// An `UPDATE` or `DELETE` by primary key.
@@ -287,7 +291,7 @@ impl Coordinator {
     /// it can be bound again.
     pub fn prepare_plan(&self, session: &Session, plan: &Plan) -> Option<Arc<PreparedPlan>> {
         let plan = match plan {
-            Plan::Peek(peek) if peek.reusable() => Reusable::Peek(peek.clone()),
+            Plan::Peek(peek) if peek.reusable() => Reusable::Peek(Box::new(peek.clone())),
             Plan::InsertValues(insert) => Reusable::Insert(Arc::clone(insert)),
             Plan::Write(w) if w.reusable() => Reusable::KeyedWrite(w.clone()),
             _ => return None,

@@ -419,28 +419,36 @@ impl FreshetHandler {
             session.status = TxnStatus::Failed;
         }
         let timeout = session.vars.statement_timeout;
-        let watch = self.sockets.watch(&client.socket_addr());
         let mut ctx = ExecCtx {
             prepared_plan,
             ..ExecCtx::default()
         };
         let result = {
-            let work = self.coord.execute(session, stmt, params, &mut ctx);
-            let guarded = async {
-                match &watch {
-                    Some(w) => tokio::select! {
-                        r = work => r,
-                        _ = w.closed() => Err(AdapterError::ConnectionClosed),
-                    },
-                    None => work.await,
-                }
-            };
-            if timeout.is_zero() {
-                guarded.await
-            } else {
-                match tokio::time::timeout(timeout, guarded).await {
-                    Ok(r) => r,
-                    Err(_) => Err(AdapterError::StatementTimeout),
+            let mut work = std::pin::pin!(self.coord.execute(session, stmt, params, &mut ctx));
+            // A statement that finishes at its first poll (a peek of
+            // published rows, a `SET`) cannot outlive its client or its
+            // timeout: it needs neither the socket watch nor a timer.
+            match futures::poll!(work.as_mut()) {
+                std::task::Poll::Ready(r) => r,
+                std::task::Poll::Pending => {
+                    let watch = self.sockets.watch(&client.socket_addr());
+                    let guarded = async {
+                        match &watch {
+                            Some(w) => tokio::select! {
+                                r = work => r,
+                                _ = w.closed() => Err(AdapterError::ConnectionClosed),
+                            },
+                            None => work.await,
+                        }
+                    };
+                    if timeout.is_zero() {
+                        guarded.await
+                    } else {
+                        match tokio::time::timeout(timeout, guarded).await {
+                            Ok(r) => r,
+                            Err(_) => Err(AdapterError::StatementTimeout),
+                        }
+                    }
                 }
             }
         };

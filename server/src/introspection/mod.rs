@@ -274,6 +274,17 @@ impl QueryReader {
     }
 }
 
+impl QueryReader {
+    /// Whether this transaction wrote to (or created) a collection behind
+    /// `index`: its own writes are in no index.
+    fn wrote_behind(&self, index: GlobalId) -> bool {
+        self.catalog
+            .collections_behind(index)
+            .iter()
+            .any(|t| self.pending.contains_key(t) || self.created.contains(t))
+    }
+}
+
 impl CollectionReader for QueryReader {
     fn index_rows(&self, index: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {
         if let Some(t) = self
@@ -307,13 +318,7 @@ impl CollectionReader for QueryReader {
         as_of: Timestamp,
         keys: &[Vec<datafusion::common::ScalarValue>],
     ) -> DfResult<Option<Vec<RecordBatch>>> {
-        // The transaction's own writes are in no index.
-        if self
-            .catalog
-            .collections_behind(index)
-            .iter()
-            .any(|t| self.pending.contains_key(t) || self.created.contains(t))
-        {
+        if self.wrote_behind(index) {
             return Ok(None);
         }
         let mut pending = Vec::with_capacity(keys.len());
@@ -336,6 +341,30 @@ impl CollectionReader for QueryReader {
             })
             .collect::<DfResult<Vec<_>>>()
             .map(Some)
+    }
+
+    fn index_range(
+        &self,
+        index: GlobalId,
+        as_of: Timestamp,
+        range: &freshet_planner::query::index_scan::KeyRange,
+    ) -> DfResult<Option<Vec<RecordBatch>>> {
+        if self.wrote_behind(index) {
+            return Ok(None);
+        }
+        let pending =
+            match self
+                .compute
+                .peek_range(index, as_of, range.lower.clone(), range.upper.clone())
+            {
+                Ok(peek) => peek,
+                // Compacted past `as_of`: storage still holds it.
+                Err(freshet_compute::ComputeError::NotReadable { .. }) => return Ok(None),
+                Err(e) => return Err(DataFusionError::Execution(e.to_string())),
+            };
+        let answer = crate::query_exec::wait_here(pending.wait())
+            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        Ok(Some(vec![answer?]))
     }
 
     fn snapshot(&self, id: GlobalId, as_of: Timestamp) -> DfResult<Vec<RecordBatch>> {

@@ -1266,3 +1266,41 @@ SELECT (-2147483648)::int / -1
 
 -- query
 SELECT abs(-2147483648::int)
+
+-- ===================================================================
+-- double precision mixed with numeric: compared and computed as float8
+-- ===================================================================
+
+-- setup
+CREATE TABLE float_mix (f double precision, r real, n numeric(10,2), v int)
+
+-- setup
+INSERT INTO float_mix VALUES (0.5, 0.5, 0.50, 1), ('NaN', 'NaN', 1.00, 2),
+    ('Infinity', 2.5, 2.50, 3), ('-0', '1e30', -1.00, 4), ('1e300', NULL, NULL, 5)
+
+-- query
+SELECT v FROM float_mix WHERE f = 0.5 ORDER BY v
+
+-- query
+SELECT v FROM float_mix WHERE f = 0.0 ORDER BY v
+
+-- query
+SELECT v FROM float_mix WHERE f > 1.5 ORDER BY v
+
+-- query
+SELECT v FROM float_mix WHERE f = n ORDER BY v
+
+-- query
+SELECT v, f + n, n * f, f - 0.25 FROM float_mix WHERE v IN (1, 4) ORDER BY v
+
+-- query
+SELECT v FROM float_mix WHERE r = 2.5 OR r > 1e20 ORDER BY v
+
+-- query
+SELECT v FROM float_mix WHERE f IN (0.5, 1.5) ORDER BY v
+
+-- query
+SELECT v FROM float_mix WHERE f BETWEEN 0.1 AND 2 ORDER BY v
+
+-- query
+SELECT v FROM float_mix WHERE f IS DISTINCT FROM 0.5 ORDER BY v

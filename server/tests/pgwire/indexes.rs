@@ -2,6 +2,7 @@
 //! parameters are answered from the index and agree with the general path.
 
 use crate::harness::*;
+use tokio_postgres::types::ToSql;
 
 /// Rows as sorted text, for comparing results.
 fn sorted(rows: &[tokio_postgres::Row]) -> Vec<(Option<i32>, Option<String>)> {
@@ -163,6 +164,14 @@ async fn peeks_with_expressions_agree_with_the_general_path() {
         "SELECT k, s::numeric / n AS mean FROM {} WHERE k = 21",
         "SELECT DISTINCT k FROM {} WHERE k < 3",
         "SELECT count(*), sum(n) FROM {} WHERE k = 7",
+        // Bounds on the key read a range of the index.
+        "SELECT k, g, n FROM {} WHERE k > 45",
+        "SELECT k, g FROM {} WHERE k BETWEEN 3 AND 5 AND g = 'g3'",
+        "SELECT k, g FROM {} WHERE 10 >= k AND k > 7.5",
+        "SELECT k, g FROM {} WHERE k < NULL",
+        "SELECT k, g FROM {} WHERE k >= 48 AND k >= 47 AND k < 100 AND k <= 48",
+        "SELECT k, g FROM {} WHERE k > 10 AND k < 5",
+        "SELECT k, s FROM {} WHERE k::bigint <= 1 ORDER BY k DESC, s LIMIT 3",
     ];
     for template in queries {
         let indexed = template.replace("{}", "agg");
@@ -182,6 +191,48 @@ async fn peeks_with_expressions_agree_with_the_general_path() {
             && !template.contains("DISTINCT")
             && !template.contains(" IN (");
         assert_eq!(fast, expect_fast, "{indexed}: {plan:?}");
+    }
+    let plan = value(&c, "EXPLAIN SELECT k, n FROM agg WHERE k > 45 AND k <= 47").await;
+    assert_eq!(
+        plan.as_deref(),
+        Some("Fast path: Peek index agg_k on (k) where k > 45 and k <= 47"),
+    );
+    // A prepared range: its bounds bound per execution (NULL and inexact
+    // bounds narrow nothing; the filter decides).
+    let ranged = c
+        .prepare("SELECT k, g, n FROM agg WHERE k > $1 AND k <= $2 AND k < $1 + 4")
+        .await
+        .unwrap();
+    let ranged_plain = c
+        .prepare("SELECT k, g, n FROM plain WHERE k > $1 AND k <= $2 AND k < $1 + 4")
+        .await
+        .unwrap();
+    for (lo, hi) in [
+        (Some(40), Some(45)),
+        (Some(-5), Some(2)),
+        (None, Some(3)),
+        (Some(47), None),
+        (Some(9), Some(3)),
+    ] {
+        let read = |st: &tokio_postgres::Statement| {
+            let (c, st) = (&c, st.clone());
+            async move {
+                let mut out: Vec<(Option<i32>, Option<String>, i64)> = c
+                    .query(&st, &[&lo, &hi])
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2)))
+                    .collect();
+                out.sort();
+                out
+            }
+        };
+        assert_eq!(
+            read(&ranged).await,
+            read(&ranged_plain).await,
+            "{lo:?}..{hi:?}"
+        );
     }
     // EXPLAIN of a statement with parameters takes them (as PostgreSQL).
     let explained = c
@@ -314,6 +365,117 @@ async fn peeks_with_expressions_agree_with_the_general_path() {
     assert_eq!(sqlstate(&e), "42P01", "{e}");
 }
 
+/// A keyed lookup decides its key equalities (they are dropped from the
+/// steps applied to its rows) only for key types whose encoded equality
+/// is SQL's and only when the key's value is known: NULL or inexact keys,
+/// float keys (`-0` and `0` encode alike), a second equality on the key
+/// column and extra conjuncts still filter. Each query, prepared with
+/// parameters and in the simple protocol's literal form, returns what the
+/// same query returns over a view without indexes.
+#[tokio::test(flavor = "multi_thread")]
+async fn key_equalities_decided_by_lookups_agree_with_the_general_path() {
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE w (i int, b bigint, f float8, d numeric(10,2), t text, v int);
+         INSERT INTO w VALUES (1, 10, 0.0, 1.50, 'a', 1), (2, 20, -1.5, 2.25, 'b', 2),
+             (3, 30, 'NaN', 3.00, 'ab', 3), (NULL, NULL, NULL, NULL, NULL, 4),
+             (1, 10, 2.5, 1.50, 'a', 5), (4, 40, -0.0, 0.00, '', 6);
+         CREATE MATERIALIZED VIEW wi AS SELECT * FROM w;
+         CREATE MATERIALIZED VIEW wp AS SELECT * FROM w;
+         CREATE INDEX wi_i ON wi (i); CREATE INDEX wi_b ON wi (b);
+         CREATE INDEX wi_f ON wi (f); CREATE INDEX wi_d ON wi (d);
+         CREATE INDEX wi_t ON wi (t); CREATE INDEX wi_it ON wi (i, t)",
+    )
+    .await
+    .unwrap();
+    async fn both(c: &tokio_postgres::Client, template: &str, params: &[&(dyn ToSql + Sync)]) {
+        let run = |view: &str| {
+            let sql = template.replace("{}", view);
+            async move {
+                let mut out: Vec<Option<i32>> = c
+                    .query(sql.as_str(), params)
+                    .await
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                out.sort();
+                out
+            }
+        };
+        let (indexed, general) = (run("wi").await, run("wp").await);
+        assert_eq!(indexed, general, "{template} with {params:?}");
+    }
+    let ints: [Option<i32>; 4] = [Some(1), Some(4), Some(9), None];
+    for i in &ints {
+        both(&c, "SELECT v FROM {} WHERE i = $1", &[i]).await;
+        both(&c, "SELECT v FROM {} WHERE i = $1 AND v > 1", &[i]).await;
+        for j in &ints {
+            both(&c, "SELECT v FROM {} WHERE i = $1 AND i = $2", &[i, j]).await;
+        }
+    }
+    for b in [Some(10i64), Some(1 << 40), None] {
+        both(&c, "SELECT v FROM {} WHERE b = $1", &[&b]).await;
+        both(&c, "SELECT v FROM {} WHERE i::bigint = $1", &[&b]).await;
+    }
+    for f in [0.0f64, -0.0, f64::NAN, 2.5, -1.5] {
+        both(&c, "SELECT v FROM {} WHERE f = $1", &[&f]).await;
+    }
+    for t in ["a", "ab", "", "A"] {
+        both(&c, "SELECT v FROM {} WHERE t = $1", &[&t]).await;
+        both(&c, "SELECT v FROM {} WHERE i = $1 AND t = $2", &[&1i32, &t]).await;
+    }
+    for d in ["1.5", "1.50", "1.505", "0", "-0.00", "3"] {
+        both(&c, &format!("SELECT v FROM {{}} WHERE d = {d}"), &[]).await;
+    }
+    for literal in [
+        "i = 1",
+        "i = 1 AND i = 2",
+        "i = 1 AND v > 1",
+        "i::bigint = 1099511627776",
+        "f = '-0'::float8",
+        "f = 'NaN'",
+        "t = 'ab'",
+        "i = 1 AND t = 'a'",
+    ] {
+        let template = format!("SELECT v FROM {{}} WHERE {literal}");
+        let mut a = rows(&c, &template.replace("{}", "wi")).await;
+        let mut b = rows(&c, &template.replace("{}", "wp")).await;
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{template}");
+    }
+    // EXPLAIN shows what is still filtered: not an integer key's equality
+    // the lookup decides, but a float key's, and any other conjunct.
+    let explain = |sql: &'static str| {
+        let c = &c;
+        async move { rows(c, &format!("EXPLAIN {sql}")).await.concat() }
+    };
+    let plan = explain("SELECT v + 1 FROM wi WHERE i = 1").await;
+    assert!(
+        !plan.iter().flatten().any(|l| l.contains("Filter")),
+        "{plan:?}"
+    );
+    let plan = explain("SELECT v + 1 FROM wi WHERE i = 1 AND v > 1").await;
+    let filters: Vec<&String> = plan
+        .iter()
+        .flatten()
+        .filter(|l| l.contains("Filter"))
+        .collect();
+    assert!(
+        filters.len() == 1 && !filters[0].contains("wi.i"),
+        "{plan:?}"
+    );
+    let plan = explain("SELECT v + 1 FROM wi WHERE f = 2.5::float8").await;
+    assert!(
+        plan.iter()
+            .flatten()
+            .any(|l| l.contains("Filter") && l.contains("wi.f")),
+        "{plan:?}"
+    );
+}
+
 /// The EXPLAIN lines that name index seeks.
 async fn seeks(c: &tokio_postgres::Client, sql: &str) -> Vec<String> {
     rows(c, &format!("EXPLAIN {sql}"))
@@ -357,7 +519,7 @@ async fn key_filters_seek_in_indexes_and_agree_with_storage() {
     .await
     .unwrap();
     // (template over {t}, {agg}, {doubled}; the seeks EXPLAIN names)
-    let cases: [(&str, &[&str]); 13] = [
+    let cases: [(&str, &[&str]); 20] = [
         (
             "SELECT a.n, d.name FROM {agg} a JOIN dim d ON d.id = a.k WHERE a.k = 7",
             &["index agg_k on (k) = (7)"],
@@ -395,6 +557,38 @@ async fn key_filters_seek_in_indexes_and_agree_with_storage() {
         (
             "SELECT g, (SELECT max(s) FROM {agg} WHERE k = 9) FROM {t} WHERE k = 9",
             &["index agg_k on (k) = (9)", "index t_k on (k) = (9)"],
+        ),
+        // Bounds on an index's first key column read that range of it
+        // (in plans with aggregates; a plain read is a fast-path peek of
+        // the range).
+        (
+            "SELECT k, sum(v) FROM {t} WHERE k >= 47 AND v > 1900 GROUP BY k",
+            &["index t_k on (k) where k >= 47"],
+        ),
+        (
+            "SELECT count(*), sum(v) FROM {t} WHERE k BETWEEN 10 AND 12",
+            &["index t_k on (k) where k >= 10 and k <= 12"],
+        ),
+        (
+            "SELECT DISTINCT k, g FROM {t} WHERE 5 > k AND k > 2 AND k <= 40",
+            &["index t_k on (k) where k > 2 and k < 5"],
+        ),
+        (
+            "SELECT g, count(*) FROM {t} WHERE g >= 'g5' GROUP BY g",
+            &["index t_gk on (g, k) where g >= g5"],
+        ),
+        (
+            "SELECT k, sum(n) FROM {agg} WHERE k < 3 AND k >= 0 GROUP BY k",
+            &["index agg_k on (k) where k >= 0 and k < 3"],
+        ),
+        (
+            "SELECT max(w), count(*) FROM {doubled} WHERE k > 45",
+            &["index doubled_k on (k) where k > 45"],
+        ),
+        // An empty range reads nothing.
+        (
+            "SELECT count(*) FROM {t} WHERE k > 10 AND k < 5",
+            &["index t_k on (k) where k > 10 and k < 5"],
         ),
         (
             // Over the indexed table this is a keyed peek with a lookup
