@@ -390,6 +390,19 @@ impl ComputeController {
         state
     }
 
+    /// Index `id`'s dataflow and codecs, unless it failed or is no index.
+    fn readable_index(&self, id: GlobalId) -> Result<(Arc<DataflowState>, IndexCodecs)> {
+        let state = self.dataflow(id).ok_or(ComputeError::UnknownIndex(id))?;
+        if let Some(failure) = state.failure() {
+            return Err(ComputeError::Failed(failure));
+        }
+        let codecs = state
+            .index_codecs
+            .clone()
+            .ok_or(ComputeError::UnknownIndex(id))?;
+        Ok((state, codecs))
+    }
+
     /// Read index `id` at `time`: every row, or those whose key equals
     /// `key` (values in key order, cast to the key's types). Workers answer
     /// once the index is complete at `time`.
@@ -399,14 +412,7 @@ impl ComputeController {
         time: Timestamp,
         key: Option<Vec<ScalarValue>>,
     ) -> Result<PendingPeek> {
-        let state = self.dataflow(id).ok_or(ComputeError::UnknownIndex(id))?;
-        if let Some(failure) = state.failure() {
-            return Err(ComputeError::Failed(failure));
-        }
-        let codecs = state
-            .index_codecs
-            .clone()
-            .ok_or(ComputeError::UnknownIndex(id))?;
+        let (state, codecs) = self.readable_index(id)?;
         let key = key
             .map(|values| encode_key(&codecs.key, &values))
             .transpose()?;
@@ -475,14 +481,7 @@ impl ComputeController {
         lower: Bound<ScalarValue>,
         upper: Bound<ScalarValue>,
     ) -> Result<PendingPeek> {
-        let state = self.dataflow(id).ok_or(ComputeError::UnknownIndex(id))?;
-        if let Some(failure) = state.failure() {
-            return Err(ComputeError::Failed(failure));
-        }
-        let codecs = state
-            .index_codecs
-            .clone()
-            .ok_or(ComputeError::UnknownIndex(id))?;
+        let (state, codecs) = self.readable_index(id)?;
         let first = codecs
             .key
             .schema()

@@ -606,36 +606,15 @@ fn steps_decided_by_key(
 }
 
 /// Whether two values of a key column of type `ty` encode equal exactly
-/// when SQL's `=` holds for them (Arrow's row format; floats are
-/// normalized before encoding, intervals compare field by field).
+/// when SQL's `=` holds for them: the types whose encoding orders them as
+/// SQL does, except floats (normalized before encoding, so `-0` and `0`
+/// encode alike while the query's `=` may tell them apart).
 fn exact_key_equality(ty: &DataType) -> bool {
-    use DataType::*;
-    matches!(
-        ty,
-        Boolean
-            | Int8
-            | Int16
-            | Int32
-            | Int64
-            | UInt8
-            | UInt16
-            | UInt32
-            | UInt64
-            | Utf8
-            | LargeUtf8
-            | Utf8View
-            | Binary
-            | LargeBinary
-            | BinaryView
-            | FixedSizeBinary(_)
-            | Date32
-            | Date64
-            | Time32(_)
-            | Time64(_)
-            | Timestamp(..)
-            | Decimal128(..)
-            | Decimal256(..)
-    )
+    ordered_key(ty)
+        && !matches!(
+            ty,
+            DataType::Float16 | DataType::Float32 | DataType::Float64
+        )
 }
 
 /// The name of `index`'s first key column.
