@@ -513,14 +513,11 @@ pub struct PeekFinish {
 
 /// The bounds a query's filters put on an index's first key column, as
 /// constants (literals or `$n`, perhaps cast) whose values are known when
-/// a peek runs: every lower bound and every upper bound, each with
-/// whether it is inclusive, and the column's type.
+/// a peek runs: one range per conjunct, and the column's type.
 #[derive(Debug, Clone)]
 pub struct RangeConstants {
-    /// `column > c` (false) and `column >= c` (true).
-    pub lower: Vec<(datafusion::logical_expr::Expr, bool)>,
-    /// `column < c` (false) and `column <= c` (true).
-    pub upper: Vec<(datafusion::logical_expr::Expr, bool)>,
+    /// Each conjunct's range, its bounds as expressions.
+    pub bounds: Vec<crate::query::index_scan::KeyRange<datafusion::logical_expr::Expr>>,
     /// The column's type.
     pub ty: arrow::datatypes::DataType,
 }

@@ -110,24 +110,65 @@ pub struct IndexSeek {
 }
 
 /// The values of an index's first key column a range seek reads: each
-/// bound exactly a value of the column's type, never NULL.
+/// bound exactly a value of the column's type, never NULL. (A peek
+/// planned with `$n` keeps its bounds as expressions, `KeyRange<Expr>`,
+/// until their values are known.)
 #[derive(Debug, Clone, PartialEq)]
-pub struct KeyRange {
+pub struct KeyRange<T = ScalarValue> {
     /// The least value.
-    pub lower: Bound<ScalarValue>,
+    pub lower: Bound<T>,
     /// The greatest.
-    pub upper: Bound<ScalarValue>,
+    pub upper: Bound<T>,
 }
 
-impl KeyRange {
+impl<T: fmt::Display> KeyRange<T> {
     /// Every value.
-    pub(crate) fn all() -> KeyRange {
+    pub(crate) fn all() -> KeyRange<T> {
         KeyRange {
             lower: Bound::Unbounded,
             upper: Bound::Unbounded,
         }
     }
 
+    /// The values `column op value` allows, for `op` one of `<`, `<=`,
+    /// `>`, `>=`.
+    pub(crate) fn of_comparison(op: Operator, value: T) -> Option<KeyRange<T>> {
+        let (lower, upper) = match op {
+            Operator::Lt => (Bound::Unbounded, Bound::Excluded(value)),
+            Operator::LtEq => (Bound::Unbounded, Bound::Included(value)),
+            Operator::Gt => (Bound::Excluded(value), Bound::Unbounded),
+            Operator::GtEq => (Bound::Included(value), Bound::Unbounded),
+            _ => return None,
+        };
+        Some(KeyRange { lower, upper })
+    }
+
+    /// Whether this range bounds its column at all.
+    pub(crate) fn bounded(&self) -> bool {
+        !matches!(
+            (&self.lower, &self.upper),
+            (Bound::Unbounded, Bound::Unbounded)
+        )
+    }
+
+    /// The range as conditions on `column`, for `EXPLAIN`.
+    pub(crate) fn describe(&self, column: &str) -> String {
+        let mut parts = Vec::new();
+        match &self.lower {
+            Bound::Included(v) => parts.push(format!("{column} >= {v}")),
+            Bound::Excluded(v) => parts.push(format!("{column} > {v}")),
+            Bound::Unbounded => {}
+        }
+        match &self.upper {
+            Bound::Included(v) => parts.push(format!("{column} <= {v}")),
+            Bound::Excluded(v) => parts.push(format!("{column} < {v}")),
+            Bound::Unbounded => {}
+        }
+        parts.join(" and ")
+    }
+}
+
+impl KeyRange {
     /// This range narrowed to `other` too.
     pub(crate) fn intersect(self, other: KeyRange) -> KeyRange {
         let pick = |a: Bound<ScalarValue>, b: Bound<ScalarValue>, lower: bool| {
@@ -165,32 +206,6 @@ impl KeyRange {
             lower: pick(self.lower, other.lower, true),
             upper: pick(self.upper, other.upper, false),
         }
-    }
-
-    /// Whether this range bounds its column at all.
-    pub(crate) fn bounded(&self) -> bool {
-        !matches!(
-            (&self.lower, &self.upper),
-            (Bound::Unbounded, Bound::Unbounded)
-        )
-    }
-}
-
-impl KeyRange {
-    /// The range as conditions on `column`, for `EXPLAIN`.
-    pub(crate) fn describe(&self, column: &str) -> String {
-        let mut parts = Vec::new();
-        match &self.lower {
-            Bound::Included(v) => parts.push(format!("{column} >= {v}")),
-            Bound::Excluded(v) => parts.push(format!("{column} > {v}")),
-            Bound::Unbounded => {}
-        }
-        match &self.upper {
-            Bound::Included(v) => parts.push(format!("{column} <= {v}")),
-            Bound::Excluded(v) => parts.push(format!("{column} < {v}")),
-            Bound::Unbounded => {}
-        }
-        parts.join(" and ")
     }
 }
 
@@ -391,26 +406,7 @@ fn range_constraint(e: &Expr, schema: &SchemaRef) -> Option<(usize, KeyRange)> {
                 _ => return None,
             };
             let v = value_for(column, constant)?;
-            let range = match op {
-                Operator::Lt => KeyRange {
-                    lower: Bound::Unbounded,
-                    upper: Bound::Excluded(v),
-                },
-                Operator::LtEq => KeyRange {
-                    lower: Bound::Unbounded,
-                    upper: Bound::Included(v),
-                },
-                Operator::Gt => KeyRange {
-                    lower: Bound::Excluded(v),
-                    upper: Bound::Unbounded,
-                },
-                Operator::GtEq => KeyRange {
-                    lower: Bound::Included(v),
-                    upper: Bound::Unbounded,
-                },
-                _ => return None,
-            };
-            Some((column, range))
+            Some((column, KeyRange::of_comparison(op, v)?))
         }
         Expr::Between(Between {
             expr,

@@ -15,6 +15,7 @@
 //! it finds) is the model.
 
 use std::collections::HashSet;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use arrow::array::{Array, BooleanArray, RecordBatch, RecordBatchOptions};
@@ -166,7 +167,7 @@ pub(super) fn index_peek(
             (Some(constants), None) => format!(
                 "Peek index {} on ({keys}) where {}",
                 index.name,
-                constants.describe(first_key_name(index))
+                constants.describe(&first_key_name(index))
             ),
             (None, _) => format!("Peek index {} (all rows)", index.name),
         },
@@ -653,8 +654,7 @@ fn range_constants<'a>(
             return None;
         }
         let mut constants = RangeConstants {
-            lower: Vec::new(),
-            upper: Vec::new(),
+            bounds: Vec::new(),
             ty,
         };
         for step in steps {
@@ -665,7 +665,7 @@ fn range_constants<'a>(
                 collect_bounds(conjunct, input, scan, source_schema, &name, &mut constants);
             }
         }
-        (!constants.lower.is_empty() || !constants.upper.is_empty()).then_some((index, constants))
+        (!constants.bounds.is_empty()).then_some((index, constants))
     })
 }
 
@@ -700,13 +700,8 @@ fn collect_bounds(
             } else {
                 return;
             };
-            match op {
-                Operator::Gt => out.lower.push((constant.clone(), false)),
-                Operator::GtEq => out.lower.push((constant.clone(), true)),
-                Operator::Lt => out.upper.push((constant.clone(), false)),
-                Operator::LtEq => out.upper.push((constant.clone(), true)),
-                _ => {}
-            }
+            out.bounds
+                .extend(KeyRange::of_comparison(op, constant.clone()));
         }
         Expr::Between(datafusion::logical_expr::expr::Between {
             expr,
@@ -714,8 +709,10 @@ fn collect_bounds(
             low,
             high,
         }) if is_column(expr) && is_constant(low) && is_constant(high) => {
-            out.lower.push((low.as_ref().clone(), true));
-            out.upper.push((high.as_ref().clone(), true));
+            out.bounds.push(KeyRange {
+                lower: Bound::Included(low.as_ref().clone()),
+                upper: Bound::Included(high.as_ref().clone()),
+            });
         }
         _ => {}
     }
@@ -749,48 +746,40 @@ pub(super) fn range_values(
     constants: &RangeConstants,
     params: Option<&ParamValues>,
 ) -> Option<KeyRange> {
-    let value = |e: &Expr| key_values(state, &[(e.clone(), constants.ty.clone())], params);
-    let mut range = KeyRange::all();
-    for (e, inclusive) in &constants.lower {
-        if let Some(v) = value(e).and_then(|mut v| v.pop()) {
-            range = range.intersect(KeyRange {
-                lower: if *inclusive {
-                    std::ops::Bound::Included(v)
-                } else {
-                    std::ops::Bound::Excluded(v)
-                },
-                upper: std::ops::Bound::Unbounded,
-            });
+    // A bound without an exact value narrows nothing.
+    let value = |bound: &Bound<Expr>| match bound {
+        Bound::Included(e) | Bound::Excluded(e) => {
+            match key_values(state, &[(e.clone(), constants.ty.clone())], params)
+                .and_then(|mut v| v.pop())
+            {
+                Some(v) if matches!(bound, Bound::Included(_)) => Bound::Included(v),
+                Some(v) => Bound::Excluded(v),
+                None => Bound::Unbounded,
+            }
         }
-    }
-    for (e, inclusive) in &constants.upper {
-        if let Some(v) = value(e).and_then(|mut v| v.pop()) {
-            range = range.intersect(KeyRange {
-                lower: std::ops::Bound::Unbounded,
-                upper: if *inclusive {
-                    std::ops::Bound::Included(v)
-                } else {
-                    std::ops::Bound::Excluded(v)
-                },
-            });
-        }
-    }
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let range = constants
+        .bounds
+        .iter()
+        .fold(KeyRange::all(), |range, bounds| {
+            range.intersect(KeyRange {
+                lower: value(&bounds.lower),
+                upper: value(&bounds.upper),
+            })
+        });
     range.bounded().then_some(range)
 }
 
 impl RangeConstants {
     /// The bounds as conditions on `column`, for `EXPLAIN` before their
     /// values are known.
-    fn describe(&self, column: String) -> String {
-        let lower = self
-            .lower
+    fn describe(&self, column: &str) -> String {
+        self.bounds
             .iter()
-            .map(|(e, inclusive)| format!("{column} {} {e}", if *inclusive { ">=" } else { ">" }));
-        let upper = self
-            .upper
-            .iter()
-            .map(|(e, inclusive)| format!("{column} {} {e}", if *inclusive { "<=" } else { "<" }));
-        lower.chain(upper).collect::<Vec<_>>().join(" and ")
+            .map(|b| b.describe(column))
+            .collect::<Vec<_>>()
+            .join(" and ")
     }
 }
 
