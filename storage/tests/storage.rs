@@ -338,6 +338,58 @@ fn concurrent_writers_share_group_commits() {
     );
 }
 
+/// Writers that find the log idle commit on their own threads, the others
+/// through the commit thread, while flushes roll the log under them:
+/// every write is acknowledged at a time after the writer's previous one,
+/// seen at it, and found again after a restart.
+#[test]
+fn writes_committed_by_their_own_threads_and_the_commit_thread_interleave_with_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = fast_config(dir.path());
+    let s = Arc::new(open(dir.path(), cfg.clone()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flusher = {
+        let (s, stop) = (Arc::clone(&s), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                s.flush_blocking().unwrap();
+                std::thread::sleep(Duration::from_millis(3));
+            }
+        })
+    };
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                let mut last = 0;
+                for i in 0..100 {
+                    let id = w * 1000 + i;
+                    let ts = s.commit_blocking(vec![insert(A, &[id], "c")]).unwrap();
+                    assert!(ts > last, "a writer's commits are ordered");
+                    assert!(ids(&s.snapshot(A, ts).unwrap()).contains(&id));
+                    last = ts;
+                    if i % 10 == 0 {
+                        // A pause leaves the log idle for the next write.
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    flusher.join().unwrap();
+    let expected: Vec<i64> = (0..4)
+        .flat_map(|w| (0..100).map(move |i| w * 1000 + i))
+        .collect();
+    assert_eq!(ids(&s.snapshot(A, s.read_ts()).unwrap()), expected);
+    drop(s);
+    let s = open(dir.path(), cfg);
+    assert_eq!(ids(&s.snapshot(A, s.read_ts()).unwrap()), expected);
+}
+
 #[test]
 fn since_never_passes_a_dependents_durable_resume_point() {
     let dir = tempfile::tempdir().unwrap();
