@@ -486,10 +486,9 @@ pub struct PeekFinish {
     /// [`PeekFinish::bind`](crate::statements::peek)); `None`: made
     /// physical when applied.
     pub physical: Option<Arc<Vec<crate::statements::peek::PhysicalStep>>>,
-    /// The physical form of each expression whose value cannot change
-    /// between executions, made at the first execution and shared by the
-    /// plan's later ones (`None` in the list: bound per execution).
-    pub invariant: Arc<std::sync::OnceLock<InvariantExprs>>,
+    /// How each expression is made physical for an execution, decided
+    /// at the plan's first execution and shared by its later ones.
+    pub made: Arc<std::sync::OnceLock<MadeExprs>>,
     /// The steps without the equalities a keyed lookup already decides
     /// (see [`KeyedSteps`]), used by an execution whose key is known;
     /// `None` when no conjunct can be dropped, or once in use.
@@ -534,9 +533,9 @@ pub struct RangeConstants {
 pub struct KeyedSteps {
     /// The steps, scan side first.
     pub steps: Arc<Vec<PeekStep>>,
-    /// Their invariant expressions made physical (as
-    /// [`PeekFinish::invariant`] for the full steps).
-    pub invariant: Arc<std::sync::OnceLock<InvariantExprs>>,
+    /// How their expressions are made physical (as [`PeekFinish::made`]
+    /// for the full steps).
+    pub made: Arc<std::sync::OnceLock<MadeExprs>>,
 }
 
 /// One lookup's key expressions, made physical, in key order.
@@ -564,9 +563,37 @@ pub struct PeekLookup {
     pub explain: String,
 }
 
-/// A peek's expressions in step order, each made physical if its value
-/// cannot change between executions (`None`: bound per execution).
-pub type InvariantExprs = Vec<Option<Arc<dyn PhysicalExpr>>>;
+/// A peek's expressions in step order, each with how an execution gets
+/// its physical form (see [`MadeExpr`]).
+pub type MadeExprs = Vec<MadeExpr>;
+
+/// A physical expression and the parameter values it was made with.
+pub type MadeWith = (Vec<ScalarValue>, Arc<dyn PhysicalExpr>);
+
+/// How one of a kept peek's expressions is made physical for an
+/// execution: making it (DataFusion's physical planning of the
+/// expression, after the parameters are put in) costs more than
+/// evaluating it on the few rows a lookup finds.
+#[derive(Debug)]
+pub enum MadeExpr {
+    /// No `$n` and no function whose value may change: made at the first
+    /// execution, shared by the others.
+    Fixed(Arc<dyn PhysicalExpr>),
+    /// Reads the parameters `reads` and no function whose value may
+    /// change (so its value is theirs alone): made again only when one of
+    /// them has a new value. A statement template keeps every integer
+    /// literal as a parameter, so `SET v = v + 1` stays one expression
+    /// across executions that differ only in the key.
+    ByParams {
+        /// The `$n` ids it reads.
+        reads: Vec<String>,
+        /// The values it was last made with, and what was made.
+        last: parking_lot::Mutex<Option<MadeWith>>,
+    },
+    /// Calls a function that is not immutable (`now()` takes each
+    /// statement's time): made at every execution.
+    PerExecution,
+}
 
 /// The constants of a peek's key, one per key column: an expression (a
 /// literal or `$n`, perhaps cast) and the key column's type.

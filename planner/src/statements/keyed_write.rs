@@ -23,10 +23,10 @@ use freshet_catalog::{Item, ItemDetails};
 
 use super::peek::{
     ChainOverScan, KeyBinding, chain_over_bound_scan, key_values, parameters_typed, projected,
-    scan_equalities, simplify_steps, steps_of,
+    scan_equalities, simplify_steps, steps_decided_by_key, steps_of,
 };
 use crate::error::Result;
-use crate::plan::{KeyConstants, KeyedWrite, PeekFinish, QueryPlan, WritePlan};
+use crate::plan::{KeyConstants, KeyedSteps, KeyedWrite, PeekFinish, QueryPlan, WritePlan};
 use crate::query::index_scan::carries_types;
 use crate::query::provider::BoundTable;
 use crate::statements::context::StatementContext;
@@ -86,7 +86,15 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
     let Some(key) = key else {
         return Ok(None);
     };
-    let finish = PeekFinish::new(
+    // The rows are found by their primary key's encoding, as an index's
+    // lookup finds them: the equalities it decides need not be checked.
+    let key_names: Vec<String> = keys
+        .primary_key
+        .iter()
+        .filter_map(|&i| desc.columns.get(i).map(|c| c.name.clone()))
+        .collect();
+    let keyed = steps_decided_by_key(&steps, scan, &source_schema, &key_names, &key);
+    let mut finish = PeekFinish::new(
         source,
         scan.projection.clone(),
         scan_schema,
@@ -105,6 +113,16 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
     } else {
         None
     };
+    finish.keyed = keyed.map(|steps| {
+        Arc::new(KeyedSteps {
+            steps: Arc::new(steps),
+            made: Arc::default(),
+        })
+    });
+    // A key known now: the lookup decides its equalities.
+    if bound.is_some() {
+        finish.take_keyed_steps();
+    }
     Ok(Some(KeyedWrite {
         key: bound,
         key_columns: keys.primary_key.clone(),

@@ -43,7 +43,8 @@ use freshet_repr::GlobalId;
 
 use crate::error::Result;
 use crate::plan::{
-    KeyConstants, KeyedSteps, PeekFinish, PeekPlan, PeekStep, Plan, QueryPlan, RangeConstants,
+    KeyConstants, KeyedSteps, MadeExpr, PeekFinish, PeekPlan, PeekStep, Plan, QueryPlan,
+    RangeConstants,
 };
 use crate::query::index_scan::{KeyRange, carries_types, choose_seek, keyed_indexes, ordered_key};
 use crate::query::provider::BoundTable;
@@ -111,9 +112,16 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
         index = ranged;
         range = Some(constants);
     }
-    let keyed = key_exprs
-        .as_ref()
-        .and_then(|key| steps_decided_by_key(&steps, scan, &source_schema, index, key));
+    let keyed = key_exprs.as_ref().and_then(|key| {
+        let ItemDetails::Index { keys, .. } = &index.details else {
+            return None;
+        };
+        let names: Vec<String> = keys
+            .iter()
+            .map(|k| super::index::key_column_name(k))
+            .collect();
+        steps_decided_by_key(&steps, scan, &source_schema, &names, key)
+    });
     let mut finish = PeekFinish::new(
         q,
         scan.projection.clone(),
@@ -126,7 +134,7 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
     finish.keyed = keyed.map(|steps| {
         Arc::new(KeyedSteps {
             steps: Arc::new(steps),
-            invariant: Arc::default(),
+            made: Arc::default(),
         })
     });
     Ok(Some(index_peek(cx, q, index, finish)))
@@ -149,11 +157,8 @@ pub(super) fn index_peek(
         .as_ref()
         .and_then(|r| range_values(cx.state, r, None));
     // A key known now: the lookup decides its equalities.
-    if key.is_some()
-        && let Some(keyed) = finish.keyed.take()
-    {
-        finish.steps = Arc::clone(&keyed.steps);
-        finish.invariant = Arc::clone(&keyed.invariant);
+    if key.is_some() {
+        finish.take_keyed_steps();
     }
     let keys = key_names(index);
     // The key's values, or the expressions (with `$n`) that give them.
@@ -222,7 +227,7 @@ impl PeekFinish {
             output: Arc::new(q.logical.schema().as_arrow().clone()),
             key,
             physical: None,
-            invariant: Arc::default(),
+            made: Arc::default(),
             keyed: None,
             range: None,
             lookups: Arc::new(lookups),
@@ -544,24 +549,19 @@ pub(super) fn key_values(
 /// a type whose encoded equality is SQL equality, the equality
 /// [`choose_index`] took its constant from. A filter left with no
 /// conjunct is dropped. `None` when nothing can be dropped.
-fn steps_decided_by_key(
+pub(super) fn steps_decided_by_key(
     steps: &[PeekStep],
     scan: &TableScan,
     source_schema: &SchemaRef,
-    index: &Item,
+    key_names: &[String],
     key: &KeyConstants,
 ) -> Option<Vec<PeekStep>> {
-    let ItemDetails::Index { keys, .. } = &index.details else {
-        return None;
-    };
     // Per key column: its name and the constant the lookup uses, when
     // the lookup decides equality with it.
-    let mut decided: Vec<Option<(String, &Expr)>> = keys
+    let mut decided: Vec<Option<(&str, &Expr)>> = key_names
         .iter()
         .zip(key)
-        .map(|(k, (constant, ty))| {
-            exact_key_equality(ty).then(|| (super::index::key_column_name(k), constant))
-        })
+        .map(|(name, (constant, ty))| exact_key_equality(ty).then_some((name.as_str(), constant)))
         .collect();
     let mut out = Vec::with_capacity(steps.len());
     let mut dropped = false;
@@ -582,8 +582,9 @@ fn steps_decided_by_key(
                 let j = scan.projection.as_ref().map_or(i, |p| p[i]);
                 let name = source_schema.field(j).name();
                 decided.iter_mut().find(|d| {
-                    d.as_ref()
-                        .is_some_and(|(column, constant)| column == name && **constant == value)
+                    d.as_ref().is_some_and(|(column, constant)| {
+                        *column == name.as_str() && **constant == value
+                    })
                 })
             });
             match slot {
@@ -944,6 +945,33 @@ pub(super) fn bound_per_execution(e: &Expr) -> bool {
     .unwrap_or(true)
 }
 
+/// How a kept peek's expression `e` is made physical for an execution:
+/// once, once per value of the parameters it reads, or every time.
+fn how_made(state: &SessionState, e: &Expr, schema: &DFSchemaRef) -> DfResult<MadeExpr> {
+    if !bound_per_execution(e) {
+        return Ok(MadeExpr::Fixed(physical(state, e.clone(), schema)?));
+    }
+    let mut reads = Vec::new();
+    let mut changing = false;
+    e.apply(|n| {
+        match n {
+            Expr::Placeholder(p) if !reads.contains(&p.id) => reads.push(p.id.clone()),
+            Expr::ScalarFunction(f) if f.func.signature().volatility != Volatility::Immutable => {
+                changing = true
+            }
+            _ => {}
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(match changing {
+        true => MadeExpr::PerExecution,
+        false => MadeExpr::ByParams {
+            reads,
+            last: parking_lot::Mutex::new(None),
+        },
+    })
+}
+
 /// `expr` (already simplified) as a physical expression over `schema`'s
 /// rows.
 pub(super) fn physical(
@@ -1008,6 +1036,15 @@ pub(super) struct KeyBinding {
 }
 
 impl PeekFinish {
+    /// Use the steps without the equalities the lookup decides, for a
+    /// plan whose key is known when planned.
+    pub(super) fn take_keyed_steps(&mut self) {
+        if let Some(keyed) = self.keyed.take() {
+            self.steps = Arc::clone(&keyed.steps);
+            self.made = Arc::clone(&keyed.made);
+        }
+    }
+
     /// The steps for one execution, made physical: expressions that read
     /// a `$n` or the time with `params` in place and simplified (so
     /// `now()` is this execution's), the others as made at the plan's
@@ -1019,47 +1056,61 @@ impl PeekFinish {
     ) -> DfResult<KeyBinding> {
         let key = self.key.as_ref().and_then(|k| key_values(state, k, params));
         // With the key's value known, the lookup decides its equalities.
-        let (steps, invariant_exprs) = match (&key, &self.keyed) {
-            (Some(_), Some(keyed)) => (&keyed.steps, &keyed.invariant),
-            _ => (&self.steps, &self.invariant),
+        let (steps, made_exprs) = match (&key, &self.keyed) {
+            (Some(_), Some(keyed)) => (&keyed.steps, &keyed.made),
+            _ => (&self.steps, &self.made),
         };
-        let invariant = match invariant_exprs.get() {
+        let made = match made_exprs.get() {
             Some(v) => v,
             None => {
                 let mut made = Vec::new();
                 for step in steps.iter() {
                     for (e, schema) in step.expressions_with_schemas() {
-                        made.push(if bound_per_execution(e) {
-                            None
-                        } else {
-                            Some(physical(state, e.clone(), schema)?)
-                        });
+                        made.push(how_made(state, e, schema)?);
                     }
                 }
                 // Another execution may have made them meanwhile: equal.
-                let _ = invariant_exprs.set(made);
-                invariant_exprs
+                let _ = made_exprs.set(made);
+                made_exprs
                     .get()
-                    .ok_or_else(|| plan_datafusion_err!("invariant expressions not made"))?
+                    .ok_or_else(|| plan_datafusion_err!("step expressions not made"))?
             }
         };
-        let mut made = invariant.iter();
+        let bound = |e: &Expr, schema: &DFSchemaRef| -> DfResult<Arc<dyn PhysicalExpr>> {
+            let bound = with_params(e.clone(), params)?;
+            // Only a function may need simplifying to run (`now()` takes
+            // the execution's time there); columns, values, casts and
+            // operators run as they are, and the simplifier would cost
+            // more than this one execution.
+            let bound = if calls_functions(&bound) {
+                simplified(state, bound, schema)?
+            } else {
+                bound
+            };
+            physical(state, bound, schema)
+        };
+        let mut made = made.iter();
         let mut next = |e: &Expr, schema: &DFSchemaRef| -> DfResult<Arc<dyn PhysicalExpr>> {
             match made.next() {
-                Some(Some(p)) => Ok(Arc::clone(p)),
-                Some(None) => {
-                    let bound = with_params(e.clone(), params)?;
-                    // Only a function may need simplifying to run (`now()`
-                    // takes the execution's time there); columns, values,
-                    // casts and operators run as they are, and the
-                    // simplifier would cost more than this one execution.
-                    let bound = if calls_functions(&bound) {
-                        simplified(state, bound, schema)?
-                    } else {
-                        bound
+                Some(MadeExpr::Fixed(p)) => Ok(Arc::clone(p)),
+                Some(MadeExpr::ByParams { reads, last }) => {
+                    let Some(params) = params else {
+                        return bound(e, schema);
                     };
-                    physical(state, bound, schema)
+                    let values = reads
+                        .iter()
+                        .map(|id| Ok(params.get_placeholders_with_values(id)?.into_inner().0))
+                        .collect::<DfResult<Vec<_>>>()?;
+                    if let Some((was, p)) = &*last.lock()
+                        && *was == values
+                    {
+                        return Ok(Arc::clone(p));
+                    }
+                    let p = bound(e, schema)?;
+                    *last.lock() = Some((values, Arc::clone(&p)));
+                    Ok(p)
                 }
+                Some(MadeExpr::PerExecution) => bound(e, schema),
                 None => Err(plan_datafusion_err!("a step's expressions changed")),
             }
         };
@@ -1085,7 +1136,7 @@ impl PeekFinish {
                 output: Arc::clone(&self.output),
                 key: self.key.clone(),
                 physical: Some(Arc::new(physical_steps)),
-                invariant: Arc::clone(invariant_exprs),
+                made: Arc::clone(made_exprs),
                 keyed: None,
                 range: self.range.clone(),
                 lookups: Arc::clone(&self.lookups),

@@ -342,7 +342,7 @@ impl Coordinator {
     /// ([`freshet_planner::statements::templates`]): a statement that
     /// differs from an earlier one only in those literals is not planned
     /// again. The first statement of a template is planned itself; when
-    /// that gives a fast-path plan (a peek with steps, or a write by
+    /// that gives a fast-path plan (a peek, or a write by
     /// primary key) the template is planned too and its plan kept if it
     /// can be bound again. `None` plans the statement itself.
     pub(super) async fn templated_plan(
@@ -365,8 +365,11 @@ impl Coordinator {
             // plan stale at once, never current by mistake.
             let stamp = self.stamp(session);
             let own = self.plan(session, stmt, None).await;
+            // Any peek: one the statement's text decided alone (no steps)
+            // is still planned on a blocking thread and read through the
+            // workers, where the kept plan binds on the session's thread.
             let fast = match &own {
-                Ok(Plan::Peek(peek)) => peek.finish.is_some(),
+                Ok(Plan::Peek(_)) => true,
                 Ok(Plan::Write(write)) => write.keyed.is_some() && write.returning.is_none(),
                 _ => false,
             };

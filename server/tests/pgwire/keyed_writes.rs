@@ -32,6 +32,8 @@ const CASES: &[&str] = &[
     "UPDATE {t} SET v = 1 WHERE {k}NULL",
     "UPDATE {t} SET v = 1 WHERE {k}CAST(17 AS bigint)",
     "UPDATE {t} SET v = v + 1 WHERE {k}18 AND s LIKE 'x%'",
+    "UPDATE {t} SET v = v + 1 WHERE {k}18 AND {k}19",
+    "DELETE FROM {t} WHERE {k}18 AND {k}18",
     "UPDATE {t} SET v = length(s) + k WHERE {k}19",
     "DELETE FROM {t} WHERE {k}20",
     "DELETE FROM {t} WHERE {k}20",
@@ -141,6 +143,11 @@ async fn repeated_statements_with_other_literals_agree_with_the_general_path() {
     let values = [
         (1i64, 3i64),
         (7, 3),
+        // The same `{n}` with other keys (its expressions made once),
+        // then another `{n}` for a key seen before.
+        (7, 8),
+        (7, 9),
+        (8, 8),
         (2147483647, 4),
         (3000000000, 5),
         (-2, 6),
