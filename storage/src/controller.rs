@@ -182,9 +182,9 @@ struct Inner {
     /// group: the commit thread, or a writer that found it idle (see
     /// [`Storage::submit`]).
     log: Mutex<TxnLog>,
-    /// Commit requests sent to the commit thread and not yet taken by it;
-    /// a writer commits on its own thread only when this is zero, so a
-    /// queued group is never overtaken.
+    /// Commit requests sent to the commit thread and not yet committed
+    /// by it; a writer commits on its own thread only when this is zero,
+    /// so a queued request is never overtaken.
     queued_commits: AtomicUsize,
 }
 
@@ -1038,10 +1038,7 @@ fn run_committer(inner: Arc<Inner>, rx: mpsc::Receiver<Command>) {
             .chain(std::iter::from_fn(|| rx.try_recv().ok()))
         {
             match cmd {
-                Command::Commit(request, reply) => {
-                    inner.queued_commits.fetch_sub(1, Ordering::SeqCst);
-                    commits.push((request, reply))
-                }
+                Command::Commit(request, reply) => commits.push((request, reply)),
                 Command::Flush(reply) => flushes.push(reply),
                 Command::Shutdown => shutdown = true,
             }
@@ -1049,7 +1046,10 @@ fn run_committer(inner: Arc<Inner>, rx: mpsc::Receiver<Command>) {
         if !commits.is_empty() || last_tick.elapsed() >= inner.config.tick {
             // An empty group still advances time, so idle tables never stall
             // readers and read policies keep moving.
+            let taken = commits.len();
             inner.commit_or_refuse(&mut inner.log.lock(), commits);
+            // Only now may a writer commit on its own thread again.
+            inner.queued_commits.fetch_sub(taken, Ordering::SeqCst);
             last_tick = Instant::now();
         }
         let booted = inner.booted.load(Ordering::SeqCst);

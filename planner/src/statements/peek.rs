@@ -935,25 +935,17 @@ pub(super) fn simplify_steps(
 /// it reads a `$n`, or calls a function that is not immutable (`now()`
 /// takes the statement's start time when simplified).
 pub(super) fn bound_per_execution(e: &Expr) -> bool {
-    e.exists(|n| {
-        Ok(match n {
-            Expr::Placeholder(_) => true,
-            Expr::ScalarFunction(f) => f.func.signature().volatility != Volatility::Immutable,
-            _ => false,
-        })
-    })
-    .unwrap_or(true)
+    let (reads, changing) = execution_inputs(e);
+    changing || !reads.is_empty()
 }
 
-/// How a kept peek's expression `e` is made physical for an execution:
-/// once, once per value of the parameters it reads, or every time.
-fn how_made(state: &SessionState, e: &Expr, schema: &DFSchemaRef) -> DfResult<MadeExpr> {
-    if !bound_per_execution(e) {
-        return Ok(MadeExpr::Fixed(physical(state, e.clone(), schema)?));
-    }
+/// What of an execution `e` depends on: the `$n` ids it reads, and
+/// whether it calls a function that is not immutable (its value may
+/// change between executions with the same parameters).
+fn execution_inputs(e: &Expr) -> (Vec<String>, bool) {
     let mut reads = Vec::new();
     let mut changing = false;
-    e.apply(|n| {
+    let walked = e.apply(|n| {
         match n {
             Expr::Placeholder(p) if !reads.contains(&p.id) => reads.push(p.id.clone()),
             Expr::ScalarFunction(f) if f.func.signature().volatility != Volatility::Immutable => {
@@ -962,10 +954,17 @@ fn how_made(state: &SessionState, e: &Expr, schema: &DFSchemaRef) -> DfResult<Ma
             _ => {}
         }
         Ok(TreeNodeRecursion::Continue)
-    })?;
-    Ok(match changing {
-        true => MadeExpr::PerExecution,
-        false => MadeExpr::ByParams {
+    });
+    (reads, changing || walked.is_err())
+}
+
+/// How a kept peek's expression `e` is made physical for an execution:
+/// once, once per value of the parameters it reads, or every time.
+fn how_made(state: &SessionState, e: &Expr, schema: &DFSchemaRef) -> DfResult<MadeExpr> {
+    Ok(match execution_inputs(e) {
+        (_, true) => MadeExpr::PerExecution,
+        (reads, false) if reads.is_empty() => MadeExpr::Fixed(physical(state, e.clone(), schema)?),
+        (reads, false) => MadeExpr::ByParams {
             reads,
             last: parking_lot::Mutex::new(None),
         },
