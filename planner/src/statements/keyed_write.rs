@@ -26,7 +26,7 @@ use super::peek::{
     scan_equalities, simplify_steps, steps_decided_by_key, steps_of,
 };
 use crate::error::Result;
-use crate::plan::{KeyConstants, KeyedSteps, KeyedWrite, PeekFinish, QueryPlan, WritePlan};
+use crate::plan::{KeyConstants, KeyedWrite, PeekFinish, QueryPlan, WritePlan};
 use crate::query::index_scan::carries_types;
 use crate::query::provider::BoundTable;
 use crate::statements::context::StatementContext;
@@ -74,25 +74,25 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
     };
     let steps = simplify_steps(cx.state, steps, !params.is_empty())?;
     let (equalities, _) = scan_equalities(&steps, scan, &source_schema);
-    let key: Option<KeyConstants> = keys
+    // Each key column's name, with the constant it equals and its type.
+    let named_key: Option<Vec<_>> = keys
         .primary_key
         .iter()
         .map(|&i| {
             let column = desc.columns.get(i)?;
             let (_, constant) = equalities.iter().find(|(c, _)| *c == column.name)?;
-            Some((constant.clone(), column.ty.arrow_type()))
+            Some((
+                column.name.clone(),
+                (constant.clone(), column.ty.arrow_type()),
+            ))
         })
         .collect();
-    let Some(key) = key else {
+    let Some(named_key) = named_key else {
         return Ok(None);
     };
+    let (key_names, key): (Vec<String>, KeyConstants) = named_key.into_iter().unzip();
     // The rows are found by their primary key's encoding, as an index's
     // lookup finds them: the equalities it decides need not be checked.
-    let key_names: Vec<String> = keys
-        .primary_key
-        .iter()
-        .filter_map(|&i| desc.columns.get(i).map(|c| c.name.clone()))
-        .collect();
     let keyed = steps_decided_by_key(&steps, scan, &source_schema, &key_names, &key);
     let mut finish = PeekFinish::new(
         source,
@@ -113,12 +113,7 @@ pub fn plan(cx: &StatementContext, table: &Item, source: &QueryPlan) -> Result<O
     } else {
         None
     };
-    finish.keyed = keyed.map(|steps| {
-        Arc::new(KeyedSteps {
-            steps: Arc::new(steps),
-            made: Arc::default(),
-        })
-    });
+    finish.keyed = keyed;
     // A key known now: the lookup decides its equalities.
     if bound.is_some() {
         finish.take_keyed_steps();

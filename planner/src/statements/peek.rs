@@ -131,12 +131,7 @@ fn peek_of(cx: &StatementContext, q: &QueryPlan) -> Result<Option<PeekPlan>> {
         Vec::new(),
     );
     finish.range = range;
-    finish.keyed = keyed.map(|steps| {
-        Arc::new(KeyedSteps {
-            steps: Arc::new(steps),
-            made: Arc::default(),
-        })
-    });
+    finish.keyed = keyed;
     Ok(Some(index_peek(cx, q, index, finish)))
 }
 
@@ -555,7 +550,7 @@ pub(super) fn steps_decided_by_key(
     source_schema: &SchemaRef,
     key_names: &[String],
     key: &KeyConstants,
-) -> Option<Vec<PeekStep>> {
+) -> Option<Arc<KeyedSteps>> {
     // Per key column: its name and the constant the lookup uses, when
     // the lookup decides equality with it.
     let mut decided: Vec<Option<(&str, &Expr)>> = key_names
@@ -604,7 +599,12 @@ pub(super) fn steps_decided_by_key(
             });
         }
     }
-    dropped.then_some(out)
+    dropped.then(|| {
+        Arc::new(KeyedSteps {
+            steps: Arc::new(out),
+            made: Arc::default(),
+        })
+    })
 }
 
 /// Whether two values of a key column of type `ty` encode equal exactly
