@@ -192,10 +192,10 @@ pub struct Session {
     pub copy_in: Option<PendingCopy>,
     /// Statements prepared with SQL `PREPARE`, by name.
     pub prepared: std::collections::HashMap<String, SqlPrepared>,
-    /// Plans of simple-protocol statement templates (integer literals
-    /// made parameters), by the template's text (see
-    /// `Coordinator::templated_plan`).
-    pub templates: std::collections::HashMap<String, crate::coordinator::TemplatePlan>,
+    /// Kept plans of simple-protocol statement templates (integer
+    /// literals made parameters), and the text shapes that find them
+    /// without a parse (see `Coordinator::templated_plan`).
+    pub templates: crate::coordinator::Templates,
     /// `set_config` calls of the running statement, applied when it
     /// succeeds.
     pub pending_settings: crate::session_functions::PendingSettings,
@@ -325,7 +325,7 @@ impl Session {
             df: Arc::new(base.clone()),
             copy_in: None,
             prepared: std::collections::HashMap::new(),
-            templates: std::collections::HashMap::new(),
+            templates: Default::default(),
             pending_settings: Default::default(),
             pid: 0,
             temp_schema: None,

@@ -17,6 +17,7 @@ pub mod peek;
 pub mod peek_join;
 pub mod secret;
 pub mod sequence;
+pub mod shapes;
 pub mod source;
 pub mod subscribe;
 pub mod templates;

@@ -21,13 +21,27 @@ use datafusion::common::ScalarValue;
 use datafusion::sql::sqlparser::ast::{
     self, CastKind, DataType, Expr, Query, Value, ValueWithSpan, VisitMut, VisitorMut,
 };
+use datafusion::sql::sqlparser::tokenizer::Location;
 
 use crate::parser::Statement;
+
+/// A statement with its integer literals taken out.
+#[derive(Debug)]
+pub struct Parameterized {
+    /// The statement with `CAST($n AS integer|bigint)` for each literal.
+    pub template: Statement,
+    /// The literals' values, in parameter order.
+    pub values: Vec<ScalarValue>,
+    /// Where each literal stood in the statement's text and whether it
+    /// was typed `bigint`, in parameter order: what a
+    /// [`super::shapes::ShapeBinding`] learns from.
+    pub taken: Vec<(Location, bool)>,
+}
 
 /// The template of `stmt` and the values of its parameters, if `stmt` is
 /// an `UPDATE`, `DELETE` or single `SELECT` with at least one integer
 /// literal to take out.
-pub fn parameterize(stmt: &Statement) -> Option<(Statement, Vec<ScalarValue>)> {
+pub fn parameterize(stmt: &Statement) -> Option<Parameterized> {
     let Statement::Sql(sql) = stmt else {
         return None;
     };
@@ -51,7 +65,11 @@ pub fn parameterize(stmt: &Statement) -> Option<(Statement, Vec<ScalarValue>)> {
     if taken.is_break() || taker.values.is_empty() {
         return None;
     }
-    Some((Statement::Sql(Box::new(template)), taker.values))
+    Some(Parameterized {
+        template: Statement::Sql(Box::new(template)),
+        values: taker.values,
+        taken: taker.taken,
+    })
 }
 
 /// Whether a query's body holds a subquery (or `$n`) anywhere: the
@@ -80,6 +98,7 @@ fn has_subquery(body: &ast::SetExpr) -> bool {
 #[derive(Default)]
 struct LiteralTaker {
     values: Vec<ScalarValue>,
+    taken: Vec<(Location, bool)>,
 }
 
 impl VisitorMut for LiteralTaker {
@@ -90,7 +109,7 @@ impl VisitorMut for LiteralTaker {
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        let Expr::Value(ValueWithSpan { value, .. }) = expr else {
+        let Expr::Value(ValueWithSpan { value, span }) = expr else {
             return ControlFlow::Continue(());
         };
         match value {
@@ -103,6 +122,8 @@ impl VisitorMut for LiteralTaker {
                     Ok(small) => (ScalarValue::Int32(Some(small)), DataType::Integer(None)),
                     Err(_) => (ScalarValue::Int64(Some(n)), DataType::BigInt(None)),
                 };
+                self.taken
+                    .push((span.start, matches!(value, ScalarValue::Int64(_))));
                 self.values.push(value);
                 let placeholder = Value::Placeholder(format!("${}", self.values.len()));
                 *expr = Expr::Cast {
@@ -129,7 +150,7 @@ mod tests {
             .into_iter()
             .next()
             .unwrap();
-        parameterize(&stmt).map(|(t, v)| (t.to_string(), v))
+        parameterize(&stmt).map(|p| (p.template.to_string(), p.values))
     }
 
     #[test]

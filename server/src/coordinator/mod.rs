@@ -50,13 +50,15 @@ mod response;
 mod sequence;
 mod sequences;
 mod temp;
+mod templates;
 mod timestamps;
 mod write;
 
 pub use copy_from::{CopyFill, MakingChunk};
-pub use read::{PreparedPlan, TemplatePlan};
+pub use read::PreparedPlan;
 pub use response::{ExecCtx, ExecuteResponse, Notice, command_tag};
 pub use temp::TempSchemaGuard;
+pub use templates::Templates;
 
 /// Shared server state.
 pub struct Coordinator {

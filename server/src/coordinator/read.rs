@@ -250,20 +250,11 @@ pub struct PlanStamp {
 
 impl PlanStamp {
     /// Whether `session` would plan against the same state now.
-    fn current(&self, coord: &Coordinator, session: &Session) -> bool {
+    pub(super) fn current(&self, coord: &Coordinator, session: &Session) -> bool {
         Arc::ptr_eq(&self.catalog, &coord.catalog_for(session))
             && self.vars == session.vars
             && self.info == session.info()
     }
-}
-
-/// A session's kept plan of a simple-protocol statement template, with
-/// the state it was planned against (`plan` is `None` when the template's
-/// plan cannot be bound again: its statements are planned themselves).
-#[derive(Debug)]
-pub struct TemplatePlan {
-    stamp: PlanStamp,
-    plan: Option<Arc<PreparedPlan>>,
 }
 
 /// The plans that can be bound again.
@@ -279,7 +270,7 @@ enum Reusable {
 
 impl Coordinator {
     /// What a plan made for `session` now is made against.
-    fn stamp(&self, session: &Session) -> PlanStamp {
+    pub(super) fn stamp(&self, session: &Session) -> PlanStamp {
         PlanStamp {
             catalog: self.catalog_for(session),
             info: session.info(),
@@ -330,67 +321,6 @@ impl Coordinator {
                 .flatten()
                 .map(|bound| Ok(Plan::Write(Box::new(bound?)))),
         }
-    }
-}
-
-/// How many statement templates a session keeps (then it starts over).
-const MAX_TEMPLATES: usize = 256;
-
-impl Coordinator {
-    /// The plan of a simple-protocol `SELECT`, `UPDATE` or `DELETE` from
-    /// its template's kept plan, bound to the statement's integer literals
-    /// ([`freshet_planner::statements::templates`]): a statement that
-    /// differs from an earlier one only in those literals is not planned
-    /// again. The first statement of a template is planned itself; when
-    /// that gives a fast-path plan (a peek, or a write by
-    /// primary key) the template is planned too and its plan kept if it
-    /// can be bound again. `None` plans the statement itself.
-    pub(super) async fn templated_plan(
-        &self,
-        session: &mut Session,
-        stmt: &freshet_planner::parser::Statement,
-    ) -> Option<Result<Plan>> {
-        if session.status != TxnStatus::Idle {
-            return None;
-        }
-        let (template, values) = freshet_planner::statements::templates::parameterize(stmt)?;
-        let key = template.to_string();
-        let kept = session
-            .templates
-            .get(&key)
-            .filter(|t| t.stamp.current(self, session))
-            .map(|t| t.plan.clone());
-        let Some(kept) = kept else {
-            // Stamped before planning: a change meanwhile makes the kept
-            // plan stale at once, never current by mistake.
-            let stamp = self.stamp(session);
-            let own = self.plan(session, stmt, None).await;
-            // Any peek: one the statement's text decided alone (no steps)
-            // is still planned on a blocking thread and read through the
-            // workers, where the kept plan binds on the session's thread.
-            let fast = match &own {
-                Ok(Plan::Peek(_)) => true,
-                Ok(Plan::Write(write)) => write.keyed.is_some() && write.returning.is_none(),
-                _ => false,
-            };
-            // Only a template whose statement took the fast path is
-            // planned: any other would be planned twice for nothing. One
-            // that does not plan is kept as `None` all the same.
-            let plan = match fast {
-                true => match self.plan(session, &template, None).await {
-                    Ok(plan) => self.prepare_plan(session, &plan),
-                    Err(_) => None,
-                },
-                false => None,
-            };
-            if session.templates.len() >= MAX_TEMPLATES {
-                session.templates.clear();
-            }
-            session.templates.insert(key, TemplatePlan { stamp, plan });
-            return Some(own);
-        };
-        let params = ParamValues::List(values.into_iter().map(Into::into).collect());
-        self.prepared_plan(session, kept?.as_ref(), Some(&params))
     }
 }
 

@@ -4,6 +4,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use freshet_planner::parser::parse;
+use freshet_planner::statements::shapes::Shape;
 use futures::sink::Sink;
 use pgwire::api::portal::Format;
 use pgwire::api::query::SimpleQueryHandler;
@@ -29,6 +30,43 @@ impl SimpleQueryHandler for FreshetHandler {
     {
         let slot = session_slot(client)?;
         let mut session = slot.0.lock().await;
+        session.templates.forget_learned();
+        let shape = match session.status {
+            TxnStatus::Idle => Shape::of(query),
+            _ => None,
+        };
+        if let Some(shaped) = shape
+            .as_ref()
+            .and_then(|shape| self.coord.shaped(&session, shape, query))
+        {
+            // A statement of a template planned before: run as Bind and
+            // Execute of the template would, without parsing the text.
+            let result = self
+                .run(
+                    client,
+                    &mut session,
+                    &shaped.template,
+                    Some(&shaped.params),
+                    Some(shaped.plan),
+                )
+                .await;
+            let response = match result {
+                Ok(resp) => {
+                    self.respond(client, &session, resp, &Format::UnifiedText)
+                        .await?
+                }
+                // The template's spans are the first text's: where an
+                // error points is found in this text's own parse.
+                Err(e) => {
+                    let e = match parse(query).as_deref() {
+                        Ok([stmt]) => e.at(query, stmt),
+                        _ => e,
+                    };
+                    Response::Error(Box::new(e.to_error_info()))
+                }
+            };
+            return Ok(vec![response]);
+        }
         let stmts = match parse(query) {
             Ok(s) => s,
             Err(e) => {
@@ -71,6 +109,9 @@ impl SimpleQueryHandler for FreshetHandler {
                     break;
                 }
             }
+        }
+        if let [stmt] = stmts.as_slice() {
+            self.coord.learn_shape(&mut session, shape, query, stmt);
         }
         Ok(responses)
     }

@@ -863,6 +863,11 @@ async fn simple_protocol_reads_through_templates_agree_with_the_general_path() {
         "SELECT v FROM {facts} WHERE k = {k} AND d <> {x} ORDER BY 1 LIMIT 2",
         "SELECT f.v, x.name FROM {facts} f JOIN {dims} x ON x.id = f.d + 1 \
          WHERE f.k = {k} AND x.id <> {x}",
+        // A literal the template keeps (LIMIT), digits in a string and a
+        // comment: texts of one shape that differ there are not bound to
+        // the first one's template.
+        "SELECT v FROM {facts} WHERE k = {k} ORDER BY 1 LIMIT {x}",
+        "SELECT d FROM {facts} WHERE v <> 'v{x}' AND k = {k} -- {x}\n ORDER BY 1",
     ];
     let sorted = |mut rows: Vec<Vec<Option<String>>>| {
         rows.sort();
