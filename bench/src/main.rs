@@ -152,6 +152,11 @@ struct Args {
     /// the table.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     subscribe_sizes: Vec<usize>,
+    /// Also write each write's times in the subscribe benchmark to
+    /// `DIR/subscribe-SIZE-RATE.csv` (milliseconds from the first write
+    /// due: sent, acknowledged, delivered), to see when the slow ones came.
+    #[arg(long)]
+    subscribe_trace: Option<PathBuf>,
     /// Run the concurrent-connections benchmark (idle memory per
     /// connection; SELECT 1 and keyed lookups from N sessions at once)
     /// instead of the maintenance benchmark.
@@ -304,6 +309,7 @@ async fn bench(args: &Args) -> Result<()> {
             writers: args.subscribe_writers,
             rows_per_insert: args.subscribe_rows_per_insert.clone(),
             sizes: args.subscribe_sizes.clone(),
+            trace: args.subscribe_trace.as_deref(),
         };
         let rows = subscribe::run(&sub_settings).await?;
         notes.push("PostgreSQL has no SUBSCRIBE; this section measures Freshet alone.".into());

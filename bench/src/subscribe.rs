@@ -49,6 +49,8 @@ pub struct SubscribeSettings<'a> {
     /// Rows in `ev` before the writes start; 0 subscribes to the table
     /// itself, more to the view `ev_latest` over it (see the module).
     pub sizes: Vec<usize>,
+    /// Where to write each write's times, if anywhere (see `--subscribe-trace`).
+    pub trace: Option<&'a std::path::Path>,
 }
 
 /// One rate's figures.
@@ -244,6 +246,20 @@ async fn one_rate(
         return failed(format!("the subscriber saw {seen} of {total} rows"));
     }
     let map = times.lock().await;
+    if let Some(dir) = settings.trace {
+        let mut csv = String::from("sent_ms,acked_ms,delivered_ms\n");
+        let mut rows: Vec<_> = map
+            .values()
+            .filter_map(|t| Some((t.sent?, t.acked?, t.delivered?)))
+            .map(|(s, a, d)| (signed_ms(s, start), signed_ms(a, start), signed_ms(d, start)))
+            .collect();
+        rows.sort_by(|x, y| x.0.total_cmp(&y.0));
+        for (s, a, d) in rows {
+            csv.push_str(&format!("{s:.3},{a:.3},{d:.3}\n"));
+        }
+        let path = dir.join(format!("subscribe-{size}-{rate}.csv"));
+        std::fs::write(&path, csv).context(format!("write {}", path.display()))?;
+    }
     let mut sent = Vec::with_capacity(total);
     let mut acked = Vec::with_capacity(total);
     for t in map.values() {
