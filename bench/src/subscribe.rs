@@ -251,7 +251,13 @@ async fn one_rate(
         let mut rows: Vec<_> = map
             .values()
             .filter_map(|t| Some((t.sent?, t.acked?, t.delivered?)))
-            .map(|(s, a, d)| (signed_ms(s, start), signed_ms(a, start), signed_ms(d, start)))
+            .map(|(s, a, d)| {
+                (
+                    signed_ms(s, start),
+                    signed_ms(a, start),
+                    signed_ms(d, start),
+                )
+            })
             .collect();
         rows.sort_by(|x, y| x.0.total_cmp(&y.0));
         for (s, a, d) in rows {
