@@ -37,7 +37,48 @@ pub struct PendingPeek {
     _hold: IndexHold,
 }
 
+/// What `select` picks at `time` from the rows each of `workers` published
+/// after its last step, if every one of them is complete at `time` and no
+/// error can exist there: a peek answered on the caller's thread, without
+/// waking a worker (whose steps maintain every dataflow). One answer per
+/// worker; `None` asks the workers.
+fn published_answers(
+    state: &DataflowState,
+    time: Timestamp,
+    workers: impl IntoIterator<Item = usize>,
+    select: &KeySelect,
+) -> Option<Vec<PeekPart>> {
+    if !state.errors_absent_at(time) {
+        return None;
+    }
+    workers
+        .into_iter()
+        .map(|w| {
+            let rows = state
+                .published_rows(w)
+                .filter(|rows| rows.complete_at(time))?;
+            Some(Ok(rows.peek(time, select)))
+        })
+        .collect()
+}
+
 impl PendingPeek {
+    /// A peek whose answers are already here (see [`published_answers`]).
+    fn answered(answers: Vec<PeekPart>, rows: Arc<RowCodec>, hold: IndexHold) -> PendingPeek {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let workers = answers.len();
+        for answer in answers {
+            // The receiver is alive: a send cannot fail.
+            let _ = tx.unbounded_send(answer);
+        }
+        PendingPeek {
+            answers: rx,
+            workers,
+            rows,
+            _hold: hold,
+        }
+    }
+
     /// All workers' answers as one batch of the index's rows (each
     /// repeated by its multiplicity; every column nullable), or the error
     /// the index holds at the peek's time. (The caller bounds the wait,
@@ -417,47 +458,38 @@ impl ComputeController {
             .map(|values| encode_key(&codecs.key, &values))
             .transpose()?;
         let hold = state.hold_index(time)?;
+        // Rows are spread over workers by their key's hash (as timely's
+        // exchange does): only the key's worker can hold them, and only
+        // the error worker can hold errors.
+        let owner = key.as_ref().map(|key| {
+            (differential_dataflow::Hashable::hashed(key) % self.workers as u64) as usize
+        });
+        let select = key.map_or(KeySelect::All, KeySelect::Equal);
+        if let Some(owner) = owner
+            && let Some(answers) = published_answers(&state, time, [owner], &select)
+        {
+            return Ok(PendingPeek::answered(answers, codecs.rows, hold));
+        }
         let (tx, rx) = futures::channel::mpsc::unbounded();
-        let command = |key: Option<Row>| Command::Peek {
+        let command = || Command::Peek {
             id,
             time,
-            select: key.map_or(KeySelect::All, KeySelect::Equal),
+            select: select.clone(),
             answer: tx.clone(),
         };
-        let workers = match key {
-            // Rows are spread over workers by their key's hash (as timely's
-            // exchange does): only the key's worker can hold them, and only
-            // the error worker can hold errors.
-            Some(key) => {
-                let n = self.workers as u64;
-                let owner = (differential_dataflow::Hashable::hashed(&key) % n) as usize;
-                // The owner's rows as of its last step, if complete at
-                // `time` and no error can exist there: answered here,
-                // without waking the worker.
-                if state.errors_absent_at(time)
-                    && let Some(rows) = state.published_rows(owner)
-                    && rows.complete_at(time)
-                {
-                    // The receiver is alive: a send cannot fail.
-                    let _ = tx.unbounded_send(Ok(rows.peek(time, &KeySelect::Equal(key))));
-                    return Ok(PendingPeek {
-                        answers: rx,
-                        workers: 1,
-                        rows: codecs.rows,
-                        _hold: hold,
-                    });
-                }
+        let workers = match owner {
+            Some(owner) => {
                 let errors = error_worker(self.workers);
-                self.send_to(owner, command(Some(key.clone())))?;
+                self.send_to(owner, command())?;
                 if errors != owner && !state.errors_absent_at(time) {
-                    self.send_to(errors, command(Some(key)))?;
+                    self.send_to(errors, command())?;
                     2
                 } else {
                     1
                 }
             }
             None => {
-                self.broadcast(|| command(None))?;
+                self.broadcast(command)?;
                 self.workers
             }
         };
@@ -502,31 +534,10 @@ impl ComputeController {
             upper: encode(upper)?,
         };
         let hold = state.hold_index(time)?;
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        // Every worker's rows as of its last step, if all are complete at
-        // `time` and no error can exist there: answered here, without
-        // waking the workers (whose steps maintain every dataflow), as a
-        // keyed peek is.
-        if state.errors_absent_at(time)
-            && let Some(published) = (0..self.workers)
-                .map(|w| {
-                    state
-                        .published_rows(w)
-                        .filter(|rows| rows.complete_at(time))
-                })
-                .collect::<Option<Vec<_>>>()
-        {
-            for rows in published {
-                // The receiver is alive: a send cannot fail.
-                let _ = tx.unbounded_send(Ok(rows.peek(time, &select)));
-            }
-            return Ok(PendingPeek {
-                answers: rx,
-                workers: self.workers,
-                rows: codecs.rows,
-                _hold: hold,
-            });
+        if let Some(answers) = published_answers(&state, time, 0..self.workers, &select) {
+            return Ok(PendingPeek::answered(answers, codecs.rows, hold));
         }
+        let (tx, rx) = futures::channel::mpsc::unbounded();
         self.broadcast(|| Command::Peek {
             id,
             time,

@@ -88,17 +88,26 @@ impl Shape {
 
 impl ShapeBinding {
     /// How `shape` (of `sql`) binds its template, given where each literal
-    /// the template took out stood in `sql` (in parameter order) and
-    /// whether it was typed `bigint`. `None` when a taken literal is not
-    /// one of the shape's slots.
-    pub fn new(shape: &Shape, sql: &str, taken: &[(Location, bool)]) -> Option<ShapeBinding> {
+    /// the template took out stood in `sql` and its value (both in
+    /// parameter order; a `bigint` value is a `bigint` parameter). `None`
+    /// when a taken literal is not one of the shape's slots.
+    pub fn new(
+        shape: &Shape,
+        sql: &str,
+        taken: &[Location],
+        values: &[ScalarValue],
+    ) -> Option<ShapeBinding> {
+        if taken.len() != values.len() {
+            return None;
+        }
         let mut uses: Vec<Option<SlotUse>> = vec![None; shape.slots.len()];
-        for (index, (at, wide)) in taken.iter().enumerate() {
+        for (index, (at, value)) in taken.iter().zip(values).enumerate() {
             let slot = shape.slots.iter().position(|s| s.at == *at)?;
             if uses[slot].is_some() {
                 return None;
             }
-            uses[slot] = Some(SlotUse::Param { index, wide: *wide });
+            let wide = matches!(value, ScalarValue::Int64(_));
+            uses[slot] = Some(SlotUse::Param { index, wide });
         }
         let uses = uses
             .into_iter()
@@ -368,7 +377,7 @@ mod tests {
         for (first, second) in pairs {
             let shape = Shape::of(first).unwrap();
             let learnt = parsed(first).unwrap();
-            let binding = ShapeBinding::new(&shape, first, &learnt.taken)
+            let binding = ShapeBinding::new(&shape, first, &learnt.taken, &learnt.values)
                 .unwrap_or_else(|| panic!("{first}"));
             let other = Shape::of(second).unwrap();
             assert_eq!(shape.key, other.key);
@@ -391,7 +400,8 @@ mod tests {
         let sql = "SELECT v, 2 FROM t WHERE k = 7 LIMIT 3";
         let shape = Shape::of(sql).unwrap();
         let at = shape.slots[1].at;
-        let binding = ShapeBinding::new(&shape, sql, &[(at, false)]).unwrap();
+        let seven = [ScalarValue::Int32(Some(7))];
+        let binding = ShapeBinding::new(&shape, sql, &[at], &seven).unwrap();
         let bind = |text: &str| binding.bind(&Shape::of(text).unwrap(), text);
         assert_eq!(
             bind("SELECT v, 2 FROM t WHERE k = 900 LIMIT 3"),
@@ -407,6 +417,6 @@ mod tests {
             None
         );
         let missing = Location { line: 9, column: 9 };
-        assert!(ShapeBinding::new(&shape, sql, &[(missing, false)]).is_none());
+        assert!(ShapeBinding::new(&shape, sql, &[missing], &seven).is_none());
     }
 }

@@ -32,10 +32,9 @@ pub struct Parameterized {
     pub template: Statement,
     /// The literals' values, in parameter order.
     pub values: Vec<ScalarValue>,
-    /// Where each literal stood in the statement's text and whether it
-    /// was typed `bigint`, in parameter order: what a
-    /// [`super::shapes::ShapeBinding`] learns from.
-    pub taken: Vec<(Location, bool)>,
+    /// Where each literal stood in the statement's text, in parameter
+    /// order: what a [`super::shapes::ShapeBinding`] learns from.
+    pub taken: Vec<Location>,
 }
 
 /// The template of `stmt` and the values of its parameters, if `stmt` is
@@ -98,7 +97,7 @@ fn has_subquery(body: &ast::SetExpr) -> bool {
 #[derive(Default)]
 struct LiteralTaker {
     values: Vec<ScalarValue>,
-    taken: Vec<(Location, bool)>,
+    taken: Vec<Location>,
 }
 
 impl VisitorMut for LiteralTaker {
@@ -122,8 +121,7 @@ impl VisitorMut for LiteralTaker {
                     Ok(small) => (ScalarValue::Int32(Some(small)), DataType::Integer(None)),
                     Err(_) => (ScalarValue::Int64(Some(n)), DataType::BigInt(None)),
                 };
-                self.taken
-                    .push((span.start, matches!(value, ScalarValue::Int64(_))));
+                self.taken.push(span.start);
                 self.values.push(value);
                 let placeholder = Value::Placeholder(format!("${}", self.values.len()));
                 *expr = Expr::Cast {

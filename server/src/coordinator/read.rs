@@ -251,9 +251,14 @@ pub struct PlanStamp {
 impl PlanStamp {
     /// Whether `session` would plan against the same state now.
     pub(super) fn current(&self, coord: &Coordinator, session: &Session) -> bool {
+        // `session.info()` is made of the fields compared here and the
+        // settings (its search path is the setting's, `$user` expanded):
+        // compared without making it, as this runs at every execution.
         Arc::ptr_eq(&self.catalog, &coord.catalog_for(session))
             && self.vars == session.vars
-            && self.info == session.info()
+            && self.info.database == session.database
+            && self.info.user == session.user
+            && self.info.temp_schema == session.temp_schema
     }
 }
 

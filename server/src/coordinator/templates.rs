@@ -62,7 +62,8 @@ struct Learned {
     /// The statement the template was made of (by address: only the
     /// text's own statement teaches its shape).
     of: usize,
-    taken: Vec<(datafusion::sql::sqlparser::tokenizer::Location, bool)>,
+    taken: Vec<datafusion::sql::sqlparser::tokenizer::Location>,
+    values: Vec<ScalarValue>,
     template: Arc<Statement>,
     key: String,
 }
@@ -149,6 +150,7 @@ impl Coordinator {
                 templates.learned = Some(Learned {
                     of: address(stmt),
                     taken: parameterized.taken,
+                    values: parameterized.values,
                     template: Arc::new(parameterized.template),
                     key: key.clone(),
                 });
@@ -157,10 +159,18 @@ impl Coordinator {
             return Some(own);
         };
         let kept = kept?;
-        let params = ParamValues::List(parameterized.values.into_iter().map(Into::into).collect());
+        let params = ParamValues::List(
+            parameterized
+                .values
+                .iter()
+                .cloned()
+                .map(Into::into)
+                .collect(),
+        );
         session.templates.learned = Some(Learned {
             of: address(stmt),
             taken: parameterized.taken,
+            values: parameterized.values,
             template: Arc::new(parameterized.template),
             key,
         });
@@ -208,7 +218,7 @@ impl Coordinator {
         if learned.of != address(stmt) {
             return;
         }
-        let Some(binding) = ShapeBinding::new(&shape, sql, &learned.taken) else {
+        let Some(binding) = ShapeBinding::new(&shape, sql, &learned.taken, &learned.values) else {
             return;
         };
         let templates = &mut session.templates;
