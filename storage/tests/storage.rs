@@ -291,11 +291,7 @@ fn dropping_a_collection_deletes_its_shard_and_ends_listeners() {
         s.snapshot(A, s.read_ts()),
         Err(StorageError::UnknownCollection(_))
     ));
-    assert!(
-        !dir.path()
-            .join("consensus/shard/u1/e-00000000000000000001")
-            .exists()
-    );
+    assert!(!dir.path().join("consensus/shard/u1/log").exists());
     let parts = std::fs::read_dir(dir.path().join("blob/parts/u1"))
         .map(|d| d.count())
         .unwrap_or(0);

@@ -316,20 +316,23 @@ async fn plans_written_by_another_build_are_planned_again_and_written_back() {
     // format, which this build must not decode.
     s.kill();
     let old = "freshet-plan-0/datafusion-0.0.0";
-    let dir = s.data_dir.join("consensus").join("catalog");
+    let consensus = freshet_storage::FileConsensus::open(s.data_dir.join("consensus")).unwrap();
     let mut rewritten = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if !name.starts_with("e-") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        if text.contains(&ours) {
-            std::fs::write(&path, text.replace(&ours, old)).unwrap();
-            rewritten += 1;
-        }
-    }
+    let entries: Vec<_> = consensus
+        .scan("catalog", 0)
+        .unwrap()
+        .into_iter()
+        .map(|mut entry| {
+            let text = String::from_utf8(entry.data).unwrap();
+            if text.contains(&ours) {
+                rewritten += 1;
+            }
+            entry.data = text.replace(&ours, old).into_bytes();
+            entry
+        })
+        .collect();
+    consensus.replace_log("catalog", &entries).unwrap();
+    drop(consensus);
     assert!(rewritten > 0, "no catalog entry holds a written plan");
     s.kill_and_restart();
     let c = s.connect().await;
