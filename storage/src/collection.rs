@@ -672,7 +672,7 @@ impl Collection {
             }
         } else {
             let batches: Vec<RecordBatch> = part
-                .map(|part| part.batch.as_ref().clone())
+                .map(|part| part.appended.as_ref().clone())
                 .into_iter()
                 .collect();
             self.announce(&mut state, &batches, &new_upper);
@@ -681,8 +681,12 @@ impl Collection {
     }
 
     /// Keep what is known of a part just written: its bounds, and its
-    /// updates in the cache.
+    /// updates in the cache; forget the inline parts it replaced.
     fn note_written(&self, state: &mut CollectionState, part: &WrittenPart) {
+        for key in &part.replaced {
+            self.cache.remove(key);
+            state.stats.remove(key);
+        }
         state
             .stats
             .insert(part.meta.key.clone(), Arc::clone(&part.stats));

@@ -135,6 +135,9 @@ pub struct CollectionInfo {
     pub upper: Frontier,
     /// Durable parts in its shard.
     pub parts: usize,
+    /// Of those, how many are small enough to be kept in the shard's
+    /// state rather than in a file.
+    pub inline_parts: usize,
     /// How far its dependents permit compaction (`None`: unconstrained).
     pub permission: Option<Timestamp>,
 }
@@ -613,6 +616,12 @@ impl Storage {
                     since: Frontier::at(state.since),
                     upper: c.upper_locked(&state),
                     parts: state.shard.parts().len(),
+                    inline_parts: state
+                        .shard
+                        .parts()
+                        .iter()
+                        .filter(|p| p.inline.is_some())
+                        .count(),
                     permission: state.permission,
                 }
             })

@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, Int64Array, RecordBatch, UInt64Array};
 use arrow::datatypes::{FieldRef, SchemaRef};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use freshet_repr::Frontier;
 use freshet_repr::{GlobalId, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -23,6 +25,26 @@ const FOOTER_GUESS: usize = 16 << 10;
 
 /// How many state versions accumulate before old ones are truncated.
 const TRUNCATE_EVERY: u64 = 32;
+
+/// Largest part kept inline in the shard's state rather than in a file
+/// (see [`PartMeta::inline`]).
+const INLINE_PART_BYTES: usize = 8 << 10;
+
+/// Most bytes of inline parts one shard's state holds: an append that
+/// would pass it writes them, with its own updates, to one part file.
+/// Every commit writes the whole state, so this bounds what a commit
+/// writes for them, while a view appending a row or two at a time writes
+/// a part file only every dozen or so appends.
+const INLINE_BUDGET_BYTES: usize = 24 << 10;
+
+/// Key prefix of inline parts: not a blob key, so nothing looks for a
+/// file of that name.
+const INLINE_PREFIX: &str = "inline:";
+
+/// Whether `key` names an inline part.
+pub(crate) fn is_inline(key: &str) -> bool {
+    key.starts_with(INLINE_PREFIX)
+}
 
 /// Consensus key of a collection's shard state.
 pub(crate) fn shard_key(id: GlobalId) -> String {
@@ -55,6 +77,34 @@ pub(crate) struct PartMeta {
     /// the time was not known when it was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<Timestamp>,
+    /// A small part's file bytes, kept in the shard's state itself: no
+    /// file is created for it (and none unlinked when it is merged away),
+    /// which for a view appending a few rows hundreds of times a second
+    /// takes file creations, renames and directory fsyncs — file-system
+    /// journal commits that stall every sync in the process — off its
+    /// path. See [`INLINE_BUDGET_BYTES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<InlineBytes>,
+}
+
+/// The bytes of an inline part, in its state's JSON as base64.
+#[derive(Clone, Debug)]
+pub(crate) struct InlineBytes(pub Bytes);
+
+impl Serialize for InlineBytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&BASE64.encode(self.0.as_slice()))
+    }
+}
+
+impl<'de> Deserialize<'de> for InlineBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        BASE64
+            .decode(text)
+            .map(|bytes| InlineBytes(Bytes::from_vec(bytes)))
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// Table writes written to a part file before their commit, so a large
@@ -373,13 +423,7 @@ impl AppendPlan {
         let written = match max_time {
             Some(max_time) => {
                 let batch = arrow::compute::concat_batches(schema, updates)?;
-                let (meta, stats) = writer.write(schema, &batch, max_time, false)?;
-                next.parts.push(meta.clone());
-                Some(WrittenPart {
-                    meta,
-                    batch: Arc::new(batch),
-                    stats,
-                })
+                Some(writer.write_append(schema, batch, max_time, &mut next.parts)?)
             }
             None => None,
         };
@@ -389,7 +433,7 @@ impl AppendPlan {
             Ok(committed) => Ok((written, committed)),
             Err(e) => {
                 if let Some(part) = &written {
-                    let _ = writer.blob.delete(&part.meta.key);
+                    writer.delete(std::slice::from_ref(&part.meta.key));
                 }
                 Err(e)
             }
@@ -476,11 +520,15 @@ fn commit_state(
 }
 
 /// A part an append wrote: what the shard records of it, its updates (for
-/// the cache and listeners) and its column bounds.
+/// the cache), its column bounds, the append's own updates (for
+/// listeners: the part may also hold earlier appends' inline parts), and
+/// the inline parts it replaced.
 pub(crate) struct WrittenPart {
     pub meta: PartMeta,
     pub batch: Arc<RecordBatch>,
     pub stats: Arc<PartStats>,
+    pub appended: Arc<RecordBatch>,
+    pub replaced: Vec<String>,
 }
 
 /// Writes a shard's part files (see [`DurableShard::part_writer`]).
@@ -511,7 +559,7 @@ impl PartWriter {
     /// compaction); one that cannot be deleted is left for a restart's
     /// orphan collection.
     pub fn delete(&self, keys: &[String]) {
-        for key in keys {
+        for key in keys.iter().filter(|k| !is_inline(k)) {
             if let Err(e) = self.blob.delete(key) {
                 tracing::warn!(%key, error = %e, "could not delete compacted part");
             }
@@ -530,6 +578,9 @@ impl PartWriter {
 
     /// A part file's bytes.
     fn bytes(&self, meta: &PartMeta) -> Result<Bytes> {
+        if let Some(inline) = &meta.inline {
+            return Ok(inline.0.clone());
+        }
         self.blob
             .get(&meta.key)
             .map_err(|e| self.fenced_or(e))?
@@ -626,6 +677,7 @@ impl PartWriter {
             unit_diffs,
             positive,
             time: None,
+            inline: None,
         };
         Ok((meta, stats))
     }
@@ -639,21 +691,108 @@ impl PartWriter {
         max_time: Timestamp,
         consolidated: bool,
     ) -> Result<(PartMeta, Arc<PartStats>)> {
-        let (positive, unit_diffs) = diff_signs([Some(diffs(batch)?.values().as_ref())]);
         let data = &schema.fields()[..schema.fields().len().saturating_sub(2)];
         let stats = PartStats::compute(batch, data.len());
         let key = self.write_file(schema, std::slice::from_ref(batch), data, &stats)?;
         let meta = PartMeta {
+            consolidated,
+            ..self.meta_of(key, batch, max_time)?
+        };
+        Ok((meta, stats))
+    }
+
+    /// Write an append's `batch` (updates up to `max_time`) as a part of
+    /// the shard whose next state's parts are `parts`, adding it there:
+    /// inline if it is small and the state's inline parts have room,
+    /// else as a file — together with the state's inline parts, which it
+    /// then replaces, if there are any.
+    pub fn write_append(
+        &self,
+        schema: &SchemaRef,
+        batch: RecordBatch,
+        max_time: Timestamp,
+        parts: &mut Vec<PartMeta>,
+    ) -> Result<WrittenPart> {
+        let data = &schema.fields()[..schema.fields().len().saturating_sub(2)];
+        let stats = PartStats::compute(&batch, data.len());
+        let bytes = encode_file(schema, std::slice::from_ref(&batch), &footer(&stats, data))?;
+        let inline_bytes: usize = parts
+            .iter()
+            .filter_map(|p| p.inline.as_ref())
+            .map(|b| b.0.len())
+            .sum();
+        let batch = Arc::new(batch);
+        if bytes.len() <= INLINE_PART_BYTES && inline_bytes + bytes.len() <= INLINE_BUDGET_BYTES {
+            let mut meta = self.meta_of(
+                format!("{INLINE_PREFIX}{}", uuid::Uuid::new_v4()),
+                &batch,
+                max_time,
+            )?;
+            meta.inline = Some(InlineBytes(Bytes::from_vec(bytes)));
+            parts.push(meta.clone());
+            return Ok(WrittenPart {
+                meta,
+                batch: Arc::clone(&batch),
+                stats,
+                appended: batch,
+                replaced: Vec::new(),
+            });
+        }
+        if inline_bytes == 0 {
+            let key = self.new_key();
+            self.blob.set(&key, &bytes).map_err(|e| self.fenced_or(e))?;
+            let meta = self.meta_of(key, &batch, max_time)?;
+            parts.push(meta.clone());
+            return Ok(WrittenPart {
+                meta,
+                batch: Arc::clone(&batch),
+                stats,
+                appended: batch,
+                replaced: Vec::new(),
+            });
+        }
+        // One file for the inline parts and this append.
+        let mut batches = Vec::new();
+        let mut replaced = Vec::new();
+        let mut latest = max_time;
+        for meta in parts.iter().filter(|p| p.inline.is_some()) {
+            batches.extend(self.read(meta)?);
+            replaced.push(meta.key.clone());
+            latest = latest.max(meta.max_time);
+        }
+        batches.push(batch.as_ref().clone());
+        let combined = arrow::compute::concat_batches(schema, &batches)?;
+        let (meta, stats) = self.write(schema, &combined, latest, false)?;
+        parts.retain(|p| p.inline.is_none());
+        parts.push(meta.clone());
+        Ok(WrittenPart {
+            meta,
+            batch: Arc::new(combined),
+            stats,
+            appended: batch,
+            replaced,
+        })
+    }
+
+    /// A fresh part file's key.
+    fn new_key(&self) -> String {
+        format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4())
+    }
+
+    /// What a state records of a part `key` holding updates `batch`.
+    fn meta_of(&self, key: String, batch: &RecordBatch, max_time: Timestamp) -> Result<PartMeta> {
+        let (positive, unit_diffs) = diff_signs([Some(diffs(batch)?.values().as_ref())]);
+        Ok(PartMeta {
             key,
             rows: batch.num_rows(),
             bytes: total_bytes(std::slice::from_ref(batch)),
             max_time,
-            consolidated,
+            consolidated: false,
             unit_diffs,
             positive,
             time: None,
-        };
-        Ok((meta, stats))
+            inline: None,
+        })
     }
 
     /// Write a new part file of `batches` whose data columns are `data`,
@@ -665,13 +804,8 @@ impl PartWriter {
         data: &[FieldRef],
         stats: &PartStats,
     ) -> Result<String> {
-        let key = format!("{}{}", part_prefix(self.id), uuid::Uuid::new_v4());
-        let footer: Vec<(&str, String)> = stats
-            .to_footer(data)
-            .map(|value| (FOOTER_KEY, value))
-            .into_iter()
-            .collect();
-        let bytes = encode_file(schema, batches, &footer)?;
+        let key = self.new_key();
+        let bytes = encode_file(schema, batches, &footer(stats, data))?;
         self.blob.set(&key, &bytes).map_err(|e| self.fenced_or(e))?;
         Ok(key)
     }
@@ -684,6 +818,10 @@ impl PartWriter {
         meta: &PartMeta,
         data: &[FieldRef],
     ) -> Result<Option<Arc<PartStats>>> {
+        if let Some(inline) = &meta.inline {
+            return Ok(footer_value(inline.0.as_slice(), FOOTER_KEY)?
+                .and_then(|v| PartStats::from_footer(&v, data)));
+        }
         let missing = || {
             self.fenced_or(StorageError::Corruption(format!(
                 "part {} of {} is missing",
@@ -703,6 +841,15 @@ impl PartWriter {
         }
         Ok(footer_value(&end, FOOTER_KEY)?.and_then(|v| PartStats::from_footer(&v, data)))
     }
+}
+
+/// A part file's footer metadata: its column bounds.
+fn footer(stats: &PartStats, data: &[FieldRef]) -> Vec<(&'static str, String)> {
+    stats
+        .to_footer(data)
+        .map(|value| (FOOTER_KEY, value))
+        .into_iter()
+        .collect()
 }
 
 /// Whether every diff in `columns` is positive, and whether every one is

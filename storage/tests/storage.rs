@@ -581,6 +581,62 @@ fn background_appends_land_in_order_and_survive_restart_and_compaction() {
     assert_eq!(ids(&s.snapshot(mv, 29).unwrap()), expect);
 }
 
+#[test]
+fn small_appends_stay_in_the_shard_state_until_they_fill_a_part_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mv = GlobalId::User(9);
+    let open_mv = || {
+        let (blob, fence) = open_local(dir.path()).unwrap();
+        let mut cfg = fast_config(dir.path());
+        cfg.max_parts = 1000;
+        let s = Storage::open(blob, fence, cfg).unwrap();
+        s.create_collection(mv, schema(), CollectionKind::Materialized)
+            .unwrap();
+        s.finish_boot().unwrap();
+        s
+    };
+    let files = || {
+        std::fs::read_dir(dir.path().join("blob/parts").join(mv.to_string()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let s = open_mv();
+    let mut listen = s.listen(mv, 0, None).unwrap();
+    // One row per append, each written (and its commit made) on its own.
+    for t in 0..200u64 {
+        s.compare_and_append(
+            mv,
+            &[view_updates(&[t as i64], t)],
+            &Frontier::at(t),
+            Frontier::at(t + 1),
+        )
+        .unwrap();
+        if t == 0 {
+            assert_eq!(files(), 0, "a one-row append wrote a part file");
+        }
+    }
+    // Most appends went into the state; now and then their parts were
+    // written out together as one file.
+    let written = files();
+    assert!((1..40).contains(&written), "{written} part files");
+    let expect: Vec<i64> = (0..200).collect();
+    assert_eq!(ids(&s.snapshot(mv, 199).unwrap()), expect);
+    // Listeners heard every append once, though files hold several.
+    let mut heard = Vec::new();
+    while let Ok(event) = listen.try_next() {
+        if let ListenEvent::Updates(b) = event {
+            heard.extend(ids(&[b]));
+        }
+    }
+    heard.sort();
+    assert_eq!(heard, expect);
+    drop(s);
+    // A restart reads inline parts from the state and files alike.
+    let s = open_mv();
+    assert_eq!(ids(&s.snapshot(mv, 199).unwrap()), expect);
+    assert_eq!(files(), written, "a restart took inline parts for orphans");
+}
+
 /// Part files of table `A` on disk.
 fn part_files(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir.join("blob/parts").join(A.to_string()))
@@ -672,13 +728,8 @@ fn staged_parts_join_the_table_at_their_commit_and_survive_restart() {
     assert!(s.read_ts() > before);
     // The orphan is gone; what remains is what the shard names (the part
     // of t0's row, the staged part and t1's inline row).
-    let named = s
-        .collections()
-        .into_iter()
-        .find(|c| c.id == A)
-        .unwrap()
-        .parts;
-    assert_eq!(part_files(dir.path()), named);
+    let info = s.collections().into_iter().find(|c| c.id == A).unwrap();
+    assert_eq!(part_files(dir.path()), info.parts - info.inline_parts);
     let t2 = s.commit_blocking(vec![delete(A, &[10], "s")]).unwrap();
     s.flush_blocking().unwrap();
     drop(s);
@@ -846,11 +897,14 @@ fn scans_read_part_by_part_and_outlive_compaction() {
     let mut cfg = fast_config(dir.path());
     cfg.max_parts = 6;
     let s = open(dir.path(), cfg);
+    // Rows wide enough that each flush writes a part file (smaller ones
+    // stay inline in the shard's state, and no file outlives anything).
+    let pad = "x".repeat(100);
     s.set_read_policy(A, freshet_storage::ReadPolicy::LagBehindUpper(0))
         .unwrap();
     for p in 0..4 {
         let ids: Vec<i64> = (p * 100..(p + 1) * 100).collect();
-        s.commit_blocking(vec![insert(A, &ids, "x")]).unwrap();
+        s.commit_blocking(vec![insert(A, &ids, &pad)]).unwrap();
         s.flush_blocking().unwrap();
     }
     let all: Vec<i64> = (0..400).collect();
@@ -873,9 +927,9 @@ fn scans_read_part_by_part_and_outlive_compaction() {
 
     // Retract a row of part 0 in a flushed part, and one of part 3 in an
     // unflushed write: every read of the other parts cancels them.
-    s.commit_blocking(vec![delete(A, &[7], "x")]).unwrap();
+    s.commit_blocking(vec![delete(A, &[7], &pad)]).unwrap();
     s.flush_blocking().unwrap();
-    s.commit_blocking(vec![delete(A, &[333], "x")]).unwrap();
+    s.commit_blocking(vec![delete(A, &[333], &pad)]).unwrap();
     let expect: Vec<i64> = all
         .iter()
         .copied()
@@ -901,7 +955,7 @@ fn scans_read_part_by_part_and_outlive_compaction() {
     // which go when it ends.
     let scan = s.scan(A, s.read_ts()).unwrap();
     for id in [1_000, 1_001] {
-        s.commit_blocking(vec![insert(A, &[id], "x")]).unwrap();
+        s.commit_blocking(vec![insert(A, &[id], &pad)]).unwrap();
         s.flush_blocking().unwrap();
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -920,8 +974,9 @@ fn scans_read_part_by_part_and_outlive_compaction() {
         .flat_map(|i| scan.read(i, None).unwrap())
         .collect();
     assert_eq!(ids(&read), expect);
-    // The seven replaced parts stay beside the merged one.
-    assert_eq!(part_files(dir.path()), 8, "the scan's parts are kept");
+    // The seven replaced parts stay beside the merged one: four files
+    // (the one-row writes were inline in the shard's state).
+    assert_eq!(part_files(dir.path()), 5, "the scan's parts are kept");
     drop(scan);
     assert_eq!(
         part_files(dir.path()),

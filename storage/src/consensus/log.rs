@@ -42,9 +42,18 @@ const BODY_HEADER_BYTES: usize = 9;
 const MAX_BODY_BYTES: usize = 1 << 30;
 
 /// Smallest file a rewrite makes. A key's log is rewritten when an append
-/// would not fit, at four times its live bytes, so it is rewritten at most
-/// once per three times its live size appended.
+/// would not fit, at four times its live bytes — so it is rewritten at
+/// most once per three times its live size appended — and with room for
+/// [`RECORDS_AHEAD`] records the size of its largest (a shard's state,
+/// which every commit writes whole, truncated to one entry, would else be
+/// rewritten every few commits), up to [`MAX_AHEAD_BYTES`].
 const MIN_ALLOCATION: u64 = 64 << 10;
+
+/// See [`MIN_ALLOCATION`].
+const RECORDS_AHEAD: u64 = 64;
+
+/// See [`MIN_ALLOCATION`].
+const MAX_AHEAD_BYTES: u64 = 16 << 20;
 
 const KIND_ENTRY: u8 = 1;
 const KIND_TRUNCATE: u8 = 2;
@@ -311,10 +320,15 @@ impl LogFile {
             StorageError::InvalidUsage(format!("{} has no directory", path.display()))
         })?;
         let mut bytes = Vec::new();
+        let mut largest = 0;
         for e in entries {
-            bytes.extend_from_slice(&encode(KIND_ENTRY, e.seqno, &e.data));
+            let record = encode(KIND_ENTRY, e.seqno, &e.data);
+            largest = largest.max(record.len() as u64);
+            bytes.extend_from_slice(&record);
         }
-        let allocation = (bytes.len() as u64 * 4).max(MIN_ALLOCATION);
+        let allocation = (bytes.len() as u64 * 4)
+            .max((largest * RECORDS_AHEAD).min(MAX_AHEAD_BYTES))
+            .max(MIN_ALLOCATION);
         bytes.resize(allocation as usize, 0);
         let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4()));
         let written = (|| -> std::io::Result<()> {
@@ -390,7 +404,7 @@ mod tests {
         }
         let again = LogFile::open(&path).unwrap().unwrap();
         assert_eq!(seqnos(&again), vec![39]);
-        assert!(fs::metadata(&path).unwrap().len() <= 4 * 10_100 + MIN_ALLOCATION);
+        assert!(fs::metadata(&path).unwrap().len() <= RECORDS_AHEAD * 10_100);
         // Nothing but the log is left in the directory.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
