@@ -769,6 +769,10 @@ impl Collection {
     /// cancels their retractions against the large parts and bounds the
     /// space they take. Merged output is written as parts of at most
     /// [`MERGED_PART_BYTES`].
+    ///
+    /// While the merge runs (without the lock), appends do not write the
+    /// shard's inline parts out to a file (see [`MergingGuard`]): the
+    /// merge may have chosen them, and would hold their updates twice.
     pub(crate) fn maybe_compact(&self, max_parts: usize) -> Result<()> {
         let (metas, views, since, writer) = {
             let mut state = self.state.lock();
@@ -791,8 +795,10 @@ impl Collection {
                 small.into_iter().cloned().collect()
             };
             let views = self.load_views(&mut state, &chosen)?;
+            state.shard.set_merging(true);
             (chosen, views, state.since, state.shard.part_writer())
         };
+        let _merging = MergingGuard(self);
         let keys: Vec<String> = metas.iter().map(|p| p.key.clone()).collect();
         // Merged and written without the lock: appends, commits and reads
         // of this collection go on meanwhile (the merged part of a large
@@ -824,11 +830,15 @@ impl Collection {
         }
         let _writes = self.shard_writes.lock();
         let mut state = self.state.lock();
-        state.shard.compact(
+        let committed = state.shard.compact(
             &keys,
             written.iter().map(|(m, _, _)| m.clone()).collect(),
             Frontier::at(since),
         )?;
+        if !committed {
+            tracing::warn!(id = %self.id, "a compaction's parts changed under it; retried next tick");
+            return Ok(());
+        }
         for k in &keys {
             self.cache.remove(k);
             state.stats.remove(k);
@@ -867,5 +877,18 @@ impl Collection {
     /// Close every listener (the collection is being dropped).
     pub(crate) fn close_listeners(&self) {
         self.state.lock().listeners.clear();
+    }
+}
+
+/// Marks a collection's shard as being merged while it lives: appends
+/// meanwhile add inline parts or part files but do not write the inline
+/// parts out (they may be among the merge's inputs). Dropped before or
+/// after the merge's commit, never while holding the collection's state
+/// lock (it takes it).
+struct MergingGuard<'a>(&'a Collection);
+
+impl Drop for MergingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().shard.set_merging(false);
     }
 }

@@ -37,6 +37,10 @@ const INLINE_PART_BYTES: usize = 8 << 10;
 /// a part file only every dozen or so appends.
 const INLINE_BUDGET_BYTES: usize = 24 << 10;
 
+/// Most inline parts one shard's state holds (each is a part every read
+/// of the shard visits).
+const INLINE_MAX_PARTS: usize = 16;
+
 /// Key prefix of inline parts: not a blob key, so nothing looks for a
 /// file of that name.
 const INLINE_PREFIX: &str = "inline:";
@@ -162,6 +166,9 @@ pub(crate) struct DurableShard {
     /// updates only advances the upper in memory unless this is older than
     /// [`LAZY_UPPER`] (see [`DurableShard::compare_and_append`]).
     last_durable: std::time::Instant,
+    /// A compaction is merging parts it chose (perhaps inline ones):
+    /// appends meanwhile must not write the inline parts out.
+    merging: bool,
 }
 
 /// How long an upper advanced by empty appends may stay in memory only.
@@ -208,6 +215,7 @@ impl DurableShard {
                 durable_upper: state.upper.clone(),
                 state: state.clone(),
                 last_durable: std::time::Instant::now(),
+                merging: false,
             };
             // Record our epoch so an older process's next write fails.
             if (seqno == 0 || state.epoch < shard.fence.epoch()) && !shard.try_commit(state)? {
@@ -236,6 +244,12 @@ impl DurableShard {
 
     pub fn parts(&self) -> &[PartMeta] {
         &self.state.parts
+    }
+
+    /// Say whether a compaction is merging parts it chose (see
+    /// [`PartWriter::write_append`]).
+    pub fn set_merging(&mut self, merging: bool) {
+        self.merging = merging;
     }
 
     fn commit(&mut self, next: ShardState) -> Result<()> {
@@ -332,6 +346,7 @@ impl DurableShard {
             writer: self.part_writer(),
             key: self.key.clone(),
             seqno: self.seqno,
+            may_spill: !self.merging,
         }))
     }
 
@@ -359,12 +374,24 @@ impl DurableShard {
     /// durable since; `merged` is deleted if the commit fails. The caller
     /// deletes the replaced files afterwards ([`PartWriter::delete`]), or
     /// a restart collects them as orphans.
+    ///
+    /// `false` (and `merged` deleted): some replaced part is no longer in
+    /// the state, so `merged` would hold its updates a second time. Not
+    /// expected — appends do not write inline parts out while a merge runs
+    /// ([`DurableShard::set_merging`]) — but checked, since the cost of
+    /// being wrong is duplicated rows; the next compaction starts again.
     pub fn compact(
         &mut self,
         replaced: &[String],
         merged: Vec<PartMeta>,
         since: Frontier,
-    ) -> Result<()> {
+    ) -> Result<bool> {
+        let present = |key: &String| self.state.parts.iter().any(|p| &p.key == key);
+        if !replaced.iter().all(present) {
+            let keys: Vec<String> = merged.into_iter().map(|m| m.key).collect();
+            self.part_writer().delete(&keys);
+            return Ok(false);
+        }
         let mut next = self.state.clone();
         next.parts.retain(|p| !replaced.contains(&p.key));
         // Keep parts ordered by time: the merged parts hold the oldest data.
@@ -378,7 +405,7 @@ impl DurableShard {
             }
             return Err(e);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Read a part's updates from blob storage.
@@ -396,6 +423,9 @@ pub(crate) struct AppendPlan {
     key: String,
     /// The shard's seqno when planned: the commit expects it unchanged.
     seqno: SeqNo,
+    /// Whether the append may write the state's inline parts out (no
+    /// compaction is merging them).
+    may_spill: bool,
 }
 
 /// A state an [`AppendPlan`] committed, for [`DurableShard::install`].
@@ -419,11 +449,12 @@ impl AppendPlan {
             writer,
             key,
             seqno,
+            may_spill,
         } = self;
         let written = match max_time {
             Some(max_time) => {
                 let batch = arrow::compute::concat_batches(schema, updates)?;
-                Some(writer.write_append(schema, batch, max_time, &mut next.parts)?)
+                Some(writer.write_append(schema, batch, max_time, &mut next.parts, may_spill)?)
             }
             None => None,
         };
@@ -705,24 +736,30 @@ impl PartWriter {
     /// the shard whose next state's parts are `parts`, adding it there:
     /// inline if it is small and the state's inline parts have room,
     /// else as a file — together with the state's inline parts, which it
-    /// then replaces, if there are any.
+    /// then replaces, if there are any and `may_spill` (no compaction is
+    /// merging them meanwhile).
     pub fn write_append(
         &self,
         schema: &SchemaRef,
         batch: RecordBatch,
         max_time: Timestamp,
         parts: &mut Vec<PartMeta>,
+        may_spill: bool,
     ) -> Result<WrittenPart> {
         let data = &schema.fields()[..schema.fields().len().saturating_sub(2)];
         let stats = PartStats::compute(&batch, data.len());
         let bytes = encode_file(schema, std::slice::from_ref(&batch), &footer(&stats, data))?;
-        let inline_bytes: usize = parts
+        let inline: Vec<usize> = parts
             .iter()
             .filter_map(|p| p.inline.as_ref())
             .map(|b| b.0.len())
-            .sum();
+            .collect();
+        let inline_bytes: usize = inline.iter().sum();
         let batch = Arc::new(batch);
-        if bytes.len() <= INLINE_PART_BYTES && inline_bytes + bytes.len() <= INLINE_BUDGET_BYTES {
+        if bytes.len() <= INLINE_PART_BYTES
+            && inline_bytes + bytes.len() <= INLINE_BUDGET_BYTES
+            && inline.len() < INLINE_MAX_PARTS
+        {
             let mut meta = self.meta_of(
                 format!("{INLINE_PREFIX}{}", uuid::Uuid::new_v4()),
                 &batch,
@@ -738,7 +775,7 @@ impl PartWriter {
                 replaced: Vec::new(),
             });
         }
-        if inline_bytes == 0 {
+        if inline.is_empty() || !may_spill {
             let key = self.new_key();
             self.blob.set(&key, &bytes).map_err(|e| self.fenced_or(e))?;
             let meta = self.meta_of(key, &batch, max_time)?;

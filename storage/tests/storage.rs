@@ -897,9 +897,10 @@ fn scans_read_part_by_part_and_outlive_compaction() {
     let mut cfg = fast_config(dir.path());
     cfg.max_parts = 6;
     let s = open(dir.path(), cfg);
-    // Rows wide enough that each flush writes a part file (smaller ones
-    // stay inline in the shard's state, and no file outlives anything).
-    let pad = "x".repeat(100);
+    // Rows wide enough that every flush, even of one row, writes a part
+    // file (smaller parts stay inline in the shard's state, which
+    // compaction leaves alone, and no file would outlive anything).
+    let pad = "x".repeat(9_000);
     s.set_read_policy(A, freshet_storage::ReadPolicy::LagBehindUpper(0))
         .unwrap();
     for p in 0..4 {
@@ -974,9 +975,8 @@ fn scans_read_part_by_part_and_outlive_compaction() {
         .flat_map(|i| scan.read(i, None).unwrap())
         .collect();
     assert_eq!(ids(&read), expect);
-    // The seven replaced parts stay beside the merged one: four files
-    // (the one-row writes were inline in the shard's state).
-    assert_eq!(part_files(dir.path()), 5, "the scan's parts are kept");
+    // The seven replaced parts stay beside the merged one.
+    assert_eq!(part_files(dir.path()), 8, "the scan's parts are kept");
     drop(scan);
     assert_eq!(
         part_files(dir.path()),

@@ -31,6 +31,7 @@ pub static BUILTINS: &[BuiltinRelation] = &[
             ("upper", Numeric),
             ("parts", Int8),
             ("compaction_permission", Numeric),
+            ("inline_parts", Int8),
         ],
         source: Rows(Builtin::Collections),
     },

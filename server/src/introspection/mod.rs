@@ -118,6 +118,7 @@ impl QueryReader {
                         c.upper.as_option().map(|t| t.to_string()),
                         Some(c.parts.to_string()),
                         c.permission.map(|t| t.to_string()),
+                        Some(c.inline_parts.to_string()),
                     ]
                 })
                 .collect(),

@@ -316,6 +316,7 @@ async fn plans_written_by_another_build_are_planned_again_and_written_back() {
     // format, which this build must not decode.
     s.kill();
     let old = "freshet-plan-0/datafusion-0.0.0";
+    use freshet_storage::Consensus as _;
     let consensus = freshet_storage::FileConsensus::open(s.data_dir.join("consensus")).unwrap();
     let mut rewritten = 0;
     let entries: Vec<_> = consensus
