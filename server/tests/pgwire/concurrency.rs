@@ -76,9 +76,12 @@ async fn concurrent_increments_lose_no_update() {
 /// A query that takes seconds: a large cross join over a table.
 const SLOW: &str = "SELECT count(*) FROM big a, big b, big c WHERE a.x + b.x + c.x = -1";
 
+/// A billion combinations for [`SLOW`]: long enough that no machine
+/// finishes it within a test's 300 ms timeout (64 million did, on a fast
+/// one).
 async fn create_big(c: &tokio_postgres::Client) {
     c.batch_execute(
-        "CREATE TABLE big (x int); INSERT INTO big SELECT * FROM generate_series(1, 400)",
+        "CREATE TABLE big (x int); INSERT INTO big SELECT * FROM generate_series(1, 1000)",
     )
     .await
     .unwrap();
