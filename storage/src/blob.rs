@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use crate::error::{Result, StorageError};
-use crate::fsutil::{remove_temps, sync_dir, write_temp};
+use crate::fsutil::{remove_temps, sync_dir, walk, write_temp};
 
 /// Blob values: immutable byte buffers shared without copying. Arrow's
 /// buffer, so a part file's columns decode straight out of the bytes read
@@ -129,32 +129,11 @@ impl Blob for FileBlob {
     }
 
     fn list_keys(&self, prefix: &str) -> Result<Vec<String>> {
-        let mut out = Vec::new();
-        let mut stack = vec![(self.root.clone(), String::new())];
-        while let Some((dir, rel)) = stack.pop() {
-            let entries = match fs::read_dir(&dir) {
-                Ok(e) => e,
-                Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(e) => return Err(e.into()),
-            };
-            for entry in entries {
-                let entry = entry?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') {
-                    continue;
-                }
-                let key = if rel.is_empty() {
-                    name
-                } else {
-                    format!("{rel}/{name}")
-                };
-                if entry.file_type()?.is_dir() {
-                    stack.push((entry.path(), key));
-                } else if key.starts_with(prefix) {
-                    out.push(key);
-                }
-            }
-        }
+        let mut out: Vec<String> = walk(&self.root)?
+            .into_iter()
+            .filter(|e| !e.is_dir && e.rel.starts_with(prefix))
+            .map(|e| e.rel)
+            .collect();
         out.sort();
         Ok(out)
     }

@@ -756,29 +756,24 @@ impl PartWriter {
             .collect();
         let inline_bytes: usize = inline.iter().sum();
         let batch = Arc::new(batch);
-        if bytes.len() <= INLINE_PART_BYTES
+        let fits_inline = bytes.len() <= INLINE_PART_BYTES
             && inline_bytes + bytes.len() <= INLINE_BUDGET_BYTES
-            && inline.len() < INLINE_MAX_PARTS
-        {
-            let mut meta = self.meta_of(
-                format!("{INLINE_PREFIX}{}", uuid::Uuid::new_v4()),
-                &batch,
-                max_time,
-            )?;
-            meta.inline = Some(InlineBytes(Bytes::from_vec(bytes)));
-            parts.push(meta.clone());
-            return Ok(WrittenPart {
-                meta,
-                batch: Arc::clone(&batch),
-                stats,
-                appended: batch,
-                replaced: Vec::new(),
-            });
-        }
-        if inline.is_empty() || !may_spill {
-            let key = self.new_key();
-            self.blob.set(&key, &bytes).map_err(|e| self.fenced_or(e))?;
-            let meta = self.meta_of(key, &batch, max_time)?;
+            && inline.len() < INLINE_MAX_PARTS;
+        if fits_inline || inline.is_empty() || !may_spill {
+            let meta = if fits_inline {
+                PartMeta {
+                    inline: Some(InlineBytes(Bytes::from_vec(bytes))),
+                    ..self.meta_of(
+                        format!("{INLINE_PREFIX}{}", uuid::Uuid::new_v4()),
+                        &batch,
+                        max_time,
+                    )?
+                }
+            } else {
+                let key = self.new_key();
+                self.blob.set(&key, &bytes).map_err(|e| self.fenced_or(e))?;
+                self.meta_of(key, &batch, max_time)?
+            };
             parts.push(meta.clone());
             return Ok(WrittenPart {
                 meta,

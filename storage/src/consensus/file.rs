@@ -13,7 +13,7 @@ use super::log::{LOG_NAME, LogFile};
 use super::{CasResult, Consensus, SeqNo, VersionedData};
 use crate::blob::validate_key;
 use crate::error::{Result, StorageError};
-use crate::fsutil::{remove_temps, sync_dir};
+use crate::fsutil::{remove_temps, sync_dir, walk};
 
 /// Name of the lock file in a key's directory.
 const LOCK_NAME: &str = ".lock";
@@ -128,6 +128,11 @@ impl FileConsensus {
             let mut state = shared.lock();
             if state.deleted {
                 continue;
+            }
+            if create && state.lock.is_some() && !state.dir.is_dir() {
+                // Another process deleted the key: its lock file went
+                // with it, and the key is made again below.
+                state.lock = None;
             }
             let lock = match state.lock.take() {
                 Some(lock) => lock,
@@ -303,29 +308,11 @@ impl Consensus for FileConsensus {
 /// Every directory under `root` with its path relative to it (a key's
 /// name, if it holds a log).
 fn key_dirs(root: &Path) -> Result<Vec<(String, PathBuf)>> {
-    let mut out = Vec::new();
-    let mut stack = vec![(root.to_path_buf(), String::new())];
-    while let Some((dir, rel)) = stack.pop() {
-        let entries = match fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(e.into()),
-        };
-        for entry in entries {
-            let entry = entry?;
-            if entry.file_type()?.is_dir() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let child = if rel.is_empty() {
-                    name
-                } else {
-                    format!("{rel}/{name}")
-                };
-                stack.push((entry.path(), child.clone()));
-                out.push((child, entry.path()));
-            }
-        }
-    }
-    Ok(out)
+    Ok(walk(root)?
+        .into_iter()
+        .filter(|e| e.is_dir)
+        .map(|e| (e.rel, e.path))
+        .collect())
 }
 
 /// Seqno of an entry file of the earlier one-file-per-entry layout.

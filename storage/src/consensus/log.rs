@@ -364,14 +364,8 @@ fn encode(kind: u8, seqno: SeqNo, data: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::vd;
     use super::*;
-
-    fn vd(seqno: SeqNo, data: &str) -> VersionedData {
-        VersionedData {
-            seqno,
-            data: data.as_bytes().to_vec(),
-        }
-    }
 
     fn seqnos(log: &LogFile) -> Vec<SeqNo> {
         log.scan(0).unwrap().iter().map(|e| e.seqno).collect()

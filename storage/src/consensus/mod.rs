@@ -62,17 +62,19 @@ pub trait Consensus: Send + Sync + std::fmt::Debug {
     fn delete_key(&self, key: &str) -> Result<()>;
 }
 
+/// An entry holding `data`'s bytes, for tests.
+#[cfg(test)]
+fn vd(seqno: SeqNo, data: &str) -> VersionedData {
+    VersionedData {
+        seqno,
+        data: data.as_bytes().to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
-
-    fn vd(seqno: SeqNo, data: &str) -> VersionedData {
-        VersionedData {
-            seqno,
-            data: data.as_bytes().to_vec(),
-        }
-    }
 
     #[test]
     fn compare_and_set_appends_in_order() {
@@ -177,6 +179,12 @@ mod tests {
         b.delete_key("k").unwrap();
         assert_eq!(a.head("k").unwrap(), None);
         assert!(a.list_keys("").unwrap().is_empty());
+        // And made again by the other.
+        assert_eq!(
+            a.compare_and_set("k", None, vd(1, "again")).unwrap(),
+            CasResult::Committed
+        );
+        assert_eq!(b.head("k").unwrap(), Some(vd(1, "again")));
     }
 
     #[test]
