@@ -32,6 +32,12 @@ impl Row {
         bytes.extend_from_slice(&other.0);
         Row(bytes)
     }
+
+    /// A row of these bytes, for tests that need rows of a known order.
+    #[cfg(test)]
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> Row {
+        Row(bytes)
+    }
 }
 
 impl fmt::Debug for Row {

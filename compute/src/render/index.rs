@@ -18,6 +18,7 @@ use timely::progress::Antichain;
 
 use super::arranged::{HeapSize, SharedValSpine, ValBatch, arrange_by_key, arrange_by_key_shared};
 use super::compile::KeyEval;
+use super::key_directory::LazyDirectory;
 use super::shared_batch::Shared;
 use super::{Diff, Rendered, Time, eval_op};
 use crate::error::DataflowError;
@@ -51,6 +52,10 @@ pub(crate) struct IndexTraces {
     /// The rows' upper when they were last published (see
     /// [`IndexTraces::publish`]); `None` before the first.
     published: Option<Option<Time>>,
+    /// The last publication's batches with their key directories, so a
+    /// batch published again keeps its directory (the batch is held here
+    /// so that its address cannot name another batch meanwhile).
+    directories: Vec<(RowBatch, Arc<LazyDirectory>)>,
 }
 
 /// One worker's part of an index's rows as of one step: its batches and
@@ -60,6 +65,9 @@ pub(crate) struct PublishedRows {
     /// Times before this are complete (`None`: complete forever).
     upper: Option<Time>,
     batches: Vec<RowBatch>,
+    /// Each batch's key directory (same order), shared with the next
+    /// publication that still holds the batch.
+    directories: Vec<Arc<LazyDirectory>>,
 }
 
 impl PublishedRows {
@@ -72,7 +80,19 @@ impl PublishedRows {
     /// [`PublishedRows::complete_at`] and, by a hold, that the
     /// index's compaction has not passed `time`.
     pub(crate) fn peek(&self, time: Time, select: &KeySelect) -> Vec<(Row, Diff)> {
-        rows_at(&self.batches, time, select)
+        match select {
+            KeySelect::Equal(key) => key_rows(
+                self.batches.iter().map(|b| &**b).zip(&self.directories),
+                time,
+                key,
+            ),
+            _ => rows_at(&self.batches, time, select),
+        }
+    }
+
+    /// Bytes the batches' key directories hold.
+    pub(crate) fn directory_bytes(&self) -> usize {
+        self.directories.iter().map(|d| d.heap_size()).sum()
     }
 }
 
@@ -81,6 +101,7 @@ impl std::fmt::Debug for PublishedRows {
         f.debug_struct("PublishedRows")
             .field("upper", &self.upper)
             .field("batches", &self.batches.len())
+            .field("directory_bytes", &self.directory_bytes())
             .finish()
     }
 }
@@ -191,6 +212,55 @@ fn rows_at(batches: &Vec<RowBatch>, time: Time, select: &KeySelect) -> Vec<(Row,
     out
 }
 
+/// The rows of `batches` at `time` whose key is `key`, with their
+/// multiplicities: what [`rows_at`] answers for [`KeySelect::Equal`],
+/// found in each batch by its directory instead of by a cursor's
+/// galloping seek through all of them together.
+fn key_rows<'a>(
+    batches: impl Iterator<Item = (&'a ValBatch<Row, Row, Diff>, &'a Arc<LazyDirectory>)>,
+    time: Time,
+    key: &Row,
+) -> Vec<(Row, Diff)> {
+    let mut out: Vec<(Row, Diff)> = Vec::new();
+    let mut found_in = 0;
+    for (batch, directory) in batches {
+        let storage = &batch.storage;
+        let Some(position) = directory.find(&storage.keys, key) else {
+            continue;
+        };
+        found_in += 1;
+        let (first, end) = storage.vals.bounds(position);
+        for val in first..end {
+            let (lower, upper) = storage.upds.bounds(val);
+            let mut count = 0;
+            for update in lower..upper {
+                let (t, d) = storage.upds.get_abs(update);
+                if *t <= time {
+                    count += *d;
+                }
+            }
+            if count != 0 {
+                out.push((storage.vals.get_abs(val).clone(), count));
+            }
+        }
+    }
+    // A row with updates in several batches counts once, with their sum,
+    // in the rows' order (as the cursor over all batches reads them).
+    if found_in > 1 {
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|later, kept| {
+            if later.0 == kept.0 {
+                kept.1 += later.1;
+                true
+            } else {
+                false
+            }
+        });
+        out.retain(|(_, n)| *n != 0);
+    }
+    out
+}
+
 /// What one worker answers to a peek: its rows with multiplicities, or an
 /// error the index holds at the peek's time.
 pub(crate) type PeekPart = Result<Vec<(Row, Diff)>, DataflowError>;
@@ -214,6 +284,7 @@ pub(crate) fn render_index(rendered: Rendered<'_>, key: Arc<KeyEval>) -> IndexTr
         errors: errors.trace,
         since: 0,
         published: None,
+        directories: Vec::new(),
     }
 }
 
@@ -363,6 +434,23 @@ impl IndexTraces {
         }
         let batches = self.rows.batches_through(frontier.borrow())?;
         self.published = Some(upper);
-        Some(PublishedRows { upper, batches })
+        let directories: Vec<(RowBatch, Arc<LazyDirectory>)> = batches
+            .iter()
+            .map(|batch| {
+                let kept = self
+                    .directories
+                    .iter()
+                    .find(|(old, _)| old.ptr_eq(batch))
+                    .map(|(_, directory)| Arc::clone(directory));
+                (batch.clone(), kept.unwrap_or_default())
+            })
+            .collect();
+        let shared = directories.iter().map(|(_, d)| Arc::clone(d)).collect();
+        self.directories = directories;
+        Some(PublishedRows {
+            upper,
+            batches,
+            directories: shared,
+        })
     }
 }

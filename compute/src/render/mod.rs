@@ -12,6 +12,7 @@ mod compile;
 mod hierarchical;
 mod index;
 mod join;
+mod key_directory;
 mod ordered;
 mod reduce;
 mod shared_batch;

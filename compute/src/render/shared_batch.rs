@@ -39,6 +39,13 @@ impl<B: 'static> TrackedBatch for Shared<B> {
     }
 }
 
+impl<B> Shared<B> {
+    /// Whether both hold the same batch.
+    pub(crate) fn ptr_eq(&self, other: &Shared<B>) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 impl<B> Clone for Shared<B> {
     fn clone(&self) -> Self {
         Shared(Arc::clone(&self.0))

@@ -117,6 +117,68 @@ async fn keyed_lookups_under_writes_see_every_acknowledged_write() {
     assert_eq!(total.as_deref(), Some("800"));
 }
 
+/// A keyed lookup finds its key in each batch of the key's worker through
+/// a hash directory once the batch is large (4,096 keys) and has been
+/// probed 16 times; the rows of one key spread over several batches
+/// (an update's retraction in a later batch than the row) must still sum
+/// to what the general path reads, for keys present, updated, deleted
+/// and never there.
+#[tokio::test(flavor = "multi_thread")]
+async fn keyed_lookups_over_large_batches_agree_with_the_general_path() {
+    let s = Server::start();
+    let c = s.connect().await;
+    c.batch_execute(
+        "CREATE TABLE t (k int, v int);
+         INSERT INTO t SELECT g, g * 10 FROM generate_series(1, 20000) AS s(g);
+         CREATE VIEW t_copy AS SELECT k, v FROM t;
+         CREATE INDEX t_k ON t (k)",
+    )
+    .await
+    .unwrap();
+    let indexed = c.prepare("SELECT k, v FROM t WHERE k = $1").await.unwrap();
+    let general = c
+        .prepare("SELECT k, v FROM t_copy WHERE k = $1")
+        .await
+        .unwrap();
+    let pairs = |rows: Vec<tokio_postgres::Row>| {
+        let mut out: Vec<(i32, i32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        out.sort();
+        out
+    };
+    // Enough probes that both workers' large batches build directories.
+    for key in (1..=20_000).step_by(97) {
+        let rows = pairs(c.query(&indexed, &[&key]).await.unwrap());
+        assert_eq!(rows, vec![(key, key * 10)], "key {key}");
+    }
+    for absent in [0, -5, 20_001, 1 << 30] {
+        assert!(c.query(&indexed, &[&absent]).await.unwrap().is_empty());
+    }
+    // Later batches retract and add rows of keys the large batches hold.
+    c.batch_execute(
+        "UPDATE t SET v = v + 1 WHERE k % 1000 = 7;
+         DELETE FROM t WHERE k % 1000 = 9;
+         INSERT INTO t SELECT g, -g FROM generate_series(1, 20000, 500) AS s(g);
+         INSERT INTO t VALUES (25000, 1), (-3, 2)",
+    )
+    .await
+    .unwrap();
+    let mut keys: Vec<i32> = (0..20).flat_map(|i| [i * 1000 + 7, i * 1000 + 9]).collect();
+    keys.extend((1..20_000).step_by(500));
+    keys.extend([25_000, -3, 0, 12_345, 20_001]);
+    for _ in 0..2 {
+        for &key in &keys {
+            let a = pairs(c.query(&indexed, &[&key]).await.unwrap());
+            let b = pairs(c.query(&general, &[&key]).await.unwrap());
+            assert_eq!(a, b, "key {key}");
+        }
+    }
+    let updated = pairs(c.query(&indexed, &[&1007]).await.unwrap());
+    assert_eq!(updated, vec![(1007, 10_071)]);
+    assert!(c.query(&indexed, &[&1009]).await.unwrap().is_empty());
+    let doubled = pairs(c.query(&indexed, &[&501]).await.unwrap());
+    assert_eq!(doubled, vec![(501, -501), (501, 5010)]);
+}
+
 /// Queries that map, filter, sort and limit one indexed object: each is
 /// answered from the index (EXPLAIN says "Fast path") and returns what the
 /// same query returns over an identical materialized view without an index
