@@ -35,6 +35,57 @@ pub struct QueryPlan {
     pub volatile: bool,
 }
 
+impl QueryPlan {
+    /// Whether the answer depends on nothing but the statement's text and
+    /// the session's state when planned (`SELECT 1`, a connection pool's
+    /// health check): no collection or catalog table is read, no
+    /// parameter or subquery appears, and every function is immutable.
+    /// Such an answer may be kept and given again while the catalog and
+    /// the session's settings are those it was planned with.
+    pub fn is_constant(&self) -> bool {
+        use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+        use datafusion::logical_expr::{Expr, Volatility};
+        if !self.inputs.is_empty() || self.volatile {
+            return false;
+        }
+        let mut constant = true;
+        let walked = self.logical.apply_with_subqueries(|node| {
+            if matches!(
+                node,
+                LogicalPlan::TableScan(_)
+                    | LogicalPlan::Subquery(_)
+                    | LogicalPlan::Extension(_)
+                    | LogicalPlan::RecursiveQuery(_)
+            ) {
+                constant = false;
+                return Ok(TreeNodeRecursion::Stop);
+            }
+            for e in node.expressions() {
+                let varies = e.exists(|e| {
+                    Ok(match e {
+                        Expr::Placeholder(_)
+                        | Expr::ScalarSubquery(_)
+                        | Expr::Exists(_)
+                        | Expr::InSubquery(_)
+                        | Expr::SetComparison(_)
+                        | Expr::OuterReferenceColumn(..) => true,
+                        Expr::ScalarFunction(f) => {
+                            f.func.signature().volatility != Volatility::Immutable
+                        }
+                        _ => false,
+                    })
+                })?;
+                if varies {
+                    constant = false;
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        walked.is_ok() && constant
+    }
+}
+
 /// The dataflow that maintains a materialized view or an index, as its
 /// CREATE planned it: this is what the catalog commits as the item's
 /// written plan and what compute installs.

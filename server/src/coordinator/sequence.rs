@@ -32,6 +32,15 @@ impl Coordinator {
         if super::temp::creates_temporary(stmt) {
             self.ensure_temp_schema(session, ctx).await?;
         }
+        if let Some(p) = &ctx.prepared_plan
+            && let Some((desc, batches)) = self.prepared_answer(session, p)
+        {
+            return Ok(ExecuteResponse::Rows {
+                desc,
+                batches,
+                tag: "SELECT".into(),
+            });
+        }
         let prepared = match &ctx.prepared_plan {
             Some(p) => self.prepared_plan(session, p, params),
             None if params.is_none() => self.templated_plan(session, stmt).await,

@@ -61,7 +61,10 @@ async fn describe(
             nullable: false,
         }])
     };
-    let prepared = coord.prepare_plan(session, &plan);
+    let prepared = match &plan {
+        Plan::Select(q) => coord.prepare_constant(session, q).await,
+        _ => coord.prepare_plan(session, &plan),
+    };
     Ok((
         match plan {
             Plan::Select(q) => (placeholder_types(&q.logical)?, Some(q.desc)),

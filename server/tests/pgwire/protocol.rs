@@ -443,3 +443,59 @@ async fn describe_of_a_rowless_statement_is_nodata() {
     // ParseComplete, ParameterDescription, NoData, ReadyForQuery.
     assert_eq!(kinds, vec![b'1', b't', b'n', b'Z']);
 }
+
+/// A prepared statement whose answer cannot change (no table, no
+/// parameter, only immutable functions: a pool's `SELECT 1`) is answered
+/// from what its Prepare found, without planning each Execute; anything
+/// that may change is still computed per execution, errors surface at
+/// each Execute, and a catalog change makes it plan again.
+#[tokio::test(flavor = "multi_thread")]
+async fn prepared_constant_queries_answer_as_planned_ones() {
+    let s = Server::start();
+    let c = s.connect().await;
+    let one = c
+        .prepare("SELECT 1 AS one, 'a' || 'b' AS ab")
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        let rows = c.query(&one, &[]).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].get::<_, i32>(0), 1);
+        assert_eq!(rows[0].get::<_, String>(1), "ab");
+    }
+    let values = c
+        .prepare("SELECT x * 2 FROM (VALUES (1), (2), (3)) AS v(x) ORDER BY 1 DESC")
+        .await
+        .unwrap();
+    let doubled: Vec<i32> = c
+        .query(&values, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(doubled, vec![6, 4, 2]);
+    // `random()` and `now()` differ between executions: never kept.
+    let varying = c.prepare("SELECT random(), now()::text").await.unwrap();
+    let first = c.query_one(&varying, &[]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let second = c.query_one(&varying, &[]).await.unwrap();
+    assert_ne!(first.get::<_, f64>(0), second.get::<_, f64>(0));
+    assert_ne!(first.get::<_, String>(1), second.get::<_, String>(1));
+    // An error is raised by every execution.
+    if let Ok(zero) = c.prepare("SELECT 1 / 0").await {
+        for _ in 0..2 {
+            let e = c.query(&zero, &[]).await.unwrap_err();
+            assert_eq!(sqlstate(&e), "22012");
+        }
+    }
+    // After a catalog change the statement is planned again.
+    c.batch_execute("CREATE TABLE one (x int)").await.unwrap();
+    let rows = c.query(&one, &[]).await.unwrap();
+    assert_eq!(rows[0].get::<_, i32>(0), 1);
+    // A query reading a table is not constant: it sees new rows.
+    let count = c.prepare("SELECT count(*) FROM one").await.unwrap();
+    assert_eq!(c.query_one(&count, &[]).await.unwrap().get::<_, i64>(0), 0);
+    c.batch_execute("INSERT INTO one VALUES (1)").await.unwrap();
+    assert_eq!(c.query_one(&count, &[]).await.unwrap().get::<_, i64>(0), 1);
+}
