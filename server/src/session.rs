@@ -196,6 +196,9 @@ pub struct Session {
     /// literals made parameters), and the text shapes that find them
     /// without a parse (see `Coordinator::templated_plan`).
     pub templates: crate::coordinator::Templates,
+    /// Answers of simple-protocol constant queries (`SELECT 1`), kept
+    /// with the state they were planned against.
+    pub constants: crate::coordinator::ConstantAnswers,
     /// `set_config` calls of the running statement, applied when it
     /// succeeds.
     pub pending_settings: crate::session_functions::PendingSettings,
@@ -326,6 +329,7 @@ impl Session {
             copy_in: None,
             prepared: std::collections::HashMap::new(),
             templates: Default::default(),
+            constants: Default::default(),
             pending_settings: Default::default(),
             pid: 0,
             temp_schema: None,

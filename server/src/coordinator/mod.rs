@@ -55,7 +55,7 @@ mod timestamps;
 mod write;
 
 pub use copy_from::{CopyFill, MakingChunk};
-pub use read::PreparedPlan;
+pub use read::{ConstantAnswers, PreparedPlan};
 pub use response::{ExecCtx, ExecuteResponse, Notice, command_tag};
 pub use temp::TempSchemaGuard;
 pub use templates::Templates;

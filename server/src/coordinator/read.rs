@@ -1,11 +1,13 @@
 //! Reads: running a planned query at a held time (after the views it
 //! reads have caught up), `AS OF`, and peeks answered from an index.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use datafusion::common::ParamValues;
 use freshet_catalog::CatalogState;
+use freshet_planner::parser::Statement;
 use freshet_planner::statements::index::PeekPlan;
 use freshet_planner::statements::insert_values::InsertValuesPlan;
 use freshet_planner::{PeekFinish, Plan, QueryPlan, ReadContext, SessionInfo, WritePlan};
@@ -238,6 +240,82 @@ pub struct PreparedPlan {
     stamp: PlanStamp,
 }
 
+impl PreparedPlan {
+    /// A constant query's answer kept with the stamp taken before it was
+    /// planned; `None` when it is larger than [`MAX_CONSTANT_BYTES`].
+    fn constant(
+        query: &QueryPlan,
+        batches: Vec<RecordBatch>,
+        stamp: PlanStamp,
+    ) -> Option<Arc<PreparedPlan>> {
+        let bytes: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
+        (bytes <= MAX_CONSTANT_BYTES).then(|| {
+            Arc::new(PreparedPlan {
+                plan: Reusable::Constant {
+                    desc: query.desc.clone(),
+                    batches,
+                },
+                stamp,
+            })
+        })
+    }
+}
+
+/// A session's kept answers of simple-protocol constant queries (see
+/// [`QueryPlan::is_constant`]), by the statement's text: a pool's
+/// `SELECT 1` over the simple protocol is planned once per session and
+/// settings, as a prepared one is.
+#[derive(Debug, Default)]
+pub struct ConstantAnswers(HashMap<String, Arc<PreparedPlan>>);
+
+/// How many constant answers a session keeps (then it starts over).
+const MAX_CONSTANT_ANSWERS: usize = 64;
+
+impl ConstantAnswers {
+    /// Keep `query`'s answer for `text`, if it is constant and small.
+    pub(super) fn keep(
+        &mut self,
+        text: String,
+        query: &QueryPlan,
+        batches: &[RecordBatch],
+        stamp: PlanStamp,
+    ) {
+        if !query.is_constant() {
+            return;
+        }
+        if let Some(kept) = PreparedPlan::constant(query, batches.to_vec(), stamp) {
+            if self.0.len() >= MAX_CONSTANT_ANSWERS {
+                self.0.clear();
+            }
+            self.0.insert(text, kept);
+        }
+    }
+
+    /// The answer kept for `text`.
+    pub(super) fn get(&self, text: &str) -> Option<&Arc<PreparedPlan>> {
+        self.0.get(text)
+    }
+}
+
+/// The text a simple-protocol statement's constant answer is kept under:
+/// only a query without `FROM` or `WITH` can be constant (a cheap test
+/// before the plan says), and its text as parsed names it.
+pub(super) fn constant_candidate(stmt: &Statement) -> Option<String> {
+    use datafusion::sql::sqlparser::ast::{self, SetExpr};
+    let Statement::Sql(sql) = stmt else {
+        return None;
+    };
+    let ast::Statement::Query(query) = sql.as_ref() else {
+        return None;
+    };
+    let without_from = match query.body.as_ref() {
+        SetExpr::Select(select) => select.from.is_empty(),
+        SetExpr::Values(_) => true,
+        _ => false,
+    };
+    (query.with.is_none() && without_from).then(|| stmt.to_string())
+}
+
 /// What a plan was made against: the catalog version, the session's
 /// identity and its settings. A plan kept for later executions serves
 /// them only while all three are unchanged.
@@ -324,17 +402,7 @@ impl Coordinator {
             .run_at(session, query, self.storage.read_ts())
             .await
             .ok()?;
-        let bytes: usize = batches.iter().map(|b| b.get_array_memory_size()).sum();
-        if bytes > MAX_CONSTANT_BYTES {
-            return None;
-        }
-        Some(Arc::new(PreparedPlan {
-            plan: Reusable::Constant {
-                desc: query.desc.clone(),
-                batches,
-            },
-            stamp,
-        }))
+        PreparedPlan::constant(query, batches, stamp)
     }
 
     /// A prepared constant query's kept answer, if the catalog and the

@@ -32,15 +32,27 @@ impl Coordinator {
         if super::temp::creates_temporary(stmt) {
             self.ensure_temp_schema(session, ctx).await?;
         }
-        if let Some(p) = &ctx.prepared_plan
-            && let Some((desc, batches)) = self.prepared_answer(session, p)
-        {
+        // A constant query's kept answer: a prepared one's from Prepare, a
+        // simple-protocol one's from its last run in this session.
+        let constant = match (&ctx.prepared_plan, params) {
+            (None, None) => super::read::constant_candidate(stmt),
+            _ => None,
+        };
+        let kept = match (&ctx.prepared_plan, &constant) {
+            (Some(p), _) => Some(p),
+            (None, Some(text)) => session.constants.get(text),
+            (None, None) => None,
+        };
+        if let Some((desc, batches)) = kept.and_then(|p| self.prepared_answer(session, p)) {
             return Ok(ExecuteResponse::Rows {
                 desc,
                 batches,
                 tag: "SELECT".into(),
             });
         }
+        // Stamped before planning: a change meanwhile makes the kept
+        // answer stale at once.
+        let constant = constant.map(|text| (text, self.stamp(session)));
         let prepared = match &ctx.prepared_plan {
             Some(p) => self.prepared_plan(session, p, params),
             None if params.is_none() => self.templated_plan(session, stmt).await,
@@ -156,6 +168,9 @@ impl Coordinator {
             }
             Plan::Select(q) => {
                 let batches = self.read(session, &q).await?;
+                if let Some((text, stamp)) = constant {
+                    session.constants.keep(text, &q, &batches, stamp);
+                }
                 Ok(ExecuteResponse::Rows {
                     desc: q.desc,
                     batches,

@@ -4,6 +4,13 @@
 use crate::harness::*;
 use tokio_postgres::types::ToSql;
 
+/// Rows of two integer columns, sorted, for comparing results.
+fn pairs(rows: Vec<tokio_postgres::Row>) -> Vec<(i32, i32)> {
+    let mut out: Vec<(i32, i32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    out.sort();
+    out
+}
+
 /// Rows as sorted text, for comparing results.
 fn sorted(rows: &[tokio_postgres::Row]) -> Vec<(Option<i32>, Option<String>)> {
     let mut out: Vec<(Option<i32>, Option<String>)> =
@@ -85,11 +92,6 @@ async fn keyed_lookups_under_writes_see_every_acknowledged_write() {
         .prepare("SELECT k, v FROM t_copy WHERE k = $1")
         .await
         .unwrap();
-    let pairs = |rows: Vec<tokio_postgres::Row>| {
-        let mut out: Vec<(i32, i32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        out.sort();
-        out
-    };
     for round in 0..200i32 {
         let key = round % 20;
         c.batch_execute("BEGIN").await.unwrap();
@@ -140,11 +142,6 @@ async fn keyed_lookups_over_large_batches_agree_with_the_general_path() {
         .prepare("SELECT k, v FROM t_copy WHERE k = $1")
         .await
         .unwrap();
-    let pairs = |rows: Vec<tokio_postgres::Row>| {
-        let mut out: Vec<(i32, i32)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        out.sort();
-        out
-    };
     // Enough probes that both workers' large batches build directories.
     for key in (1..=20_000).step_by(97) {
         let rows = pairs(c.query(&indexed, &[&key]).await.unwrap());

@@ -499,3 +499,30 @@ async fn prepared_constant_queries_answer_as_planned_ones() {
     c.batch_execute("INSERT INTO one VALUES (1)").await.unwrap();
     assert_eq!(c.query_one(&count, &[]).await.unwrap().get::<_, i64>(0), 1);
 }
+
+/// Over the simple protocol a constant query's answer is kept by its
+/// text for the session, as a prepared one's is: the same answers, errors
+/// at every run, nothing kept that may change, and a failed transaction
+/// block still refuses it.
+#[tokio::test(flavor = "multi_thread")]
+async fn simple_constant_queries_answer_as_planned_ones() {
+    let s = Server::start();
+    let c = s.connect().await;
+    for _ in 0..3 {
+        assert_eq!(value(&c, "SELECT 1 + 1 AS two").await.as_deref(), Some("2"));
+        assert_eq!(value(&c, "VALUES ('x')").await.as_deref(), Some("x"));
+    }
+    let first = value(&c, "SELECT random()").await;
+    let second = value(&c, "SELECT random()").await;
+    assert_ne!(first, second);
+    for _ in 0..2 {
+        let e = c.simple_query("SELECT 1 / 0").await.unwrap_err();
+        assert_eq!(sqlstate(&e), "22012");
+    }
+    c.batch_execute("BEGIN").await.unwrap();
+    assert!(c.simple_query("SELECT 1 / 0").await.is_err());
+    let e = c.simple_query("SELECT 1 + 1 AS two").await.unwrap_err();
+    assert_eq!(sqlstate(&e), "25P02");
+    c.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(value(&c, "SELECT 1 + 1 AS two").await.as_deref(), Some("2"));
+}
