@@ -241,6 +241,11 @@ pub struct PreparedPlan {
 }
 
 impl PreparedPlan {
+    /// Whether this is a constant query's kept answer.
+    pub(super) fn is_constant(&self) -> bool {
+        matches!(self.plan, Reusable::Constant { .. })
+    }
+
     /// A constant query's answer kept with the stamp taken before it was
     /// planned; `None` when it is larger than [`MAX_CONSTANT_BYTES`].
     fn constant(

@@ -32,18 +32,24 @@ impl Coordinator {
         if super::temp::creates_temporary(stmt) {
             self.ensure_temp_schema(session, ctx).await?;
         }
-        // A constant query's kept answer: a prepared one's from Prepare, a
-        // simple-protocol one's from its last run in this session.
+        // A constant query's kept answer: a prepared one's from Prepare,
+        // else (no prepared plan, or one made stale by a catalog or
+        // setting change) the one its text's last run in this session kept.
         let constant = match (&ctx.prepared_plan, params) {
-            (None, None) => super::read::constant_candidate(stmt),
+            (p, None) if p.as_ref().is_none_or(|p| p.is_constant()) => {
+                super::read::constant_candidate(stmt)
+            }
             _ => None,
         };
-        let kept = match (&ctx.prepared_plan, &constant) {
-            (Some(p), _) => Some(p),
-            (None, Some(text)) => session.constants.get(text),
-            (None, None) => None,
-        };
-        if let Some((desc, batches)) = kept.and_then(|p| self.prepared_answer(session, p)) {
+        let answer = ctx
+            .prepared_plan
+            .as_ref()
+            .and_then(|p| self.prepared_answer(session, p))
+            .or_else(|| {
+                let kept = session.constants.get(constant.as_deref()?)?;
+                self.prepared_answer(session, kept)
+            });
+        if let Some((desc, batches)) = answer {
             return Ok(ExecuteResponse::Rows {
                 desc,
                 batches,
