@@ -446,10 +446,10 @@ impl Coordinator {
                 ))
             }),
             Reusable::Insert(insert) => Some(Ok(Plan::InsertValues(Arc::clone(insert)))),
-            // In a block the write reads the block's own writes: the
-            // general path, planned with the values.
             // Answered by `prepared_answer` before planning.
             Reusable::Constant { .. } => None,
+            // In a block the write reads the block's own writes: the
+            // general path, planned with the values.
             Reusable::KeyedWrite(w) => (session.status != TxnStatus::InBlock)
                 .then(|| w.bind_keyed(&session.df, params).transpose())
                 .flatten()

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
 use datafusion::common::ParamValues;
 use freshet_catalog::Op;
 use freshet_planner::parser::Statement;
 use freshet_planner::{CreateIndexPlan, Plan};
-use freshet_repr::sqlstate;
+use freshet_repr::{RelationDesc, sqlstate};
 
 use super::ddl::Ddl;
 use super::explain::{query_plan_rows, show_variable};
@@ -35,26 +36,33 @@ impl Coordinator {
         // A constant query's kept answer: a prepared one's from Prepare,
         // else (no prepared plan, or one made stale by a catalog or
         // setting change) the one its text's last run in this session kept.
+        // The text is made only when the prepared answer cannot serve.
+        let kept = |answer: Option<(RelationDesc, Vec<RecordBatch>)>| {
+            answer.map(|(desc, batches)| ExecuteResponse::Rows {
+                desc,
+                batches,
+                tag: "SELECT".into(),
+            })
+        };
+        let prepared_answer = ctx
+            .prepared_plan
+            .as_ref()
+            .and_then(|p| self.prepared_answer(session, p));
+        if let Some(rows) = kept(prepared_answer) {
+            return Ok(rows);
+        }
         let constant = match (&ctx.prepared_plan, params) {
             (p, None) if p.as_ref().is_none_or(|p| p.is_constant()) => {
                 super::read::constant_candidate(stmt)
             }
             _ => None,
         };
-        let answer = ctx
-            .prepared_plan
-            .as_ref()
-            .and_then(|p| self.prepared_answer(session, p))
-            .or_else(|| {
-                let kept = session.constants.get(constant.as_deref()?)?;
-                self.prepared_answer(session, kept)
-            });
-        if let Some((desc, batches)) = answer {
-            return Ok(ExecuteResponse::Rows {
-                desc,
-                batches,
-                tag: "SELECT".into(),
-            });
+        let text_answer = constant
+            .as_deref()
+            .and_then(|text| session.constants.get(text))
+            .and_then(|p| self.prepared_answer(session, p));
+        if let Some(rows) = kept(text_answer) {
+            return Ok(rows);
         }
         // Stamped before planning: a change meanwhile makes the kept
         // answer stale at once.
