@@ -14,6 +14,7 @@ mod durable;
 mod error;
 mod implications;
 mod objects;
+mod sinks;
 mod sources;
 mod state;
 mod transact;
@@ -27,6 +28,7 @@ pub use objects::{
     CatalogObject, Database, DefaultExpr, Identity, Item, ItemDetails, ItemKind, ItemOptions,
     Schema, SecretValue, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
+pub use sinks::{FileFormat, FilesSinkSpec, SinkConnector, SinkDetails, SinkEnvelope};
 pub use sources::{
     Ingestion, KafkaFormat, KafkaSourceSpec, LoadGenerator, LoadGeneratorSpec, PostgresSourceSpec,
     PostgresSourceTable, PostgresUpstreamColumn, SourceConnector, SourceDetails, SourceShape,

@@ -117,6 +117,14 @@ impl Item {
         self.kind.has_collection() && self.desc.is_some()
     }
 
+    /// The item's sink details, if it is a sink.
+    pub fn sink_details(&self) -> Option<&crate::sinks::SinkDetails> {
+        match &self.details {
+            ItemDetails::Sink(d) => Some(d),
+            _ => None,
+        }
+    }
+
     /// The item's source details, if it is a source or part of one.
     pub fn source_details(&self) -> Option<&crate::sources::SourceDetails> {
         match &self.details {
@@ -240,7 +248,9 @@ pub enum ItemDetails {
     Secret(SecretValue),
     /// A connection's parameters.
     Connection(Box<crate::connections::ConnectionSpec>),
-    /// Reserved for sinks.
+    /// A sink's target, envelope and start.
+    Sink(Box<crate::sinks::SinkDetails>),
+    /// Nothing kind-specific (kept so older catalogs still read).
     Other,
 }
 

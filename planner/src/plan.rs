@@ -296,6 +296,8 @@ pub enum Plan {
     /// `CREATE SOURCE`: checked; the server learns what it writes and
     /// makes its catalog items.
     CreateSource(Box<crate::statements::source::CreateSourcePlan>),
+    /// `CREATE SINK`.
+    CreateSink(Box<crate::statements::sink::CreateSinkPlan>),
     /// `CREATE CONNECTION`: checked; the server may connect once before
     /// committing it.
     CreateConnection(Box<crate::statements::connection::CreateConnectionPlan>),

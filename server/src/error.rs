@@ -93,6 +93,9 @@ pub enum AdapterError {
     /// its ingestion).
     #[error(transparent)]
     Source(#[from] freshet_sources::SourceError),
+    /// From a sink's target (checking it at `CREATE SINK`).
+    #[error(transparent)]
+    Sink(#[from] freshet_sinks::SinkError),
     /// Arrow refused a conversion (a bug, or a value it cannot hold).
     #[error(transparent)]
     Arrow(#[from] arrow::error::ArrowError),
@@ -238,6 +241,7 @@ impl AdapterError {
             AdapterError::Dataflow(e) => (e.sqlstate(), e.message.clone()),
             AdapterError::Arrow(_) => (sqlstate::INTERNAL_ERROR, self.to_string()),
             AdapterError::Source(e) => (source_code(e), e.to_string()),
+            AdapterError::Sink(e) => (sink_code(e), e.to_string()),
             AdapterError::UnknownCursor(_) => (sqlstate::INVALID_CURSOR_NAME, self.to_string()),
             AdapterError::DuplicateCursor(_) => (sqlstate::DUPLICATE_CURSOR, self.to_string()),
             AdapterError::Internal(_) => (sqlstate::INTERNAL_ERROR, self.to_string()),
@@ -380,6 +384,16 @@ fn plan_code(e: &PlanError) -> (&'static str, String) {
         PlanError::Internal(_) => sqlstate::INTERNAL_ERROR,
     };
     (code, e.to_string())
+}
+
+fn sink_code(e: &freshet_sinks::SinkError) -> &'static str {
+    use freshet_sinks::SinkError;
+    match e {
+        SinkError::Encode(_) => sqlstate::FEATURE_NOT_SUPPORTED,
+        SinkError::Target(_) => sqlstate::IO_ERROR,
+        SinkError::Fatal(_) => sqlstate::INVALID_PARAMETER_VALUE,
+        SinkError::Dataflow(_) | SinkError::Internal(_) => sqlstate::INTERNAL_ERROR,
+    }
 }
 
 fn catalog_code(e: &CatalogError) -> &'static str {

@@ -142,14 +142,19 @@ pub struct CollectionInfo {
     pub permission: Option<Timestamp>,
 }
 
-/// A materialized view's claim on its inputs' history: it must be able
-/// to resume from `max(as_of, durable output upper - 1)`.
+/// A materialized view's or sink's claim on its inputs' history: it
+/// must be able to resume from `max(as_of, durable output upper - 1)`
+/// (a view) or `max(as_of, progress)` (a sink, which has no collection
+/// and says itself how far its target has durably come).
 #[derive(Clone, Debug)]
 struct Dependent {
     /// The committed `as_of` of its first output.
     as_of: Timestamp,
     /// The storage collections it reads.
     inputs: Vec<GlobalId>,
+    /// A sink's reported resume time: every change after it is yet to
+    /// reach the target durably (`None` until it reports).
+    progress: Option<Timestamp>,
 }
 
 enum Command {
@@ -649,11 +654,42 @@ impl Storage {
     /// `dependent`'s collection is dropped. The caller holds the inputs at
     /// `as_of` while it commits (or, at boot, nothing has compacted yet).
     pub fn admit_dependent(&self, dependent: GlobalId, as_of: Timestamp, inputs: Vec<GlobalId>) {
-        self.inner
-            .dependents
-            .lock()
-            .insert(dependent, Dependent { as_of, inputs });
+        self.inner.dependents.lock().insert(
+            dependent,
+            Dependent {
+                as_of,
+                inputs,
+                progress: None,
+            },
+        );
         self.inner.publish_permissions();
+    }
+
+    /// A sink's target has durably received every change at times up to
+    /// and including `resume` (it would resume reading its inputs there):
+    /// its inputs may compact up to it. Reported only after the target
+    /// committed, so the since never passes what a restart reads; after a
+    /// restart the claim falls back to the sink's `as_of` until the sink
+    /// reads its target's progress again. Never moves back.
+    pub fn advance_dependent(&self, dependent: GlobalId, resume: Timestamp) {
+        let advanced = match self.inner.dependents.lock().get_mut(&dependent) {
+            Some(d) if d.progress.is_none_or(|p| p < resume) => {
+                d.progress = Some(resume);
+                true
+            }
+            _ => false,
+        };
+        if advanced {
+            self.inner.publish_permissions();
+        }
+    }
+
+    /// Release `dependent`'s claim (a dropped sink; a view's goes with
+    /// its collection).
+    pub fn release_dependent(&self, dependent: GlobalId) {
+        if self.inner.dependents.lock().remove(&dependent).is_some() {
+            self.inner.publish_permissions();
+        }
     }
 
     /// The contents of `id` at `as_of` as batches of its schema: each row
@@ -803,7 +839,7 @@ impl Inner {
                 Some(upper) => upper
                     .as_option()
                     .map_or(d.as_of, |u| d.as_of.max(u.saturating_sub(1))),
-                None => d.as_of,
+                None => d.as_of.max(d.progress.unwrap_or(0)),
             };
             for input in d.inputs {
                 let p = permitted.entry(input).or_insert(resume);

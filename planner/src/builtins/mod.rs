@@ -71,6 +71,8 @@ pub enum Builtin {
     PgSequence,
     /// `freshet_internal.source_statuses`: each source's ingestion
     SourceStatuses,
+    /// `freshet_internal.sink_statuses`: each sink's export
+    SinkStatuses,
 }
 
 /// Where a built-in relation's rows come from.

@@ -1048,6 +1048,25 @@ pub static BUILTINS: &[BuiltinRelation] = &[
         ],
         source: Rows(Builtin::SourceStatuses),
     },
+    BuiltinRelation {
+        schema: "freshet_internal",
+        name: "sink_statuses",
+        columns: &[
+            ("object_id", Text),
+            ("name", Text),
+            ("type", Text),
+            ("status", Text),
+            ("error", Text),
+            ("messages_written", Int8),
+            ("bytes_written", Int8),
+            ("frontier", Numeric),
+            ("progress", Numeric),
+            ("lag_ms", Int8),
+            ("last_export_at", TimestampTz),
+            ("last_status_change_at", TimestampTz),
+        ],
+        source: Rows(Builtin::SinkStatuses),
+    },
 ];
 
 /// The columns of `pg_stat_all_tables` and `pg_stat_user_tables`.

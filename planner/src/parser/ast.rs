@@ -44,6 +44,10 @@ pub enum Statement {
     ShowCreate(ObjectKind, ObjectName),
     /// `SHOW SOURCES [{FROM | IN} schema]`.
     ShowSources(Option<ObjectName>),
+    /// `SHOW SINKS [{FROM | IN} schema]`.
+    ShowSinks(Option<ObjectName>),
+    /// `CREATE SINK ...`.
+    CreateSink(Box<super::sink::CreateSinkStatement>),
     /// `CREATE SOURCE ...`.
     CreateSource(Box<super::source::CreateSourceStatement>),
     /// `CREATE SECRET ...`.
@@ -332,6 +336,9 @@ impl std::fmt::Display for Statement {
             Statement::ShowSources(None) => write!(f, "SHOW SOURCES"),
             Statement::ShowSources(Some(s)) => write!(f, "SHOW SOURCES FROM {s}"),
             Statement::CreateSource(s) => write!(f, "{s}"),
+            Statement::ShowSinks(None) => write!(f, "SHOW SINKS"),
+            Statement::ShowSinks(Some(s)) => write!(f, "SHOW SINKS FROM {s}"),
+            Statement::CreateSink(s) => write!(f, "{s}"),
             Statement::CreateSecret(s) => write!(f, "{s}"),
             Statement::AlterSecret(s) => write!(f, "{s}"),
             Statement::ShowSecrets(None) => write!(f, "SHOW SECRETS"),

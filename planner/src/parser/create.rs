@@ -35,6 +35,9 @@ pub(super) fn parse_create(parser: &mut Parser) -> Result<Statement, ParserError
     if let Some(stmt) = super::connection::parse_create_connection(parser)? {
         return Ok(stmt);
     }
+    if super::is_word(parser, 1, "sink") {
+        return super::sink::parse_create_sink(parser);
+    }
     if super::is_word(parser, 1, "source") {
         return super::source::parse_create_source(parser);
     }

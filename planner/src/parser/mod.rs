@@ -22,6 +22,7 @@ mod maintenance;
 pub mod secret;
 mod sequence;
 mod show;
+pub mod sink;
 pub mod source;
 pub(crate) mod stream;
 

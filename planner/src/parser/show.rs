@@ -1,5 +1,5 @@
 //! `SHOW` statements Freshet adds: `SHOW CREATE {MATERIALIZED VIEW |
-//! SOURCE} name`, `SHOW SOURCES [FROM schema]` and `SHOW INDEXES [ON
+//! SOURCE | SINK | CONNECTION} name`, `SHOW {SOURCES | SINKS} [FROM schema]` and `SHOW INDEXES [ON
 //! name]`. Other `SHOW`s (variables, `SHOW CREATE
 //! TABLE`) are sqlparser's.
 
@@ -28,6 +28,18 @@ pub(super) fn parse_show(parser: &mut Parser) -> Result<Statement, ParserError> 
             ObjectKind::Source,
             parser.parse_object_name(false)?,
         ));
+    }
+    if is_word(parser, 1, "create") && is_word(parser, 2, "sink") {
+        for _ in 0..3 {
+            parser.next_token();
+        }
+        return Ok(Statement::ShowCreate(
+            ObjectKind::Sink,
+            parser.parse_object_name(false)?,
+        ));
+    }
+    if is_word(parser, 1, "sinks") {
+        return Ok(Statement::ShowSinks(parse_show_in_schema(parser)?));
     }
     if is_word(parser, 1, "connections") {
         return Ok(Statement::ShowConnections(parse_show_in_schema(parser)?));

@@ -461,6 +461,8 @@ fn parse_words(parser: &mut Parser, phrases: &[&str]) -> Option<String> {
 pub(super) fn parse_drop(parser: &mut Parser) -> Result<Option<Statement>, ParserError> {
     let kind = if is_word(parser, 1, "source") {
         ObjectKind::Source
+    } else if is_word(parser, 1, "sink") {
+        ObjectKind::Sink
     } else if is_word(parser, 1, "secret") {
         ObjectKind::Secret
     } else if is_word(parser, 1, "connection") {

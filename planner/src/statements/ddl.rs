@@ -818,6 +818,7 @@ fn show_create_bare(cx: &StatementContext, id: GlobalId) -> Result<String> {
             ))
         }
         ItemKind::Source => crate::statements::source::show_create_source(cx, item),
+        ItemKind::Sink => crate::statements::sink::show_create_sink(cx, item),
         // The stored text, whose value is a placeholder.
         ItemKind::Secret | ItemKind::Connection => Ok(item.create_sql.clone()),
         _ => {

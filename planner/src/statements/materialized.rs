@@ -227,7 +227,7 @@ pub(crate) fn query_dataflow(
 
 /// The stored, id-resolved definition of view `id`, planned, with its
 /// columns.
-fn planned_definition(
+pub(crate) fn planned_definition(
     state: &SessionState,
     catalog: &CatalogState,
     id: GlobalId,

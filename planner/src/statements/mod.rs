@@ -18,6 +18,7 @@ pub mod peek_join;
 pub mod secret;
 pub mod sequence;
 pub mod shapes;
+pub mod sink;
 pub mod source;
 pub mod subscribe;
 pub mod templates;
@@ -54,6 +55,8 @@ pub fn plan_statement(cx: &StatementContext, stmt: &Statement) -> Result<Plan> {
         Statement::ShowCreate(kind, name) => misc::show_create(cx, *kind, name),
         Statement::ShowSources(schema) => misc::show_sources(cx, schema.as_ref()),
         Statement::CreateSource(s) => source::create_source(cx, s),
+        Statement::CreateSink(s) => sink::create_sink(cx, s),
+        Statement::ShowSinks(schema) => sink::show_sinks(cx, schema.as_ref()),
         Statement::CreateSecret(s) => secret::create_secret(cx, s),
         Statement::AlterSecret(s) => secret::alter_secret(cx, s),
         Statement::ShowSecrets(schema) => secret::show_secrets(cx, schema.as_ref()),

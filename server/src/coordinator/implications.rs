@@ -107,11 +107,15 @@ impl Coordinator {
                     }
                 }
                 Implication::StopIngestion(id) => self.sources.stop(id),
-                Implication::ExportSink(id) | Implication::DropSinkExport(id) => {
-                    return Err(AdapterError::Internal(format!(
-                        "implication for {id} requires sinks, which this build does not run"
-                    )));
+                Implication::ExportSink(id) => {
+                    if let Err(e) = self.start_sink(id) {
+                        if !booting {
+                            return Err(e);
+                        }
+                        tracing::error!(sink = %id, error = %e, "cannot start sink at boot");
+                    }
                 }
+                Implication::DropSinkExport(id) => self.sinks.stop(id),
             }
         }
         Ok(())

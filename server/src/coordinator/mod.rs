@@ -49,6 +49,7 @@ mod read;
 mod response;
 mod sequence;
 mod sequences;
+mod sinks;
 mod temp;
 mod templates;
 mod timestamps;
@@ -70,6 +71,8 @@ pub struct Coordinator {
     pub compute: Arc<ComputeController>,
     /// The ingestions of sources (started and stopped by implications).
     pub sources: Arc<freshet_sources::Sources>,
+    /// The exports of sinks (started and stopped by implications).
+    pub sinks: Arc<freshet_sinks::Sinks>,
     base_df: datafusion::execution::SessionState,
     /// Per table: held alone by writes that read the table before they
     /// write it (from the read to the commit), shared by keyed writes
@@ -132,13 +135,22 @@ impl Coordinator {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             AdapterError::Internal("the coordinator must open inside a tokio runtime".into())
         })?;
-        let sources = Arc::new(freshet_sources::Sources::new(Arc::clone(&storage), runtime));
+        let sources = Arc::new(freshet_sources::Sources::new(
+            Arc::clone(&storage),
+            runtime.clone(),
+        ));
+        let sinks = Arc::new(freshet_sinks::Sinks::new(
+            Arc::clone(&storage),
+            runtime,
+            freshet_sinks::SinkConfig::default(),
+        ));
         let coord = Coordinator {
             catalog: tokio::sync::Mutex::new(catalog),
             state: RwLock::new(Arc::clone(&state)),
             storage,
             compute,
             sources,
+            sinks,
             base_df,
             table_locks: Mutex::new(HashMap::new()),
             connections: Arc::new(ConnectionManager::new()),
@@ -298,6 +310,7 @@ impl Coordinator {
             storage: Arc::clone(&self.storage),
             compute: Arc::clone(&self.compute),
             sources: Arc::clone(&self.sources),
+            sinks: Arc::clone(&self.sinks),
             catalog: self.catalog_for(session),
             database: session.database.clone(),
             vars: (session.vars.clone(), session.reset_vars.clone()),

@@ -146,9 +146,11 @@ pub fn command_tag(stmt: &Statement) -> String {
         Statement::ExplainTimestamp(_) | Statement::ExplainMaterializedView(_) => "EXPLAIN".into(),
         Statement::ShowCreate(..)
         | Statement::ShowSources(_)
+        | Statement::ShowSinks(_)
         | Statement::ShowSecrets(_)
         | Statement::ShowConnections(_) => "SHOW".into(),
         Statement::CreateSource(_) => "CREATE SOURCE".into(),
+        Statement::CreateSink(_) => "CREATE SINK".into(),
         Statement::CreateSecret(_) => "CREATE SECRET".into(),
         Statement::CreateConnection(_) => "CREATE CONNECTION".into(),
         Statement::AlterSecret(_) => "ALTER SECRET".into(),

@@ -145,6 +145,7 @@ impl Coordinator {
                 );
                 self.ddl(session, ddl, ctx).await
             }
+            Plan::CreateSink(create) => self.create_sink(session, tag, *create, ctx).await,
             Plan::CreateSource(create) => {
                 if session.status != TxnStatus::Idle {
                     // As in Materialize: a source starts ingesting when

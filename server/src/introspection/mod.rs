@@ -33,6 +33,8 @@ pub struct QueryReader {
     pub compute: Arc<freshet_compute::ComputeController>,
     /// Source ingestions (for `freshet_internal.source_statuses`).
     pub sources: Arc<freshet_sources::Sources>,
+    /// Sink exports (for `freshet_internal.sink_statuses`).
+    pub sinks: Arc<freshet_sinks::Sinks>,
     /// The catalog version planned against.
     pub catalog: Arc<CatalogState>,
     /// The session's database.
@@ -268,6 +270,7 @@ impl QueryReader {
             Builtin::PgDepend => self.pg_depend(),
             Builtin::PgSequence => self.pg_sequence(),
             Builtin::SourceStatuses => self.source_statuses(),
+            Builtin::SinkStatuses => self.sink_statuses(),
             Builtin::PgAttrdef => self.pg_attrdef(),
             Builtin::PgConstraint => self.pg_constraint(),
             Builtin::KeyColumnUsage => self.key_column_usage(),

@@ -1,6 +1,6 @@
-//! `freshet_internal.source_statuses`: every source of the session's
-//! database with what its ingestion reports (state, last error, what it
-//! ingested, how far it came) and its collections' upper.
+//! `freshet_internal.source_statuses` and `freshet_internal.sink_statuses`:
+//! every source (sink) of the session's database with what its ingestion
+//! (export) reports: state, last error, what it moved, how far it came.
 
 use freshet_catalog::SourceDetails;
 
@@ -46,6 +46,52 @@ impl QueryReader {
                     status.and_then(|s| s.progress.clone()),
                     status
                         .and_then(|s| s.last_ingest_at)
+                        .and_then(timestamp_text),
+                    status.and_then(|s| timestamp_text(s.changed_at)),
+                ]
+            })
+            .collect()
+    }
+}
+
+impl QueryReader {
+    /// One row per sink: its task's status, and its lag: how far its
+    /// target's frontier is behind the least upper of the collections it
+    /// reads (milliseconds, as timestamps are).
+    pub(super) fn sink_statuses(&self) -> Vec<Row> {
+        let schemas = self.schemas_in_db();
+        let statuses = self.sinks.statuses();
+        self.catalog
+            .items()
+            .filter(|item| schemas.iter().any(|s| s.id == item.schema_id))
+            .filter_map(|item| item.sink_details().map(|d| (item, d)))
+            .map(|(item, details)| {
+                let status = statuses.iter().find(|s| s.id == item.id);
+                let upper = self
+                    .catalog
+                    .collections_behind(item.id)
+                    .into_iter()
+                    .filter_map(|id| self.storage.frontiers(id).ok())
+                    .filter_map(|(_, upper)| upper.as_option().copied())
+                    .min();
+                let frontier = status.and_then(|s| s.frontier);
+                let lag = match (upper, frontier) {
+                    (Some(u), Some(f)) => Some(u.saturating_sub(f)),
+                    _ => None,
+                };
+                vec![
+                    Some(item.id.to_string()),
+                    self.name_of(item.id),
+                    Some(details.connector.type_name().to_string()),
+                    Some(status.map_or("starting", |s| s.state.name()).to_string()),
+                    status.and_then(|s| s.error.clone()),
+                    Some(status.map_or(0, |s| s.messages).to_string()),
+                    Some(status.map_or(0, |s| s.bytes).to_string()),
+                    frontier.map(|f| f.to_string()),
+                    status.and_then(|s| s.progress()).map(|p| p.to_string()),
+                    lag.map(|l| l.to_string()),
+                    status
+                        .and_then(|s| s.last_export_at)
                         .and_then(timestamp_text),
                     status.and_then(|s| timestamp_text(s.changed_at)),
                 ]

@@ -25,6 +25,7 @@ mod protocol;
 mod protocol_fuzz;
 mod psql_smoke;
 mod scans;
+mod sinks;
 mod sources;
 mod subscribe;
 mod temporal;

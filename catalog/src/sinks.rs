@@ -1,0 +1,107 @@
+//! What the catalog keeps about a sink: where its changes go, in which
+//! envelope and format, and the time it first read its input.
+//!
+//! A sink's progress is *not* kept here: it lives at the target (a files
+//! sink's manifest, a Kafka topic's messages, a PostgreSQL progress row),
+//! written in the same atomic step as the changes it covers, so the
+//! target and the record of what reached it can never disagree.
+
+use freshet_repr::{GlobalId, RelationDesc, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// A sink's definition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkDetails {
+    /// The relation whose changes it exports (a table, source, view or
+    /// materialized view).
+    pub from: GlobalId,
+    /// The relation's columns when the sink was created: what the
+    /// target's rows hold.
+    pub relation: RelationDesc,
+    /// Where the changes go.
+    pub connector: SinkConnector,
+    /// How each change is shaped.
+    pub envelope: SinkEnvelope,
+    /// `KEY (...)`: column positions in `relation` (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key: Vec<usize>,
+    /// `KEY ... NOT ENFORCED`: the user vouches that the key is unique.
+    #[serde(default)]
+    pub key_not_enforced: bool,
+    /// `WITH (SNAPSHOT = ...)`: whether the input's contents at `as_of`
+    /// are exported first (default true), or only changes after it.
+    pub snapshot: bool,
+    /// The time the sink first read its input at (chosen at `CREATE`).
+    pub as_of: Timestamp,
+}
+
+/// Where a sink writes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SinkConnector {
+    /// `INTO FILES (PATH 'dir' | URL 'file:///dir')`: one immutable file
+    /// per completed range of timestamps, and a manifest naming them.
+    Files(FilesSinkSpec),
+}
+
+impl SinkConnector {
+    /// The word `SHOW SINKS` shows.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            SinkConnector::Files(_) => "files",
+        }
+    }
+}
+
+/// A files sink's target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilesSinkSpec {
+    /// The directory, as an absolute `file://` URL (an object store URL
+    /// later).
+    pub url: String,
+    /// The files' format.
+    pub format: FileFormat,
+}
+
+/// A files sink's file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileFormat {
+    /// Apache Parquet.
+    Parquet,
+    /// CSV with a header line.
+    Csv,
+    /// Newline-delimited JSON objects.
+    Json,
+}
+
+impl FileFormat {
+    /// The files' extension (and the keyword, upper-cased).
+    pub fn extension(&self) -> &'static str {
+        match self {
+            FileFormat::Parquet => "parquet",
+            FileFormat::Csv => "csv",
+            FileFormat::Json => "json",
+        }
+    }
+}
+
+/// How a sink shapes each change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SinkEnvelope {
+    /// Each update as it is: its row and its diff (files only).
+    Diffs,
+    /// Per key, the row it now has, or a delete (a tombstone).
+    Upsert,
+    /// Per key, what it was and what it became (`before`/`after`).
+    Debezium,
+}
+
+impl SinkEnvelope {
+    /// The keyword (`ENVELOPE ...`); `None` for plain diffs.
+    pub fn keyword(&self) -> Option<&'static str> {
+        match self {
+            SinkEnvelope::Diffs => None,
+            SinkEnvelope::Upsert => Some("UPSERT"),
+            SinkEnvelope::Debezium => Some("DEBEZIUM"),
+        }
+    }
+}

@@ -1,0 +1,437 @@
+//! `CREATE SINK`, `SHOW SINKS`, `SHOW CREATE SINK`, and the dataflow a
+//! sink runs.
+//!
+//! A sink exports the changes of one relation. Its dataflow is planned
+//! exactly as a subscribe's (`SELECT <its columns> FROM <relation>`, views
+//! inlined and every construct checked to be maintainable), from the
+//! catalog item each time the sink starts, so a restart needs nothing but
+//! the catalog. The columns are named explicitly (as the relation had
+//! them at `CREATE`), so that a later change to the relation cannot
+//! silently change what the target receives.
+
+use std::collections::BTreeSet;
+
+use datafusion::common::Dependency;
+use datafusion::execution::SessionState;
+use datafusion::sql::sqlparser::ast::{self, ObjectName};
+use freshet_catalog::{
+    CatalogState, FileFormat, FilesSinkSpec, ItemDef, ItemDetails, ItemKind, SinkConnector,
+    SinkDetails, SinkEnvelope,
+};
+use freshet_compute_types::RelPlan;
+use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc};
+
+use crate::error::{PlanError, Result};
+use crate::parser::sink::{CreateSinkStatement, SinkTargetStatement};
+use crate::parser::{normalize_ident, quote_if_needed};
+use crate::plan::{Plan, QueryPlan};
+use crate::query::resolve::id_name;
+use crate::statements::context::StatementContext;
+use crate::statements::misc::{schema_to_show, text_rows};
+
+/// A checked `CREATE SINK`: its catalog item (with `as_of` still to be
+/// chosen) and what it reads.
+#[derive(Debug, Clone)]
+pub struct CreateSinkPlan {
+    /// The sink's catalog item.
+    pub def: ItemDef,
+    /// Skip (with a notice) if the name exists.
+    pub if_not_exists: bool,
+    /// The storage collections its dataflow reads: held at the chosen
+    /// `as_of` while the sink is committed.
+    pub inputs: BTreeSet<GlobalId>,
+}
+
+/// The dataflow a sink runs, planned from its catalog item.
+#[derive(Debug, Clone)]
+pub struct SinkDataflow {
+    /// What to compute (reading indexes' arrangements where it can).
+    pub plan: RelPlan,
+    /// The same read from storage, when `plan` imports indexes.
+    pub from_storage: Option<RelPlan>,
+    /// The storage collections it reads (held while it runs).
+    pub inputs: BTreeSet<GlobalId>,
+}
+
+/// Plan `CREATE SINK`.
+pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<Plan> {
+    let resolver = cx.resolver();
+    let (schema, name) = resolver.create_target(&stmt.name)?;
+    let from = resolver.resolve_readable_item(&stmt.from)?;
+    let relation = from
+        .desc
+        .clone()
+        .ok_or_else(|| PlanError::Internal(format!("{} has no columns", from.name)))?;
+    let planned = plan_dataflow(cx, from.id, &relation)?;
+    let (_, relation, query) = &planned;
+    let connector = match &stmt.target {
+        SinkTargetStatement::Files { option, value } => SinkConnector::Files(FilesSinkSpec {
+            url: files_url(option, value)?,
+            format: match stmt.format.as_deref() {
+                None | Some("PARQUET") => FileFormat::Parquet,
+                Some("CSV") => FileFormat::Csv,
+                Some("JSON") => FileFormat::Json,
+                Some(other) => {
+                    return Err(PlanError::Unsupported(format!("FORMAT {other} for files")));
+                }
+            },
+        }),
+    };
+    let envelope = match stmt.envelope.as_deref() {
+        None => SinkEnvelope::Diffs,
+        Some("UPSERT") => SinkEnvelope::Upsert,
+        Some("DEBEZIUM") => SinkEnvelope::Debezium,
+        Some(other) => return Err(PlanError::Unsupported(format!("ENVELOPE {other}"))),
+    };
+    let key = if stmt.key.is_empty() {
+        match (envelope, table_primary_key(from)) {
+            (SinkEnvelope::Diffs, _) => Vec::new(),
+            (_, Some(pk)) => pk,
+            (e, None) => {
+                return Err(PlanError::InvalidParameter(format!(
+                    "ENVELOPE {} requires a KEY: {} has no primary key to use",
+                    e.keyword().unwrap_or_default(),
+                    from.name
+                )));
+            }
+        }
+    } else {
+        if envelope == SinkEnvelope::Diffs {
+            return Err(PlanError::InvalidParameter(
+                "KEY requires ENVELOPE UPSERT or ENVELOPE DEBEZIUM".into(),
+            ));
+        }
+        crate::query::resolve::key_positions(
+            &relation.columns,
+            stmt.key.iter().map(normalize_ident),
+        )?
+    };
+    if !key.is_empty() && !stmt.key_not_enforced && !provably_unique(cx, from, query, &key) {
+        let names: Vec<&str> = key
+            .iter()
+            .map(|&i| relation.columns[i].name.as_str())
+            .collect();
+        return Err(PlanError::InvalidParameter(format!(
+            "upsert key could not be validated as unique: ({}) is not a primary key or \
+             unique constraint of {}, nor the grouping key of its query; if it is unique, \
+             say KEY ({}) NOT ENFORCED",
+            names.join(", "),
+            from.name,
+            names.join(", ")
+        )));
+    }
+    let mut snapshot = true;
+    for (option, value) in &stmt.options {
+        match option.as_str() {
+            "SNAPSHOT" => snapshot = bool_value(option, value.as_ref())?,
+            other => {
+                return Err(PlanError::InvalidParameter(format!(
+                    "unrecognized CREATE SINK option \"{other}\""
+                )));
+            }
+        }
+    }
+    let mut canonical = stmt.clone();
+    canonical.if_not_exists = false;
+    canonical.from = id_name(from.id);
+    canonical.format = Some(
+        match &connector {
+            SinkConnector::Files(f) => f.format.extension(),
+        }
+        .to_uppercase(),
+    );
+    canonical.key = key
+        .iter()
+        .map(|&i| quote_if_needed(&relation.columns[i].name))
+        .collect();
+    let SinkConnector::Files(files) = &connector;
+    canonical.target = SinkTargetStatement::Files {
+        option: "URL".into(),
+        value: files.url.clone(),
+    };
+    let details = SinkDetails {
+        from: from.id,
+        relation: relation.clone(),
+        connector,
+        envelope,
+        key,
+        key_not_enforced: stmt.key_not_enforced,
+        snapshot,
+        as_of: 0,
+    };
+    Ok(Plan::CreateSink(Box::new(CreateSinkPlan {
+        def: ItemDef {
+            schema_id: schema.id,
+            name,
+            kind: ItemKind::Sink,
+            create_sql: canonical.to_string(),
+            desc: None,
+            references: vec![from.id],
+            details: ItemDetails::Sink(Box::new(details)),
+            options: Default::default(),
+        },
+        if_not_exists: stmt.if_not_exists,
+        inputs: query.inputs.clone(),
+    })))
+}
+
+/// The dataflow of sink `id`, planned from its catalog item (as the
+/// catalog is now) in the context stored definitions are planned in.
+pub fn sink_dataflow(
+    state: &SessionState,
+    catalog: &CatalogState,
+    id: GlobalId,
+) -> Result<SinkDataflow> {
+    let item = catalog.get_item(id)?;
+    let details = item
+        .sink_details()
+        .ok_or_else(|| PlanError::Internal(format!("{id} is not a sink")))?;
+    crate::statements::materialized::with_stored_context(state, catalog, id, |cx| {
+        let (plan, relation, query) = plan_dataflow(cx, details.from, &details.relation)?;
+        if relation.columns.len() != details.relation.columns.len() {
+            return Err(PlanError::InvalidDefinition(format!(
+                "the columns of {} changed since the sink was created",
+                catalog.describe(details.from)
+            )));
+        }
+        let from_storage = if plan.imported_indexes().is_empty() {
+            None
+        } else {
+            let query = select_columns(details.from, &details.relation)?;
+            Some(crate::statements::materialized::query_dataflow(cx, &query, false)?.0)
+        };
+        Ok(SinkDataflow {
+            plan,
+            from_storage,
+            inputs: query.inputs,
+        })
+    })
+}
+
+/// The columns a sink's target rows have: `mz_timestamp` (bigint), then
+/// `mz_diff` and the relation's columns, or for an envelope `mz_state`,
+/// the key columns and the value columns (`before_`/`after_` for
+/// Debezium) — a subscribe's columns, with the timestamp as a plain
+/// integer for the readers of files.
+pub fn target_desc(details: &SinkDetails) -> RelationDesc {
+    use crate::statements::subscribe::{SubscribeEnvelope, output_desc};
+    let envelope = match details.envelope {
+        SinkEnvelope::Diffs => SubscribeEnvelope::Diffs,
+        SinkEnvelope::Upsert => SubscribeEnvelope::Upsert {
+            key: details.key.clone(),
+        },
+        SinkEnvelope::Debezium => SubscribeEnvelope::Debezium {
+            key: details.key.clone(),
+        },
+    };
+    let mut desc = output_desc(&details.relation, &envelope, false);
+    desc.columns[0] = ColumnDesc {
+        name: "mz_timestamp".into(),
+        ty: PgType::Int8,
+        nullable: false,
+    };
+    desc
+}
+
+/// `SHOW SINKS [{FROM | IN} schema]`.
+pub fn show_sinks(cx: &StatementContext, schema: Option<&ObjectName>) -> Result<Plan> {
+    let schema = schema_to_show(cx, schema)?;
+    let mut rows: Vec<Vec<Option<String>>> = cx
+        .catalog
+        .items()
+        .filter(|i| i.schema_id == schema && i.kind == ItemKind::Sink)
+        .map(|i| {
+            let details = i.sink_details();
+            vec![
+                Some(i.name.clone()),
+                details.map(|d| d.connector.type_name().to_string()),
+                details.map(|d| cx.resolver().display_name(d.from).to_string()),
+            ]
+        })
+        .collect();
+    rows.sort();
+    text_rows(
+        &[
+            ("name", PgType::Text),
+            ("type", PgType::Text),
+            ("from", PgType::Text),
+        ],
+        rows,
+    )
+}
+
+/// `SHOW CREATE SINK`: the stored statement with the sink and its
+/// relation named as users name them.
+pub fn show_create_sink(cx: &StatementContext, item: &freshet_catalog::Item) -> Result<String> {
+    let mut stmts = crate::parser::parse(&item.create_sql)?;
+    let Some(crate::parser::Statement::CreateSink(mut stmt)) = stmts.pop() else {
+        return Err(PlanError::Internal(format!(
+            "stored definition of sink {} is not CREATE SINK",
+            item.name
+        )));
+    };
+    stmt.name = cx.resolver().display_name(item.id);
+    if let Some(d) = item.sink_details() {
+        stmt.from = cx.resolver().display_name(d.from);
+    }
+    Ok(stmt.to_string())
+}
+
+/// The dataflow of `SELECT <relation's columns> FROM <from>`, reusing
+/// indexes, with its output columns and planned query.
+fn plan_dataflow(
+    cx: &StatementContext,
+    from: GlobalId,
+    relation: &RelationDesc,
+) -> Result<(RelPlan, RelationDesc, QueryPlan)> {
+    let query = select_columns(from, relation)?;
+    crate::statements::materialized::query_dataflow(cx, &query, true)
+}
+
+fn select_columns(from: GlobalId, relation: &RelationDesc) -> Result<Box<ast::Query>> {
+    let columns: Vec<String> = relation
+        .columns
+        .iter()
+        .map(|c| quote_if_needed(&c.name).to_string())
+        .collect();
+    let sql = format!("SELECT {} FROM {}", columns.join(", "), id_name(from));
+    match datafusion::sql::sqlparser::parser::Parser::parse_sql(
+        &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
+        &sql,
+    )
+    .map_err(|e| PlanError::Internal(format!("{sql}: {e}")))?
+    .pop()
+    {
+        Some(ast::Statement::Query(q)) => Ok(q),
+        _ => Err(PlanError::Internal(format!("{sql} is not a query"))),
+    }
+}
+
+/// `PATH 'dir'` (relative to the server's working directory) or `URL
+/// 'file:///dir'`, as an absolute `file://` URL.
+fn files_url(option: &str, value: &str) -> Result<String> {
+    let path = match option {
+        "URL" => match value.strip_prefix("file://") {
+            Some(path) => std::path::PathBuf::from(path),
+            None => {
+                return Err(PlanError::Unsupported(format!(
+                    "sink URL \"{value}\": only file:// URLs are supported"
+                )));
+            }
+        },
+        _ => std::path::PathBuf::from(value),
+    };
+    if path.as_os_str().is_empty() {
+        return Err(PlanError::InvalidParameter(
+            "a files sink needs a directory".into(),
+        ));
+    }
+    let path = if path.is_absolute() {
+        path
+    } else {
+        std::env::current_dir()
+            .map_err(|e| PlanError::Internal(format!("working directory: {e}")))?
+            .join(path)
+    };
+    let text = path.to_str().ok_or_else(|| {
+        PlanError::InvalidParameter(format!("sink path {} is not UTF-8", path.display()))
+    })?;
+    Ok(format!("file://{text}"))
+}
+
+/// The primary key of `item`, if it is a table with one.
+fn table_primary_key(item: &freshet_catalog::Item) -> Option<Vec<usize>> {
+    match &item.details {
+        ItemDetails::Table { keys, .. } if !keys.primary_key.is_empty() => {
+            Some(keys.primary_key.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Whether no two rows of `from` can share the values of `key`: a
+/// primary key or a `UNIQUE` constraint (with NULLs that cannot repeat)
+/// within it, or a functional dependency DataFusion derives (a `GROUP BY`,
+/// a `DISTINCT`) whose determinant lies within it, for the sink's query or
+/// for the definition of the view it reads.
+///
+/// Freshet's scans declare no constraints to DataFusion, so every
+/// single-valued dependency comes from grouping, where a NULL key is one
+/// group like any other: such a key is unique even where it is nullable.
+fn provably_unique(
+    cx: &StatementContext,
+    from: &freshet_catalog::Item,
+    query: &QueryPlan,
+    key: &[usize],
+) -> bool {
+    let within = |cols: &[usize]| !cols.is_empty() && cols.iter().all(|c| key.contains(c));
+    if let ItemDetails::Table { keys, .. } = &from.details {
+        let desc = from.desc.as_ref();
+        let non_null = |cols: &[usize]| {
+            cols.iter().all(|&c| {
+                desc.and_then(|d| d.columns.get(c))
+                    .is_some_and(|c| !c.nullable)
+            })
+        };
+        if within(&keys.primary_key)
+            || keys
+                .unique
+                .iter()
+                .any(|u| within(&u.columns) && (u.nulls_not_distinct || non_null(&u.columns)))
+        {
+            return true;
+        }
+    }
+    let grouped = |plan: &QueryPlan| {
+        plan.logical
+            .schema()
+            .functional_dependencies()
+            .iter()
+            .any(|d| d.mode == Dependency::Single && within(&d.source_indices))
+    };
+    if grouped(query) {
+        return true;
+    }
+    // A materialized view is read from its collection: its definition
+    // says what it holds (its columns in the same order).
+    matches!(from.kind, ItemKind::MaterializedView | ItemKind::View)
+        && crate::statements::materialized::planned_definition(cx.state, cx.catalog, from.id, false)
+            .is_ok_and(|(definition, _)| grouped(&definition))
+}
+
+fn bool_value(name: &str, value: Option<&ast::Expr>) -> Result<bool> {
+    let Some(value) = value else {
+        return Ok(true);
+    };
+    let text = match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Boolean(b) => return Ok(*b),
+            ast::Value::SingleQuotedString(s) => s.to_lowercase(),
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(i) => i.value.to_lowercase(),
+        other => other.to_string(),
+    };
+    match text.as_str() {
+        "true" | "on" | "t" | "yes" | "1" => Ok(true),
+        "false" | "off" | "f" | "no" | "0" => Ok(false),
+        _ => Err(PlanError::InvalidParameter(format!(
+            "CREATE SINK option {name} requires a Boolean value"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_become_absolute_file_urls() {
+        assert_eq!(files_url("PATH", "/tmp/out").unwrap(), "file:///tmp/out");
+        assert_eq!(files_url("URL", "file:///x/y").unwrap(), "file:///x/y");
+        assert!(files_url("URL", "s3://bucket/x").is_err());
+        assert!(files_url("PATH", "").is_err());
+        let relative = files_url("PATH", "out").unwrap();
+        assert!(relative.starts_with("file:///") && relative.ends_with("/out"));
+    }
+}
