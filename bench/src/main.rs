@@ -157,6 +157,11 @@ struct Args {
     /// due: sent, acknowledged, delivered), to see when the slow ones came.
     #[arg(long)]
     subscribe_trace: Option<PathBuf>,
+    /// In the subscribe benchmark, deliver through a files sink (CSV)
+    /// instead of a subscribed client: commit → visible at the sink's
+    /// target.
+    #[arg(long)]
+    subscribe_sink: bool,
     /// Run the concurrent-connections benchmark (idle memory per
     /// connection; SELECT 1 and keyed lookups from N sessions at once)
     /// instead of the maintenance benchmark.
@@ -310,6 +315,7 @@ async fn bench(args: &Args) -> Result<()> {
             rows_per_insert: args.subscribe_rows_per_insert.clone(),
             sizes: args.subscribe_sizes.clone(),
             trace: args.subscribe_trace.as_deref(),
+            sink: args.subscribe_sink,
         };
         let rows = subscribe::run(&sub_settings).await?;
         notes.push("PostgreSQL has no SUBSCRIBE; this section measures Freshet alone.".into());

@@ -51,6 +51,10 @@ pub struct SubscribeSettings<'a> {
     pub sizes: Vec<usize>,
     /// Where to write each write's times, if anywhere (see `--subscribe-trace`).
     pub trace: Option<&'a std::path::Path>,
+    /// Deliver through a files sink (`CREATE SINK ... INTO FILES ... FORMAT
+    /// CSV`) instead of a subscribed client: a row is delivered when a
+    /// manifest naming its file is seen (see `sink_reader`).
+    pub sink: bool,
 }
 
 /// One rate's figures.
@@ -144,46 +148,28 @@ async fn one_rate(
     let times: Arc<Mutex<HashMap<i64, Times>>> =
         Arc::new(Mutex::new(HashMap::with_capacity(total)));
 
-    // The subscriber.
-    let subscriber = server.connect().await?;
-    let stream = subscriber
-        .copy_out(&format!(
-            "COPY (SUBSCRIBE {subscribed} WITH (SNAPSHOT = false)) TO STDOUT"
+    let column = if size == 0 { 2 } else { 3 };
+    let sink_dir = tempfile::tempdir().context("a directory for the sink")?;
+    let reader = if settings.sink {
+        db::exec(
+            &setup,
+            &format!(
+                "CREATE SINK evs FROM {subscribed} INTO FILES (PATH '{}') FORMAT CSV \
+                 WITH (SNAPSHOT = false)",
+                sink_dir.path().display()
+            ),
+            "Freshet",
+        )
+        .await?;
+        tokio::spawn(sink_reader(
+            sink_dir.path().to_path_buf(),
+            Arc::clone(&times),
+            total,
+            column,
         ))
-        .await
-        .context("start the subscribe")?;
-    let reader_times = Arc::clone(&times);
-    let reader = tokio::spawn(async move {
-        let mut stream = Box::pin(stream);
-        let mut pending = String::new();
-        let mut seen = 0usize;
-        while seen < total {
-            let chunk: Option<std::result::Result<Bytes, _>> = stream.next().await;
-            let Some(Ok(chunk)) = chunk else { break };
-            let now = Instant::now();
-            pending.push_str(&String::from_utf8_lossy(&chunk));
-            let mut map = reader_times.lock().await;
-            while let Some(i) = pending.find('\n') {
-                let line: String = pending.drain(..=i).collect();
-                // mz_timestamp, mz_diff, then `ev`'s id and g, or the
-                // view's g, last, n: the write is the id (the group's new
-                // last) of an inserted row.
-                let fields: Vec<&str> = line.trim_end().split('\t').collect();
-                let column = if size == 0 { 2 } else { 3 };
-                if fields.get(1) == Some(&"1")
-                    && let Some(id) = fields.get(column).and_then(|v| v.parse::<i64>().ok())
-                    && id >= 0
-                {
-                    let t = map.entry(id).or_default();
-                    if t.delivered.is_none() {
-                        t.delivered = Some(now);
-                        seen += 1;
-                    }
-                }
-            }
-        }
-        seen
-    });
+    } else {
+        subscriber_reader(server, subscribed, Arc::clone(&times), total, column).await?
+    };
 
     // Writers on an open-loop schedule: INSERT j (rows j*r .. j*r+r-1) is
     // due at start + j*r/rate.
@@ -285,6 +271,110 @@ async fn one_rate(
     })
 }
 
+/// The subscribed client: a row is delivered when its line arrives.
+async fn subscriber_reader(
+    server: &FreshetServer,
+    subscribed: &str,
+    times: Arc<Mutex<HashMap<i64, Times>>>,
+    total: usize,
+    column: usize,
+) -> Result<tokio::task::JoinHandle<usize>> {
+    let subscriber = server.connect().await?;
+    let stream = subscriber
+        .copy_out(&format!(
+            "COPY (SUBSCRIBE {subscribed} WITH (SNAPSHOT = false)) TO STDOUT"
+        ))
+        .await
+        .context("start the subscribe")?;
+    Ok(tokio::spawn(async move {
+        let mut stream = Box::pin(stream);
+        let mut pending = String::new();
+        let mut seen = 0usize;
+        while seen < total {
+            let chunk: Option<std::result::Result<Bytes, _>> = stream.next().await;
+            let Some(Ok(chunk)) = chunk else { break };
+            let now = Instant::now();
+            pending.push_str(&String::from_utf8_lossy(&chunk));
+            let mut map = times.lock().await;
+            while let Some(i) = pending.find('\n') {
+                let line: String = pending.drain(..=i).collect();
+                // mz_timestamp, mz_diff, then `ev`'s id and g, or the
+                // view's g, last, n: the write is the id (the group's new
+                // last) of an inserted row.
+                let fields: Vec<&str> = line.trim_end().split('\t').collect();
+                if fields.get(1) == Some(&"1")
+                    && let Some(id) = fields.get(column).and_then(|v| v.parse::<i64>().ok())
+                    && id >= 0
+                {
+                    let t = map.entry(id).or_default();
+                    if t.delivered.is_none() {
+                        t.delivered = Some(now);
+                        seen += 1;
+                    }
+                }
+            }
+        }
+        seen
+    }))
+}
+
+/// The files sink's reader: polls the sink's `manifest.json` every
+/// millisecond; the rows of each file it names for the first time are
+/// delivered at that moment (the file is complete and committed then).
+/// CSV columns: `mz_timestamp`, `mz_diff`, then the relation's.
+async fn sink_reader(
+    dir: std::path::PathBuf,
+    times: Arc<Mutex<HashMap<i64, Times>>>,
+    total: usize,
+    column: usize,
+) -> usize {
+    let mut read_files = std::collections::HashSet::new();
+    let mut seen = 0usize;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while seen < total && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let Ok(text) = std::fs::read_to_string(dir.join("manifest.json")) else {
+            continue;
+        };
+        let now = Instant::now();
+        let Ok(manifest) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        let names: Vec<String> = manifest["files"]
+            .as_array()
+            .map(|files| {
+                files
+                    .iter()
+                    .filter_map(|f| f["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for name in names {
+            if !read_files.insert(name.clone()) {
+                continue;
+            }
+            let Ok(csv) = std::fs::read_to_string(dir.join(&name)) else {
+                continue;
+            };
+            let mut map = times.lock().await;
+            for line in csv.lines().skip(1) {
+                let fields: Vec<&str> = line.split(',').collect();
+                if fields.get(1) == Some(&"1")
+                    && let Some(id) = fields.get(column).and_then(|v| v.parse::<i64>().ok())
+                    && id >= 0
+                {
+                    let t = map.entry(id).or_default();
+                    if t.delivered.is_none() {
+                        t.delivered = Some(now);
+                        seen += 1;
+                    }
+                }
+            }
+        }
+    }
+    seen
+}
+
 /// `later - earlier` in milliseconds, negative if `later` came first.
 fn signed_ms(later: Instant, earlier: Instant) -> f64 {
     if later >= earlier {
@@ -309,7 +399,16 @@ fn p50_p99(values: &mut [f64]) -> (f64, f64) {
 
 /// The Markdown section of the subscribe benchmark.
 pub fn render(rows: &[SubscribeRow], settings: &SubscribeSettings<'_>) -> String {
-    let mut s = format!(
+    let mut s = String::new();
+    if settings.sink {
+        s.push_str(
+            "Delivered through a files sink: `CREATE SINK evs FROM x INTO FILES (PATH ...) \
+             FORMAT CSV WITH (SNAPSHOT = false)`; a row is delivered when the benchmark, polling \
+             the sink's `manifest.json` every millisecond, first sees a manifest naming the row's \
+             file (the sink commits about once a second).\n\n",
+        );
+    }
+    s += &format!(
         "## SUBSCRIBE latency: write commit → row delivered\n\n\
          One client streams `COPY (SUBSCRIBE x WITH (SNAPSHOT = false)) TO STDOUT`; {} writer \
          connections insert rows (`INSERT INTO ev VALUES (i, i % {GROUPS})`, or `INSERT INTO ev \
