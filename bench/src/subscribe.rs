@@ -302,16 +302,7 @@ async fn subscriber_reader(
                 // view's g, last, n: the write is the id (the group's new
                 // last) of an inserted row.
                 let fields: Vec<&str> = line.trim_end().split('\t').collect();
-                if fields.get(1) == Some(&"1")
-                    && let Some(id) = fields.get(column).and_then(|v| v.parse::<i64>().ok())
-                    && id >= 0
-                {
-                    let t = map.entry(id).or_default();
-                    if t.delivered.is_none() {
-                        t.delivered = Some(now);
-                        seen += 1;
-                    }
-                }
+                seen += usize::from(deliver(&mut map, &fields, column, now));
             }
         }
         seen
@@ -359,20 +350,28 @@ async fn sink_reader(
             let mut map = times.lock().await;
             for line in csv.lines().skip(1) {
                 let fields: Vec<&str> = line.split(',').collect();
-                if fields.get(1) == Some(&"1")
-                    && let Some(id) = fields.get(column).and_then(|v| v.parse::<i64>().ok())
-                    && id >= 0
-                {
-                    let t = map.entry(id).or_default();
-                    if t.delivered.is_none() {
-                        t.delivered = Some(now);
-                        seen += 1;
-                    }
-                }
+                seen += usize::from(deliver(&mut map, &fields, column, now));
             }
         }
     }
     seen
+}
+
+/// Mark the write a delivered row names (`mz_timestamp`, `mz_diff`, then
+/// the columns; the write's id in `column`) as delivered at `now`, if it
+/// is an insert of a measured write not seen before; whether it was.
+fn deliver(map: &mut HashMap<i64, Times>, fields: &[&str], column: usize, now: Instant) -> bool {
+    if fields.get(1) == Some(&"1")
+        && let Some(id) = fields.get(column).and_then(|v| v.parse::<i64>().ok())
+        && id >= 0
+    {
+        let t = map.entry(id).or_default();
+        if t.delivered.is_none() {
+            t.delivered = Some(now);
+            return true;
+        }
+    }
+    false
 }
 
 /// `later - earlier` in milliseconds, negative if `later` came first.

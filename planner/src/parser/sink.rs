@@ -118,16 +118,10 @@ pub(super) fn parse_create_sink(parser: &mut Parser) -> Result<Statement, Parser
     let mut options = Vec::new();
     if parser.parse_keyword(Keyword::WITH) {
         parser.expect_token(&Token::LParen)?;
-        options = parser.parse_comma_separated(|p| {
-            let name = p.parse_identifier()?.value.to_uppercase();
-            let _ = p.consume_token(&Token::Eq);
-            let value = if matches!(p.peek_token().token, Token::Comma | Token::RParen) {
-                None
-            } else {
-                Some(p.parse_expr()?)
-            };
-            Ok((name, value))
-        })?;
+        options = super::stream::parse_option_list(parser)?
+            .into_iter()
+            .map(|(name, value)| (name.to_uppercase(), value))
+            .collect();
         parser.expect_token(&Token::RParen)?;
     }
     Ok(Statement::CreateSink(Box::new(CreateSinkStatement {

@@ -150,17 +150,7 @@ fn parse_subscribe_body(parser: &mut Parser) -> Result<SubscribeStatement, Parse
             stmt.envelope = Some((kind, key));
         } else if stmt.options.is_empty() && parser.parse_keyword(Keyword::WITH) {
             parser.expect_token(&Token::LParen)?;
-            stmt.options = parser.parse_comma_separated(|p| {
-                let name = p.parse_identifier()?.value.to_lowercase();
-                let value = if p.consume_token(&Token::Eq) {
-                    Some(p.parse_expr()?)
-                } else if matches!(p.peek_token().token, Token::Comma | Token::RParen) {
-                    None
-                } else {
-                    Some(p.parse_expr()?)
-                };
-                Ok((name, value))
-            })?;
+            stmt.options = parse_option_list(parser)?;
             parser.expect_token(&Token::RParen)?;
         } else if stmt.as_of.is_none() && parser.parse_keywords(&[Keyword::AS, Keyword::OF]) {
             let at_least = parser.parse_keywords(&[Keyword::AT, Keyword::LEAST]);
@@ -254,6 +244,24 @@ fn parse_fetch(parser: &mut Parser) -> Result<Statement, ParserError> {
         name,
         count,
         timeout,
+    })
+}
+
+/// `name [=] [value], ...` inside a `WITH (...)` (`SUBSCRIBE`'s, `CREATE
+/// SINK`'s): names lower-cased, each with its value if one is given.
+pub(crate) fn parse_option_list(
+    parser: &mut Parser,
+) -> Result<Vec<(String, Option<ast::Expr>)>, ParserError> {
+    parser.parse_comma_separated(|p| {
+        let name = p.parse_identifier()?.value.to_lowercase();
+        let value = if p.consume_token(&Token::Eq) {
+            Some(p.parse_expr()?)
+        } else if matches!(p.peek_token().token, Token::Comma | Token::RParen) {
+            None
+        } else {
+            Some(p.parse_expr()?)
+        };
+        Ok((name, value))
     })
 }
 

@@ -123,7 +123,12 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
     let mut snapshot = true;
     for (option, value) in &stmt.options {
         match option.as_str() {
-            "SNAPSHOT" => snapshot = bool_value(option, value.as_ref())?,
+            "SNAPSHOT" => {
+                snapshot = match value {
+                    None => true,
+                    Some(v) => crate::statements::subscribe::bool_option("CREATE SINK", option, v)?,
+                }
+            }
             other => {
                 return Err(PlanError::InvalidParameter(format!(
                     "unrecognized CREATE SINK option \"{other}\""
@@ -397,28 +402,6 @@ fn provably_unique(
     matches!(from.kind, ItemKind::MaterializedView | ItemKind::View)
         && crate::statements::materialized::planned_definition(cx.state, cx.catalog, from.id, false)
             .is_ok_and(|(definition, _)| grouped(&definition))
-}
-
-fn bool_value(name: &str, value: Option<&ast::Expr>) -> Result<bool> {
-    let Some(value) = value else {
-        return Ok(true);
-    };
-    let text = match value {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::Boolean(b) => return Ok(*b),
-            ast::Value::SingleQuotedString(s) => s.to_lowercase(),
-            other => other.to_string(),
-        },
-        ast::Expr::Identifier(i) => i.value.to_lowercase(),
-        other => other.to_string(),
-    };
-    match text.as_str() {
-        "true" | "on" | "t" | "yes" | "1" => Ok(true),
-        "false" | "off" | "f" | "no" | "0" => Ok(false),
-        _ => Err(PlanError::InvalidParameter(format!(
-            "CREATE SINK option {name} requires a Boolean value"
-        ))),
-    }
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ pub fn plan_subscribe(cx: &StatementContext, stmt: &SubscribeStatement) -> Resul
     for (name, value) in &stmt.options {
         let flag = match value {
             None => true,
-            Some(v) => bool_option(name, v)?,
+            Some(v) => bool_option("SUBSCRIBE", name, v)?,
         };
         match name.as_str() {
             "snapshot" => snapshot = flag,
@@ -109,7 +109,9 @@ pub fn plan_subscribe(cx: &StatementContext, stmt: &SubscribeStatement) -> Resul
     })
 }
 
-fn bool_option(name: &str, value: &ast::Expr) -> Result<bool> {
+/// The Boolean value of option `name` of `statement` (`true`, `on`,
+/// `'yes'`, `1`, ...).
+pub(crate) fn bool_option(statement: &str, name: &str, value: &ast::Expr) -> Result<bool> {
     let text = match value {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::Boolean(b) => return Ok(*b),
@@ -124,7 +126,7 @@ fn bool_option(name: &str, value: &ast::Expr) -> Result<bool> {
         "true" | "on" | "t" | "yes" | "1" => Ok(true),
         "false" | "off" | "f" | "no" | "0" => Ok(false),
         _ => Err(PlanError::InvalidParameter(format!(
-            "SUBSCRIBE option {} requires a Boolean value",
+            "{statement} option {} requires a Boolean value",
             name.to_uppercase()
         ))),
     }
