@@ -41,14 +41,14 @@ fn array<T: ToString>(values: impl IntoIterator<Item = T>) -> Option<String> {
 /// `pg_class.relkind` of an item.
 pub(super) fn relkind(kind: ItemKind) -> &'static str {
     match kind {
-        ItemKind::Table | ItemKind::Source | ItemKind::Sink => "r",
+        ItemKind::Table | ItemKind::Source => "r",
         ItemKind::View => "v",
         ItemKind::MaterializedView => "m",
         ItemKind::Index => "i",
         ItemKind::Sequence => "S",
-        // Not listed (`items_in_db`): secrets and connections are no
-        // relations.
-        ItemKind::Secret | ItemKind::Connection => "",
+        // Not listed (`items_in_db`): secrets, connections and sinks are
+        // no relations.
+        ItemKind::Secret | ItemKind::Connection | ItemKind::Sink => "",
     }
 }
 
@@ -56,7 +56,11 @@ pub(super) fn relkind(kind: ItemKind) -> &'static str {
 /// none).
 fn relam(kind: ItemKind) -> u32 {
     match kind {
-        ItemKind::View | ItemKind::Sequence | ItemKind::Secret | ItemKind::Connection => 0,
+        ItemKind::View
+        | ItemKind::Sequence
+        | ItemKind::Secret
+        | ItemKind::Connection
+        | ItemKind::Sink => 0,
         ItemKind::Index => BTREE_AM_OID,
         _ => HEAP_AM_OID,
     }
@@ -80,7 +84,9 @@ impl QueryReader {
             .filter_map(|i| {
                 if matches!(
                     i.kind,
-                    freshet_catalog::ItemKind::Secret | freshet_catalog::ItemKind::Connection
+                    freshet_catalog::ItemKind::Secret
+                        | freshet_catalog::ItemKind::Connection
+                        | freshet_catalog::ItemKind::Sink
                 ) {
                     return None;
                 }

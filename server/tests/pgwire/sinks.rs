@@ -282,6 +282,15 @@ async fn files_sinks_export_each_change_once_with_holds_and_statuses() {
             Some("t".into())
         ]]
     );
+    // A sink is no relation: `\d`'s query over pg_class does not list it.
+    assert_eq!(
+        rows(
+            &c,
+            "SELECT relname FROM pg_class WHERE relname IN ('s', 'sb', 't')"
+        )
+        .await,
+        vec![vec![Some("t".to_string())]]
+    );
     // The sinks hold their input; dropping the input needs CASCADE.
     assert!(holds_on(&c, "t").await >= 1);
     let e = c.batch_execute("DROP TABLE t").await.unwrap_err();
