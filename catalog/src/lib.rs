@@ -28,7 +28,9 @@ pub use objects::{
     CatalogObject, Database, DefaultExpr, Identity, Item, ItemDetails, ItemKind, ItemOptions,
     Schema, SecretValue, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
-pub use sinks::{FileFormat, FilesSinkSpec, SinkConnector, SinkDetails, SinkEnvelope};
+pub use sinks::{
+    FileFormat, FilesSinkSpec, KafkaSinkSpec, SinkConnector, SinkDetails, SinkEnvelope,
+};
 pub use sources::{
     Ingestion, KafkaFormat, KafkaSourceSpec, LoadGenerator, LoadGeneratorSpec, PostgresSourceSpec,
     PostgresSourceTable, PostgresUpstreamColumn, SourceConnector, SourceDetails, SourceShape,

@@ -41,6 +41,9 @@ pub enum SinkConnector {
     /// `INTO FILES (PATH 'dir' | URL 'file:///dir')`: one immutable file
     /// per completed range of timestamps, and a manifest naming them.
     Files(FilesSinkSpec),
+    /// `INTO KAFKA CONNECTION k (TOPIC 't')`: one JSON message per key
+    /// and change, and a progress topic recording what reached it.
+    Kafka(KafkaSinkSpec),
 }
 
 impl SinkConnector {
@@ -48,8 +51,35 @@ impl SinkConnector {
     pub fn type_name(&self) -> &'static str {
         match self {
             SinkConnector::Files(_) => "files",
+            SinkConnector::Kafka(_) => "kafka",
         }
     }
+
+    /// The connection it writes through, if any (dropping it needs
+    /// `CASCADE`).
+    pub fn connection(&self) -> Option<GlobalId> {
+        match self {
+            SinkConnector::Files(_) => None,
+            SinkConnector::Kafka(k) => Some(k.connection),
+        }
+    }
+}
+
+/// A Kafka sink's target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KafkaSinkSpec {
+    /// The connection (`CREATE CONNECTION ... TO KAFKA`).
+    pub connection: GlobalId,
+    /// `TOPIC 't'`: where the changes go (created if missing).
+    pub topic: String,
+    /// `PROGRESS TOPIC 'p'`: where the sink records, after each commit,
+    /// the frontier below which every change is in `topic` (created if
+    /// missing, one partition).
+    pub progress_topic: String,
+    /// `TOPIC PARTITION COUNT n`: partitions of a topic the sink creates.
+    pub partitions: i32,
+    /// `TOPIC REPLICATION FACTOR n`: replicas of a topic the sink creates.
+    pub replication_factor: i16,
 }
 
 /// A files sink's target.

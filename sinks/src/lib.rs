@@ -7,7 +7,7 @@
 //! shaping them into the sink's envelope ([`envelope`]), committing
 //! completed ranges of timestamps to the target, and recording the
 //! progress *at the target itself*, in the same atomic step as the
-//! changes it covers ([`files`]). A restart reads that progress back and
+//! changes it covers ([`files`], [`kafka`]). A restart reads that progress back and
 //! resumes exactly after it, so nothing is repeated and nothing skipped.
 //!
 //! While it runs, a sink holds its inputs readable at its progress (read
@@ -22,6 +22,8 @@
 pub mod envelope;
 mod error;
 pub mod files;
+pub mod json;
+pub mod kafka;
 mod run;
 mod status;
 
@@ -49,6 +51,9 @@ pub struct SinkTarget {
     pub details: SinkDetails,
     /// The columns of the rows its target receives.
     pub schema: SchemaRef,
+    /// A Kafka sink's brokers (its connection's, when it started; empty
+    /// for other targets).
+    pub brokers: Vec<String>,
 }
 
 /// A sink's dataflow, started.

@@ -15,6 +15,7 @@ use freshet_storage::{ReadHold, Storage};
 use crate::envelope::{KeyedState, rebatch, timestamps};
 use crate::error::{Result, SinkError};
 use crate::files::FilesTarget;
+use crate::kafka::KafkaTarget;
 use crate::status::{SinkState, StatusCell};
 use crate::{DataflowStarter, SinkConfig, SinkTarget};
 
@@ -62,9 +63,8 @@ async fn run_once(
     config: SinkConfig,
 ) -> Result<()> {
     let details = &target.details;
-    let SinkConnector::Files(spec) = &details.connector;
-    let mut files = FilesTarget::open(target.id, spec, Arc::clone(&target.schema))?;
-    let frontier = files.recover().await?;
+    let mut to = Target::open(target).await?;
+    let frontier = to.recover().await?;
     status.resumed_at(frontier);
     let keyed = details.envelope != SinkEnvelope::Diffs;
     // Resume after what the target holds; the first start reads the
@@ -117,7 +117,7 @@ async fn run_once(
             || pending_rows >= config.max_rows
             || complete;
         if due && upper > lower {
-            let bytes = files.commit(lower, upper, &pending).await?;
+            let bytes = to.commit(lower, upper, &pending).await?;
             status.exported(pending_rows as u64, bytes, upper);
             tracing::debug!(sink = %target.id, lower, upper, rows = pending_rows, "sink committed");
             lower = upper;
@@ -130,6 +130,51 @@ async fn run_once(
         }
         if complete {
             return Ok(());
+        }
+    }
+}
+
+/// Where a sink writes, opened.
+enum Target {
+    Files(FilesTarget),
+    Kafka(Box<KafkaTarget>),
+}
+
+impl Target {
+    async fn open(target: &SinkTarget) -> Result<Self> {
+        Ok(match &target.details.connector {
+            SinkConnector::Files(spec) => Target::Files(FilesTarget::open(
+                target.id,
+                spec,
+                Arc::clone(&target.schema),
+            )?),
+            SinkConnector::Kafka(spec) => Target::Kafka(Box::new(
+                KafkaTarget::open(target.id, &target.details, spec, &target.brokers).await?,
+            )),
+        })
+    }
+
+    /// The frontier the target has everything below (`None`: nothing
+    /// was ever committed).
+    async fn recover(&mut self) -> Result<Option<Timestamp>> {
+        match self {
+            Target::Files(t) => t.recover().await,
+            Target::Kafka(t) => t.recover().await,
+        }
+    }
+
+    /// Deliver the changes at times in `[lower, upper)` and record `upper`
+    /// as the frontier, atomically as far as a reader of the target can
+    /// tell; the bytes written.
+    async fn commit(
+        &mut self,
+        lower: Timestamp,
+        upper: Timestamp,
+        batches: &[RecordBatch],
+    ) -> Result<u64> {
+        match self {
+            Target::Files(t) => t.commit(lower, upper, batches).await,
+            Target::Kafka(t) => t.commit(lower, upper, batches).await,
         }
     }
 }

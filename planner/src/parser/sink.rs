@@ -4,6 +4,8 @@
 //! CREATE SINK [IF NOT EXISTS] name
 //!   FROM relation
 //!   INTO FILES (PATH 'dir' | URL 'file:///dir')
+//!      | KAFKA CONNECTION conn (TOPIC 't' [, PROGRESS TOPIC 'p']
+//!          [, TOPIC PARTITION COUNT n] [, TOPIC REPLICATION FACTOR n])
 //!   [KEY (column [, ...]) [NOT ENFORCED]]
 //!   [FORMAT PARQUET | CSV | JSON]
 //!   [ENVELOPE UPSERT | DEBEZIUM]
@@ -55,7 +57,32 @@ pub enum SinkTargetStatement {
         /// The directory or URL.
         value: String,
     },
+    /// `KAFKA CONNECTION conn (TOPIC 't', ...)`.
+    Kafka {
+        /// The connection.
+        connection: ObjectName,
+        /// The options in parentheses: names upper case (words joined by
+        /// one space), in order.
+        options: Vec<(String, SinkOptionValue)>,
+    },
 }
+
+/// The value of a target's option.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SinkOptionValue {
+    /// A string literal.
+    Text(String),
+    /// A number, as written.
+    Number(String),
+}
+
+/// The options `INTO KAFKA CONNECTION c (...)` takes.
+pub const KAFKA_SINK_OPTIONS: &[&str] = &[
+    "TOPIC PARTITION COUNT",
+    "TOPIC REPLICATION FACTOR",
+    "PROGRESS TOPIC",
+    "TOPIC",
+];
 
 /// The formats a files sink writes.
 pub const FILE_FORMATS: &[&str] = &["PARQUET", "CSV", "JSON"];
@@ -85,8 +112,18 @@ pub(super) fn parse_create_sink(parser: &mut Parser) -> Result<Statement, Parser
             option: option.into(),
             value,
         }
+    } else if eat_word(parser, "kafka") {
+        expect_word(parser, "connection")?;
+        let connection = parser.parse_object_name(false)?;
+        parser.expect_token(&Token::LParen)?;
+        let options = parser.parse_comma_separated(parse_kafka_option)?;
+        parser.expect_token(&Token::RParen)?;
+        SinkTargetStatement::Kafka {
+            connection,
+            options,
+        }
     } else {
-        return expected(parser, "FILES");
+        return expected(parser, "FILES or KAFKA");
     };
     let mut key = Vec::new();
     let mut key_not_enforced = false;
@@ -137,6 +174,26 @@ pub(super) fn parse_create_sink(parser: &mut Parser) -> Result<Statement, Parser
     })))
 }
 
+/// One of [`KAFKA_SINK_OPTIONS`] with its value (`=` optional).
+fn parse_kafka_option(parser: &mut Parser) -> Result<(String, SinkOptionValue), ParserError> {
+    let Some(name) = super::source::parse_words(parser, KAFKA_SINK_OPTIONS) else {
+        return expected(
+            parser,
+            "TOPIC, PROGRESS TOPIC, TOPIC PARTITION COUNT or TOPIC REPLICATION FACTOR",
+        );
+    };
+    let _ = parser.consume_token(&Token::Eq);
+    let value = match parser.next_token().token {
+        Token::SingleQuotedString(s) => SinkOptionValue::Text(s),
+        Token::Number(n, _) => SinkOptionValue::Number(n),
+        _ => {
+            parser.prev_token();
+            return expected(parser, "a string or a number");
+        }
+    };
+    Ok((name, value))
+}
+
 /// A string literal, quoted as SQL.
 fn quoted(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
@@ -158,6 +215,19 @@ impl std::fmt::Display for CreateSinkStatement {
         match &self.target {
             SinkTargetStatement::Files { option, value } => {
                 write!(f, "FILES ({option} {})", quoted(value))?
+            }
+            SinkTargetStatement::Kafka {
+                connection,
+                options,
+            } => {
+                let options: Vec<String> = options
+                    .iter()
+                    .map(|(name, value)| match value {
+                        SinkOptionValue::Text(t) => format!("{name} {}", quoted(t)),
+                        SinkOptionValue::Number(n) => format!("{name} {n}"),
+                    })
+                    .collect();
+                write!(f, "KAFKA CONNECTION {connection} ({})", options.join(", "))?
             }
         }
         if !self.key.is_empty() {
@@ -213,6 +283,16 @@ mod tests {
              NOT ENFORCED FORMAT PARQUET ENVELOPE DEBEZIUM WITH (SNAPSHOT = false)"
         );
         assert_eq!(sink(&s.to_string()), s);
+        let kafka = sink(
+            "create sink k from t into kafka connection kc (topic 'out', progress topic = 'p', \
+             topic partition count 3) format json envelope upsert",
+        );
+        assert_eq!(
+            kafka.to_string(),
+            "CREATE SINK k FROM t INTO KAFKA CONNECTION kc (TOPIC 'out', PROGRESS TOPIC 'p', \
+             TOPIC PARTITION COUNT 3) FORMAT JSON ENVELOPE UPSERT"
+        );
+        assert_eq!(sink(&kafka.to_string()), kafka);
         let plain = sink("CREATE SINK s FROM t INTO FILES (URL 'file:///d') FORMAT CSV");
         assert_eq!(plain.envelope, None);
         assert_eq!(plain.format.as_deref(), Some("CSV"));
@@ -223,6 +303,9 @@ mod tests {
         for sql in [
             "CREATE SINK s FROM t INTO KAFKAS (TOPIC 't')",
             "CREATE SINK s FROM t INTO FILES (DIR 'x')",
+            "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPICS 'x')",
+            "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC x)",
+            "CREATE SINK s FROM t INTO KAFKA (TOPIC 'x')",
             "CREATE SINK s FROM t INTO FILES (PATH 'x') FORMAT AVRO",
             "CREATE SINK s FROM t INTO FILES (PATH 'x') ENVELOPE NONE",
             "CREATE SINK s FROM t",

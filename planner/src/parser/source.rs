@@ -443,7 +443,7 @@ fn parse_webhook(parser: &mut Parser) -> Result<WebhookStatement, ParserError> {
 
 /// Consume the first of `phrases` (each one or more words) that comes
 /// next, returning it.
-fn parse_words(parser: &mut Parser, phrases: &[&str]) -> Option<String> {
+pub(super) fn parse_words(parser: &mut Parser, phrases: &[&str]) -> Option<String> {
     for phrase in phrases {
         let words: Vec<&str> = phrase.split(' ').collect();
         if words.iter().enumerate().all(|(i, w)| is_word(parser, i, w)) {

@@ -15,18 +15,20 @@ use datafusion::common::Dependency;
 use datafusion::execution::SessionState;
 use datafusion::sql::sqlparser::ast::{self, ObjectName};
 use freshet_catalog::{
-    CatalogState, FileFormat, FilesSinkSpec, ItemDef, ItemDetails, ItemKind, SinkConnector,
-    SinkDetails, SinkEnvelope,
+    CatalogState, ConnectionSpec, FileFormat, FilesSinkSpec, ItemDef, ItemDetails, ItemKind,
+    KafkaSinkSpec, SinkConnector, SinkDetails, SinkEnvelope,
 };
 use freshet_compute_types::RelPlan;
 use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc};
 
 use crate::error::{PlanError, Result};
-use crate::parser::sink::{CreateSinkStatement, SinkTargetStatement};
+use crate::parser::ObjectKind;
+use crate::parser::sink::{CreateSinkStatement, SinkOptionValue, SinkTargetStatement};
 use crate::parser::{normalize_ident, quote_if_needed};
 use crate::plan::{Plan, QueryPlan};
 use crate::query::resolve::id_name;
 use crate::statements::context::StatementContext;
+use crate::statements::lookup::{lookup_kind, missing_message};
 use crate::statements::misc::{schema_to_show, text_rows};
 
 /// A checked `CREATE SINK`: its catalog item (with `as_of` still to be
@@ -65,6 +67,10 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
     let planned = plan_dataflow(cx, from.id, &relation)?;
     let (_, relation, query) = &planned;
     let connector = match &stmt.target {
+        SinkTargetStatement::Kafka {
+            connection,
+            options,
+        } => SinkConnector::Kafka(kafka_sink(cx, connection, options, stmt)?),
         SinkTargetStatement::Files { option, value } => SinkConnector::Files(FilesSinkSpec {
             url: files_url(option, value)?,
             format: match stmt.format.as_deref() {
@@ -142,6 +148,7 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
     canonical.format = Some(
         match &connector {
             SinkConnector::Files(f) => f.format.extension(),
+            SinkConnector::Kafka(_) => "json",
         }
         .to_uppercase(),
     );
@@ -149,11 +156,32 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
         .iter()
         .map(|&i| quote_if_needed(&relation.columns[i].name))
         .collect();
-    let SinkConnector::Files(files) = &connector;
-    canonical.target = SinkTargetStatement::Files {
-        option: "URL".into(),
-        value: files.url.clone(),
+    canonical.target = match &connector {
+        SinkConnector::Files(files) => SinkTargetStatement::Files {
+            option: "URL".into(),
+            value: files.url.clone(),
+        },
+        SinkConnector::Kafka(k) => SinkTargetStatement::Kafka {
+            connection: id_name(k.connection),
+            options: vec![
+                ("TOPIC".into(), SinkOptionValue::Text(k.topic.clone())),
+                (
+                    "PROGRESS TOPIC".into(),
+                    SinkOptionValue::Text(k.progress_topic.clone()),
+                ),
+                (
+                    "TOPIC PARTITION COUNT".into(),
+                    SinkOptionValue::Number(k.partitions.to_string()),
+                ),
+                (
+                    "TOPIC REPLICATION FACTOR".into(),
+                    SinkOptionValue::Number(k.replication_factor.to_string()),
+                ),
+            ],
+        },
     };
+    let mut references = vec![from.id];
+    references.extend(connector.connection());
     let details = SinkDetails {
         from: from.id,
         relation: relation.clone(),
@@ -171,7 +199,7 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
             kind: ItemKind::Sink,
             create_sql: canonical.to_string(),
             desc: None,
-            references: vec![from.id],
+            references,
             details: ItemDetails::Sink(Box::new(details)),
             options: Default::default(),
         },
@@ -278,6 +306,11 @@ pub fn show_create_sink(cx: &StatementContext, item: &freshet_catalog::Item) -> 
     stmt.name = cx.resolver().display_name(item.id);
     if let Some(d) = item.sink_details() {
         stmt.from = cx.resolver().display_name(d.from);
+        if let (SinkConnector::Kafka(k), SinkTargetStatement::Kafka { connection, .. }) =
+            (&d.connector, &mut stmt.target)
+        {
+            *connection = cx.resolver().display_name(k.connection);
+        }
     }
     Ok(stmt.to_string())
 }
@@ -310,6 +343,97 @@ fn select_columns(from: GlobalId, relation: &RelationDesc) -> Result<Box<ast::Qu
         Some(ast::Statement::Query(q)) => Ok(q),
         _ => Err(PlanError::Internal(format!("{sql} is not a query"))),
     }
+}
+
+/// The progress topic of a Kafka sink writing to `topic`, unless named.
+pub fn default_progress_topic(topic: &str) -> String {
+    format!("_freshet-progress-{topic}")
+}
+
+/// Check a Kafka sink's connection, options, format and envelope.
+fn kafka_sink(
+    cx: &StatementContext,
+    connection: &ObjectName,
+    options: &[(String, SinkOptionValue)],
+    stmt: &CreateSinkStatement,
+) -> Result<KafkaSinkSpec> {
+    let Some(id) = lookup_kind(cx, connection, ObjectKind::Connection)? else {
+        return Err(missing_message(ObjectKind::Connection, connection));
+    };
+    let item = cx.catalog.get_item(id)?;
+    if !matches!(&item.details, ItemDetails::Connection(c) if matches!(**c, ConnectionSpec::Kafka(_)))
+    {
+        return Err(PlanError::InvalidParameter(format!(
+            "connection \"{}\" is not a KAFKA connection",
+            item.name
+        )));
+    }
+    match stmt.format.as_deref() {
+        None | Some("JSON") => {}
+        Some(other) => {
+            return Err(PlanError::Unsupported(format!(
+                "FORMAT {other} for a Kafka sink (it writes FORMAT JSON)"
+            )));
+        }
+    }
+    if stmt.envelope.is_none() {
+        return Err(PlanError::InvalidParameter(
+            "a Kafka sink needs ENVELOPE UPSERT or ENVELOPE DEBEZIUM".into(),
+        ));
+    }
+    let mut spec = KafkaSinkSpec {
+        connection: id,
+        topic: String::new(),
+        progress_topic: String::new(),
+        partitions: 1,
+        replication_factor: 1,
+    };
+    let mut seen = BTreeSet::new();
+    for (name, value) in options {
+        if !seen.insert(name.as_str()) {
+            return Err(PlanError::InvalidParameter(format!(
+                "{name} specified more than once"
+            )));
+        }
+        let text = || match value {
+            SinkOptionValue::Text(t) if !t.is_empty() => Ok(t.clone()),
+            _ => Err(PlanError::InvalidParameter(format!(
+                "{name} must be a non-empty string"
+            ))),
+        };
+        let number = |max: i64| match value {
+            SinkOptionValue::Number(n) => n
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    PlanError::InvalidParameter(format!("{name} must be between 1 and {max}"))
+                }),
+            SinkOptionValue::Text(_) => Err(PlanError::InvalidParameter(format!(
+                "{name} must be a number"
+            ))),
+        };
+        match name.as_str() {
+            "TOPIC" => spec.topic = text()?,
+            "PROGRESS TOPIC" => spec.progress_topic = text()?,
+            "TOPIC PARTITION COUNT" => spec.partitions = number(i64::from(i32::MAX))? as i32,
+            _ => spec.replication_factor = number(i64::from(i16::MAX))? as i16,
+        }
+    }
+    if spec.topic.is_empty() {
+        return Err(PlanError::InvalidParameter(
+            "a Kafka sink needs TOPIC 'name'".into(),
+        ));
+    }
+    if spec.progress_topic.is_empty() {
+        spec.progress_topic = default_progress_topic(&spec.topic);
+    }
+    if spec.progress_topic == spec.topic {
+        return Err(PlanError::InvalidParameter(
+            "a Kafka sink's PROGRESS TOPIC must differ from its TOPIC".into(),
+        ));
+    }
+    Ok(spec)
 }
 
 /// `PATH 'dir'` (relative to the server's working directory) or `URL

@@ -54,6 +54,11 @@ impl Coordinator {
         let schema = target_desc(details).arrow_schema();
         match &details.connector {
             SinkConnector::Files(spec) => freshet_sinks::check_target(spec, &schema).await?,
+            SinkConnector::Kafka(spec) => {
+                let brokers =
+                    super::connections::kafka_brokers(&self.catalog_state(), spec.connection)?;
+                freshet_sinks::kafka::check_target(spec, &brokers).await?
+            }
         }
         let (as_of, holds) = self.choose_as_of(&inputs)?;
         details.as_of = as_of;
@@ -74,10 +79,17 @@ impl Coordinator {
             .ok_or_else(|| AdapterError::Internal(format!("{id} is not a sink")))?;
         self.storage
             .admit_dependent(id, details.as_of, catalog.collections_behind(id));
+        let brokers = match &details.connector {
+            SinkConnector::Kafka(spec) => {
+                super::connections::kafka_brokers(&catalog, spec.connection)?
+            }
+            SinkConnector::Files(_) => Vec::new(),
+        };
         let target = SinkTarget {
             id,
             details: details.clone(),
             schema: target_desc(details).arrow_schema(),
+            brokers,
         };
         let starter = SinkStarter {
             id,

@@ -23,9 +23,9 @@ use tokio_postgres::Client as PgClient;
 use crate::harness::*;
 
 /// A tansu broker on a free loopback port, killed when dropped.
-struct Broker {
+pub(crate) struct Broker {
     port: u16,
-    child: Child,
+    pub(crate) child: Child,
 }
 
 impl Broker {
@@ -37,7 +37,7 @@ impl Broker {
         PathBuf::from(home).join(".cache/freshet-tools/tansu/bin/tansu")
     }
 
-    fn start() -> Broker {
+    pub(crate) fn start() -> Broker {
         let bin = Self::binary();
         assert!(
             bin.exists(),
@@ -70,11 +70,11 @@ impl Broker {
         Broker { port, child }
     }
 
-    fn address(&self) -> String {
+    pub(crate) fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
-    async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         ClientBuilder::new(vec![self.address()])
             .build()
             .await

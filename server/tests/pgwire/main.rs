@@ -16,6 +16,7 @@ mod hostile;
 mod indexes;
 mod inserts;
 mod kafka;
+mod kafka_sinks;
 mod keyed_writes;
 mod mv_property;
 mod pg;

@@ -117,7 +117,7 @@ async fn frontier(c: &Client, sink: &str) -> Option<u64> {
 
 /// Wait until sink `sink` has exported everything committed before now:
 /// its frontier passes the upper `table` has now.
-async fn wait_exported(c: &Client, sink: &str, table: &str) {
+pub(crate) async fn wait_exported(c: &Client, sink: &str, table: &str) {
     let upper: u64 = value(
         c,
         &format!(
@@ -158,7 +158,7 @@ fn consolidate(changes: &[Change]) -> BTreeMap<Vec<String>, i64> {
     out
 }
 
-async fn contents(c: &Client, sql: &str) -> BTreeMap<Vec<String>, i64> {
+pub(crate) async fn contents(c: &Client, sql: &str) -> BTreeMap<Vec<String>, i64> {
     let mut out: BTreeMap<Vec<String>, i64> = BTreeMap::new();
     for row in rows(c, sql).await {
         let row: Vec<String> = row
