@@ -29,7 +29,8 @@ pub use objects::{
     Schema, SecretValue, SequenceDef, Serial, TableKeys, UniqueKey, WrittenPlan,
 };
 pub use sinks::{
-    FileFormat, FilesSinkSpec, KafkaSinkSpec, SinkConnector, SinkDetails, SinkEnvelope,
+    FileFormat, FilesSinkSpec, KafkaSinkSpec, PostgresSinkSpec, SinkConnector, SinkDetails,
+    SinkEnvelope,
 };
 pub use sources::{
     Ingestion, KafkaFormat, KafkaSourceSpec, LoadGenerator, LoadGeneratorSpec, PostgresSourceSpec,

@@ -44,6 +44,10 @@ pub enum SinkConnector {
     /// `INTO KAFKA CONNECTION k (TOPIC 't')`: one JSON message per key
     /// and change, and a progress topic recording what reached it.
     Kafka(KafkaSinkSpec),
+    /// `INTO POSTGRES CONNECTION pg (TABLE 'schema.table')`: each key's
+    /// row upserted or deleted, one upstream transaction per commit, with
+    /// the progress row in the same transaction.
+    Postgres(PostgresSinkSpec),
 }
 
 impl SinkConnector {
@@ -52,6 +56,7 @@ impl SinkConnector {
         match self {
             SinkConnector::Files(_) => "files",
             SinkConnector::Kafka(_) => "kafka",
+            SinkConnector::Postgres(_) => "postgres",
         }
     }
 
@@ -61,6 +66,7 @@ impl SinkConnector {
         match self {
             SinkConnector::Files(_) => None,
             SinkConnector::Kafka(k) => Some(k.connection),
+            SinkConnector::Postgres(p) => Some(p.connection),
         }
     }
 }
@@ -80,6 +86,20 @@ pub struct KafkaSinkSpec {
     pub partitions: i32,
     /// `TOPIC REPLICATION FACTOR n`: replicas of a topic the sink creates.
     pub replication_factor: i16,
+}
+
+/// A PostgreSQL sink's target.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostgresSinkSpec {
+    /// The connection (`CREATE CONNECTION ... TO POSTGRES`).
+    pub connection: GlobalId,
+    /// `TABLE 'schema.table'`: schema (default `public`) and table,
+    /// created with the relation's columns and the key if missing.
+    pub table: (String, String),
+    /// `PROGRESS TABLE 'schema.table'`: one row per sink, `(sink,
+    /// frontier)`, written in the same transaction as the changes
+    /// (default `_freshet_sink_progress` in the table's schema).
+    pub progress_table: (String, String),
 }
 
 /// A files sink's target.

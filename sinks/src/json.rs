@@ -221,7 +221,7 @@ impl<'a> Objects<'a> {
 
 /// `value` at `scale` as a JSON number, without trailing fractional
 /// zeros.
-fn trimmed_decimal(value: i128, scale: i8) -> String {
+pub(crate) fn trimmed_decimal(value: i128, scale: i8) -> String {
     let text = arrow::datatypes::Decimal128Type::format_decimal(value, 38, scale);
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()

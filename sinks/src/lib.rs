@@ -7,7 +7,7 @@
 //! shaping them into the sink's envelope ([`envelope`]), committing
 //! completed ranges of timestamps to the target, and recording the
 //! progress *at the target itself*, in the same atomic step as the
-//! changes it covers ([`files`], [`kafka`]). A restart reads that progress back and
+//! changes it covers ([`files`], [`kafka`], [`postgres`]). A restart reads that progress back and
 //! resumes exactly after it, so nothing is repeated and nothing skipped.
 //!
 //! While it runs, a sink holds its inputs readable at its progress (read
@@ -24,6 +24,7 @@ mod error;
 pub mod files;
 pub mod json;
 pub mod kafka;
+pub mod postgres;
 mod run;
 mod status;
 
@@ -51,9 +52,38 @@ pub struct SinkTarget {
     pub details: SinkDetails,
     /// The columns of the rows its target receives.
     pub schema: SchemaRef,
-    /// A Kafka sink's brokers (its connection's, when it started; empty
-    /// for other targets).
-    pub brokers: Vec<String>,
+    /// How to reach the target's system (its connection, resolved when
+    /// the sink starts).
+    pub endpoint: SinkEndpoint,
+}
+
+/// How a sink reaches the system it writes to.
+#[derive(Clone, Debug)]
+pub enum SinkEndpoint {
+    /// Files need no connection.
+    None,
+    /// A Kafka cluster's brokers.
+    Kafka(Vec<String>),
+    /// A PostgreSQL server (its `Debug` hides the password).
+    Postgres(Box<tokio_postgres::Config>),
+}
+
+impl SinkEndpoint {
+    /// A PostgreSQL server, as a connection names it.
+    pub fn postgres(
+        host: &str,
+        port: u16,
+        user: &str,
+        password: Option<&str>,
+        database: &str,
+    ) -> Self {
+        let mut config = tokio_postgres::Config::new();
+        config.host(host).port(port).user(user).dbname(database);
+        if let Some(p) = password {
+            config.password(p);
+        }
+        SinkEndpoint::Postgres(Box::new(config))
+    }
 }
 
 /// A sink's dataflow, started.

@@ -16,8 +16,9 @@ use crate::envelope::{KeyedState, rebatch, timestamps};
 use crate::error::{Result, SinkError};
 use crate::files::FilesTarget;
 use crate::kafka::KafkaTarget;
+use crate::postgres::PostgresTarget;
 use crate::status::{SinkState, StatusCell};
-use crate::{DataflowStarter, SinkConfig, SinkTarget};
+use crate::{DataflowStarter, SinkConfig, SinkEndpoint, SinkTarget};
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -138,6 +139,7 @@ async fn run_once(
 enum Target {
     Files(FilesTarget),
     Kafka(Box<KafkaTarget>),
+    Postgres(Box<PostgresTarget>),
 }
 
 impl Target {
@@ -148,9 +150,22 @@ impl Target {
                 spec,
                 Arc::clone(&target.schema),
             )?),
-            SinkConnector::Kafka(spec) => Target::Kafka(Box::new(
-                KafkaTarget::open(target.id, &target.details, spec, &target.brokers).await?,
-            )),
+            SinkConnector::Kafka(spec) => {
+                let SinkEndpoint::Kafka(brokers) = &target.endpoint else {
+                    return Err(no_endpoint("Kafka"));
+                };
+                Target::Kafka(Box::new(
+                    KafkaTarget::open(target.id, &target.details, spec, brokers).await?,
+                ))
+            }
+            SinkConnector::Postgres(spec) => {
+                let SinkEndpoint::Postgres(config) = &target.endpoint else {
+                    return Err(no_endpoint("PostgreSQL"));
+                };
+                Target::Postgres(Box::new(
+                    PostgresTarget::open(target.id, &target.details, spec, config).await?,
+                ))
+            }
         })
     }
 
@@ -160,6 +175,7 @@ impl Target {
         match self {
             Target::Files(t) => t.recover().await,
             Target::Kafka(t) => t.recover().await,
+            Target::Postgres(t) => t.recover().await,
         }
     }
 
@@ -175,8 +191,13 @@ impl Target {
         match self {
             Target::Files(t) => t.commit(lower, upper, batches).await,
             Target::Kafka(t) => t.commit(lower, upper, batches).await,
+            Target::Postgres(t) => t.commit(lower, upper, batches).await,
         }
     }
+}
+
+fn no_endpoint(what: &str) -> SinkError {
+    SinkError::Internal(format!("a {what} sink started without its connection"))
 }
 
 /// The target holds every change up to `resume`: let the inputs compact

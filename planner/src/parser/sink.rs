@@ -6,6 +6,8 @@
 //!   INTO FILES (PATH 'dir' | URL 'file:///dir')
 //!      | KAFKA CONNECTION conn (TOPIC 't' [, PROGRESS TOPIC 'p']
 //!          [, TOPIC PARTITION COUNT n] [, TOPIC REPLICATION FACTOR n])
+//!      | POSTGRES CONNECTION conn (TABLE 'schema.table'
+//!          [, PROGRESS TABLE 'schema.table'])
 //!   [KEY (column [, ...]) [NOT ENFORCED]]
 //!   [FORMAT PARQUET | CSV | JSON]
 //!   [ENVELOPE UPSERT | DEBEZIUM]
@@ -65,6 +67,13 @@ pub enum SinkTargetStatement {
         /// one space), in order.
         options: Vec<(String, SinkOptionValue)>,
     },
+    /// `POSTGRES CONNECTION conn (TABLE 't', ...)`.
+    Postgres {
+        /// The connection.
+        connection: ObjectName,
+        /// The options in parentheses, as for Kafka.
+        options: Vec<(String, SinkOptionValue)>,
+    },
 }
 
 /// The value of a target's option.
@@ -83,6 +92,9 @@ pub const KAFKA_SINK_OPTIONS: &[&str] = &[
     "PROGRESS TOPIC",
     "TOPIC",
 ];
+
+/// The options `INTO POSTGRES CONNECTION c (...)` takes.
+pub const POSTGRES_SINK_OPTIONS: &[&str] = &["PROGRESS TABLE", "TABLE"];
 
 /// The formats a files sink writes.
 pub const FILE_FORMATS: &[&str] = &["PARQUET", "CSV", "JSON"];
@@ -116,14 +128,24 @@ pub(super) fn parse_create_sink(parser: &mut Parser) -> Result<Statement, Parser
         expect_word(parser, "connection")?;
         let connection = parser.parse_object_name(false)?;
         parser.expect_token(&Token::LParen)?;
-        let options = parser.parse_comma_separated(parse_kafka_option)?;
+        let options = parser.parse_comma_separated(|p| parse_option(p, KAFKA_SINK_OPTIONS))?;
         parser.expect_token(&Token::RParen)?;
         SinkTargetStatement::Kafka {
             connection,
             options,
         }
+    } else if eat_word(parser, "postgres") {
+        expect_word(parser, "connection")?;
+        let connection = parser.parse_object_name(false)?;
+        parser.expect_token(&Token::LParen)?;
+        let options = parser.parse_comma_separated(|p| parse_option(p, POSTGRES_SINK_OPTIONS))?;
+        parser.expect_token(&Token::RParen)?;
+        SinkTargetStatement::Postgres {
+            connection,
+            options,
+        }
     } else {
-        return expected(parser, "FILES or KAFKA");
+        return expected(parser, "FILES, KAFKA or POSTGRES");
     };
     let mut key = Vec::new();
     let mut key_not_enforced = false;
@@ -174,13 +196,13 @@ pub(super) fn parse_create_sink(parser: &mut Parser) -> Result<Statement, Parser
     })))
 }
 
-/// One of [`KAFKA_SINK_OPTIONS`] with its value (`=` optional).
-fn parse_kafka_option(parser: &mut Parser) -> Result<(String, SinkOptionValue), ParserError> {
-    let Some(name) = super::source::parse_words(parser, KAFKA_SINK_OPTIONS) else {
-        return expected(
-            parser,
-            "TOPIC, PROGRESS TOPIC, TOPIC PARTITION COUNT or TOPIC REPLICATION FACTOR",
-        );
+/// One of `names` with its value (`=` optional).
+fn parse_option(
+    parser: &mut Parser,
+    names: &[&str],
+) -> Result<(String, SinkOptionValue), ParserError> {
+    let Some(name) = super::source::parse_words(parser, names) else {
+        return expected(parser, &names.join(", "));
     };
     let _ = parser.consume_token(&Token::Eq);
     let value = match parser.next_token().token {
@@ -192,6 +214,18 @@ fn parse_kafka_option(parser: &mut Parser) -> Result<(String, SinkOptionValue), 
         }
     };
     Ok((name, value))
+}
+
+/// A target's options as they are written.
+fn print_options(options: &[(String, SinkOptionValue)]) -> String {
+    let options: Vec<String> = options
+        .iter()
+        .map(|(name, value)| match value {
+            SinkOptionValue::Text(t) => format!("{name} {}", quoted(t)),
+            SinkOptionValue::Number(n) => format!("{name} {n}"),
+        })
+        .collect();
+    options.join(", ")
 }
 
 /// A string literal, quoted as SQL.
@@ -219,16 +253,19 @@ impl std::fmt::Display for CreateSinkStatement {
             SinkTargetStatement::Kafka {
                 connection,
                 options,
-            } => {
-                let options: Vec<String> = options
-                    .iter()
-                    .map(|(name, value)| match value {
-                        SinkOptionValue::Text(t) => format!("{name} {}", quoted(t)),
-                        SinkOptionValue::Number(n) => format!("{name} {n}"),
-                    })
-                    .collect();
-                write!(f, "KAFKA CONNECTION {connection} ({})", options.join(", "))?
-            }
+            } => write!(
+                f,
+                "KAFKA CONNECTION {connection} ({})",
+                print_options(options)
+            )?,
+            SinkTargetStatement::Postgres {
+                connection,
+                options,
+            } => write!(
+                f,
+                "POSTGRES CONNECTION {connection} ({})",
+                print_options(options)
+            )?,
         }
         if !self.key.is_empty() {
             let key: Vec<String> = self.key.iter().map(|k| k.to_string()).collect();
@@ -293,6 +330,14 @@ mod tests {
              TOPIC PARTITION COUNT 3) FORMAT JSON ENVELOPE UPSERT"
         );
         assert_eq!(sink(&kafka.to_string()), kafka);
+        let pg = sink(
+            "create sink p from t into postgres connection pg (table 'a.b', progress table 'a.p')",
+        );
+        assert_eq!(
+            pg.to_string(),
+            "CREATE SINK p FROM t INTO POSTGRES CONNECTION pg (TABLE 'a.b', PROGRESS TABLE 'a.p')"
+        );
+        assert_eq!(sink(&pg.to_string()), pg);
         let plain = sink("CREATE SINK s FROM t INTO FILES (URL 'file:///d') FORMAT CSV");
         assert_eq!(plain.envelope, None);
         assert_eq!(plain.format.as_deref(), Some("CSV"));
@@ -306,6 +351,7 @@ mod tests {
             "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPICS 'x')",
             "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC x)",
             "CREATE SINK s FROM t INTO KAFKA (TOPIC 'x')",
+            "CREATE SINK s FROM t INTO POSTGRES CONNECTION pg (TOPIC 'x')",
             "CREATE SINK s FROM t INTO FILES (PATH 'x') FORMAT AVRO",
             "CREATE SINK s FROM t INTO FILES (PATH 'x') ENVELOPE NONE",
             "CREATE SINK s FROM t",

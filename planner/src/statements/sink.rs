@@ -16,7 +16,7 @@ use datafusion::execution::SessionState;
 use datafusion::sql::sqlparser::ast::{self, ObjectName};
 use freshet_catalog::{
     CatalogState, ConnectionSpec, FileFormat, FilesSinkSpec, ItemDef, ItemDetails, ItemKind,
-    KafkaSinkSpec, SinkConnector, SinkDetails, SinkEnvelope,
+    KafkaSinkSpec, PostgresSinkSpec, SinkConnector, SinkDetails, SinkEnvelope,
 };
 use freshet_compute_types::RelPlan;
 use freshet_repr::{ColumnDesc, GlobalId, PgType, RelationDesc};
@@ -71,6 +71,10 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
             connection,
             options,
         } => SinkConnector::Kafka(kafka_sink(cx, connection, options, stmt)?),
+        SinkTargetStatement::Postgres {
+            connection,
+            options,
+        } => SinkConnector::Postgres(postgres_sink(cx, connection, options, stmt, relation)?),
         SinkTargetStatement::Files { option, value } => SinkConnector::Files(FilesSinkSpec {
             url: files_url(option, value)?,
             format: match stmt.format.as_deref() {
@@ -84,6 +88,7 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
         }),
     };
     let envelope = match stmt.envelope.as_deref() {
+        None if matches!(connector, SinkConnector::Postgres(_)) => SinkEnvelope::Upsert,
         None => SinkEnvelope::Diffs,
         Some("UPSERT") => SinkEnvelope::Upsert,
         Some("DEBEZIUM") => SinkEnvelope::Debezium,
@@ -149,9 +154,12 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
         match &connector {
             SinkConnector::Files(f) => f.format.extension(),
             SinkConnector::Kafka(_) => "json",
+            SinkConnector::Postgres(_) => "",
         }
         .to_uppercase(),
-    );
+    )
+    .filter(|f| !f.is_empty());
+    canonical.envelope = envelope.keyword().map(str::to_string);
     canonical.key = key
         .iter()
         .map(|&i| quote_if_needed(&relation.columns[i].name))
@@ -176,6 +184,16 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
                 (
                     "TOPIC REPLICATION FACTOR".into(),
                     SinkOptionValue::Number(k.replication_factor.to_string()),
+                ),
+            ],
+        },
+        SinkConnector::Postgres(p) => SinkTargetStatement::Postgres {
+            connection: id_name(p.connection),
+            options: vec![
+                ("TABLE".into(), SinkOptionValue::Text(qualified(&p.table))),
+                (
+                    "PROGRESS TABLE".into(),
+                    SinkOptionValue::Text(qualified(&p.progress_table)),
                 ),
             ],
         },
@@ -306,10 +324,13 @@ pub fn show_create_sink(cx: &StatementContext, item: &freshet_catalog::Item) -> 
     stmt.name = cx.resolver().display_name(item.id);
     if let Some(d) = item.sink_details() {
         stmt.from = cx.resolver().display_name(d.from);
-        if let (SinkConnector::Kafka(k), SinkTargetStatement::Kafka { connection, .. }) =
-            (&d.connector, &mut stmt.target)
+        if let (
+            SinkTargetStatement::Kafka { connection, .. }
+            | SinkTargetStatement::Postgres { connection, .. },
+            Some(id),
+        ) = (&mut stmt.target, d.connector.connection())
         {
-            *connection = cx.resolver().display_name(k.connection);
+            *connection = cx.resolver().display_name(id);
         }
     }
     Ok(stmt.to_string())
@@ -350,6 +371,132 @@ pub fn default_progress_topic(topic: &str) -> String {
     format!("_freshet-progress-{topic}")
 }
 
+/// The name of the progress table, in the target table's schema, unless
+/// named.
+pub const DEFAULT_PROGRESS_TABLE: &str = "_freshet_sink_progress";
+
+/// Check a PostgreSQL sink's connection, options, format, envelope and
+/// column types.
+fn postgres_sink(
+    cx: &StatementContext,
+    connection: &ObjectName,
+    options: &[(String, SinkOptionValue)],
+    stmt: &CreateSinkStatement,
+    relation: &RelationDesc,
+) -> Result<PostgresSinkSpec> {
+    let id = connection_of(cx, connection, "POSTGRES", |c| {
+        matches!(c, ConnectionSpec::Postgres(_))
+    })?;
+    if let Some(format) = &stmt.format {
+        return Err(PlanError::Unsupported(format!(
+            "FORMAT {format} for a PostgreSQL sink (it writes rows of a table)"
+        )));
+    }
+    if stmt.envelope.as_deref() == Some("DEBEZIUM") {
+        return Err(PlanError::Unsupported(
+            "ENVELOPE DEBEZIUM for a PostgreSQL sink (its table holds each key's row: ENVELOPE UPSERT)"
+                .into(),
+        ));
+    }
+    if let Some(c) = relation.columns.iter().find(|c| {
+        matches!(
+            c.ty,
+            PgType::Array(_) | PgType::Int2Vector | PgType::OidVector
+        )
+    }) {
+        return Err(PlanError::Unsupported(format!(
+            "column \"{}\" of type {} in a PostgreSQL sink",
+            c.name,
+            c.ty.sql_name()
+        )));
+    }
+    let mut table = None;
+    let mut progress = None;
+    let mut seen = BTreeSet::new();
+    for (name, value) in options {
+        if !seen.insert(name.as_str()) {
+            return Err(PlanError::InvalidParameter(format!(
+                "{name} specified more than once"
+            )));
+        }
+        let SinkOptionValue::Text(text) = value else {
+            return Err(PlanError::InvalidParameter(format!(
+                "{name} must be a string"
+            )));
+        };
+        let parsed = table_name(name, text)?;
+        match name.as_str() {
+            "TABLE" => table = Some(parsed),
+            _ => progress = Some(parsed),
+        }
+    }
+    let table = table.ok_or_else(|| {
+        PlanError::InvalidParameter("a PostgreSQL sink needs TABLE 'schema.table'".into())
+    })?;
+    let progress_table =
+        progress.unwrap_or_else(|| (table.0.clone(), DEFAULT_PROGRESS_TABLE.to_string()));
+    if progress_table == table {
+        return Err(PlanError::InvalidParameter(
+            "a PostgreSQL sink's PROGRESS TABLE must differ from its TABLE".into(),
+        ));
+    }
+    Ok(PostgresSinkSpec {
+        connection: id,
+        table,
+        progress_table,
+    })
+}
+
+/// `'schema.table'` or `'table'` (in `public`), read as PostgreSQL reads
+/// a name: unquoted parts folded to lower case.
+fn table_name(option: &str, text: &str) -> Result<(String, String)> {
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    let bad = || PlanError::InvalidParameter(format!("{option} '{text}' is not a table name"));
+    let name = datafusion::sql::sqlparser::parser::Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(text)
+        .and_then(|mut p| {
+            let name = p.parse_object_name(false)?;
+            p.expect_token(&datafusion::sql::sqlparser::tokenizer::Token::EOF)?;
+            Ok(name)
+        })
+        .map_err(|_| bad())?;
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| p.as_ident().map(normalize_ident).ok_or_else(bad))
+        .collect::<Result<_>>()?;
+    match parts.as_slice() {
+        [table] => Ok(("public".into(), table.clone())),
+        [schema, table] => Ok((schema.clone(), table.clone())),
+        _ => Err(bad()),
+    }
+}
+
+/// `schema.table`, each part quoted where PostgreSQL needs it.
+fn qualified((schema, table): &(String, String)) -> String {
+    format!("{}.{}", quote_if_needed(schema), quote_if_needed(table))
+}
+
+/// The connection `name` names, which must be of `kind`.
+fn connection_of(
+    cx: &StatementContext,
+    name: &ObjectName,
+    kind: &str,
+    is_kind: impl Fn(&ConnectionSpec) -> bool,
+) -> Result<GlobalId> {
+    let Some(id) = lookup_kind(cx, name, ObjectKind::Connection)? else {
+        return Err(missing_message(ObjectKind::Connection, name));
+    };
+    let item = cx.catalog.get_item(id)?;
+    if !matches!(&item.details, ItemDetails::Connection(c) if is_kind(c)) {
+        return Err(PlanError::InvalidParameter(format!(
+            "connection \"{}\" is not a {kind} connection",
+            item.name
+        )));
+    }
+    Ok(id)
+}
+
 /// Check a Kafka sink's connection, options, format and envelope.
 fn kafka_sink(
     cx: &StatementContext,
@@ -357,17 +504,9 @@ fn kafka_sink(
     options: &[(String, SinkOptionValue)],
     stmt: &CreateSinkStatement,
 ) -> Result<KafkaSinkSpec> {
-    let Some(id) = lookup_kind(cx, connection, ObjectKind::Connection)? else {
-        return Err(missing_message(ObjectKind::Connection, connection));
-    };
-    let item = cx.catalog.get_item(id)?;
-    if !matches!(&item.details, ItemDetails::Connection(c) if matches!(**c, ConnectionSpec::Kafka(_)))
-    {
-        return Err(PlanError::InvalidParameter(format!(
-            "connection \"{}\" is not a KAFKA connection",
-            item.name
-        )));
-    }
+    let id = connection_of(cx, connection, "KAFKA", |c| {
+        matches!(c, ConnectionSpec::Kafka(_))
+    })?;
     match stmt.format.as_deref() {
         None | Some("JSON") => {}
         Some(other) => {

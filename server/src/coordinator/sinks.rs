@@ -10,7 +10,7 @@ use freshet_compute::ComputeController;
 use freshet_compute_types::{DataflowDesc, Export};
 use freshet_planner::statements::sink::{CreateSinkPlan, sink_dataflow, target_desc};
 use freshet_repr::{GlobalId, Timestamp};
-use freshet_sinks::{DataflowStarter, SinkError, SinkTarget, Started};
+use freshet_sinks::{DataflowStarter, SinkEndpoint, SinkError, SinkTarget, Started};
 use freshet_storage::Storage;
 
 use super::{Coordinator, ExecCtx, ExecuteResponse};
@@ -59,6 +59,14 @@ impl Coordinator {
                     super::connections::kafka_brokers(&self.catalog_state(), spec.connection)?;
                 freshet_sinks::kafka::check_target(spec, &brokers).await?
             }
+            SinkConnector::Postgres(spec) => {
+                let SinkEndpoint::Postgres(config) =
+                    postgres_endpoint(&self.catalog_state(), spec.connection)?
+                else {
+                    return Err(AdapterError::Internal("not a PostgreSQL endpoint".into()));
+                };
+                freshet_sinks::postgres::check_target(details, spec, &config).await?
+            }
         }
         let (as_of, holds) = self.choose_as_of(&inputs)?;
         details.as_of = as_of;
@@ -79,17 +87,19 @@ impl Coordinator {
             .ok_or_else(|| AdapterError::Internal(format!("{id} is not a sink")))?;
         self.storage
             .admit_dependent(id, details.as_of, catalog.collections_behind(id));
-        let brokers = match &details.connector {
-            SinkConnector::Kafka(spec) => {
-                super::connections::kafka_brokers(&catalog, spec.connection)?
-            }
-            SinkConnector::Files(_) => Vec::new(),
+        let endpoint = match &details.connector {
+            SinkConnector::Kafka(spec) => SinkEndpoint::Kafka(super::connections::kafka_brokers(
+                &catalog,
+                spec.connection,
+            )?),
+            SinkConnector::Postgres(spec) => postgres_endpoint(&catalog, spec.connection)?,
+            SinkConnector::Files(_) => SinkEndpoint::None,
         };
         let target = SinkTarget {
             id,
             details: details.clone(),
             schema: target_desc(details).arrow_schema(),
-            brokers,
+            endpoint,
         };
         let starter = SinkStarter {
             id,
@@ -101,6 +111,18 @@ impl Coordinator {
         self.sinks.start(target, Arc::new(starter));
         Ok(())
     }
+}
+
+/// How to reach PostgreSQL connection `id` (with its password).
+fn postgres_endpoint(catalog: &CatalogState, id: GlobalId) -> Result<SinkEndpoint> {
+    let e = super::connections::postgres_endpoint(catalog, id)?;
+    Ok(SinkEndpoint::postgres(
+        &e.host,
+        e.port,
+        &e.user,
+        e.password.as_deref(),
+        &e.database,
+    ))
 }
 
 /// Starts a sink's dataflow, planned from the catalog as it was when the

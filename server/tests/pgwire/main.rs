@@ -20,6 +20,7 @@ mod kafka_sinks;
 mod keyed_writes;
 mod mv_property;
 mod pg;
+mod postgres_sinks;
 mod postgres_source;
 mod primary_keys;
 mod protocol;
