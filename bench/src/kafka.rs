@@ -240,7 +240,7 @@ fn kafka<T, E: std::fmt::Display>(r: std::result::Result<T, E>, what: &str) -> R
 
 /// A tansu broker on a free loopback port, in memory, killed when
 /// dropped.
-struct Broker {
+pub(crate) struct Broker {
     port: u16,
     child: Child,
     log_path: PathBuf,
@@ -259,7 +259,7 @@ impl Broker {
     }
 
     /// Start the broker and wait until it listens.
-    async fn start() -> Result<Broker> {
+    pub(crate) async fn start() -> Result<Broker> {
         let bin = Self::binary();
         if !bin.is_file() {
             return failed(format!(
@@ -316,7 +316,7 @@ impl Broker {
     }
 
     /// `127.0.0.1:<port>`.
-    fn address(&self) -> String {
+    pub(crate) fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
@@ -326,7 +326,7 @@ impl Broker {
     }
 
     /// A new client of the broker.
-    async fn client(&self) -> Result<Client> {
+    pub(crate) async fn client(&self) -> Result<Client> {
         kafka(
             ClientBuilder::new(vec![self.address()]).build().await,
             "connect to tansu",

@@ -157,11 +157,11 @@ struct Args {
     /// due: sent, acknowledged, delivered), to see when the slow ones came.
     #[arg(long)]
     subscribe_trace: Option<PathBuf>,
-    /// In the subscribe benchmark, deliver through a files sink (CSV)
-    /// instead of a subscribed client: commit → visible at the sink's
-    /// target.
-    #[arg(long)]
-    subscribe_sink: bool,
+    /// In the subscribe benchmark, deliver through a sink (`files`, the
+    /// default; `kafka`; `postgres`) instead of a subscribed client:
+    /// commit → visible at the sink's target.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "files")]
+    subscribe_sink: Option<subscribe::SinkBench>,
     /// Run the concurrent-connections benchmark (idle memory per
     /// connection; SELECT 1 and keyed lookups from N sessions at once)
     /// instead of the maintenance benchmark.

@@ -51,10 +51,24 @@ pub struct SubscribeSettings<'a> {
     pub sizes: Vec<usize>,
     /// Where to write each write's times, if anywhere (see `--subscribe-trace`).
     pub trace: Option<&'a std::path::Path>,
-    /// Deliver through a files sink (`CREATE SINK ... INTO FILES ... FORMAT
-    /// CSV`) instead of a subscribed client: a row is delivered when a
-    /// manifest naming its file is seen (see `sink_reader`).
-    pub sink: bool,
+    /// Deliver through a sink instead of a subscribed client (see
+    /// [`SinkBench`]).
+    pub sink: Option<SinkBench>,
+}
+
+/// The target a sink delivers to in the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SinkBench {
+    /// `INTO FILES ... FORMAT CSV`: a row is delivered when a manifest
+    /// naming its file is seen (polled every millisecond).
+    Files,
+    /// `INTO KAFKA ... ENVELOPE UPSERT` on a tansu broker the bench
+    /// starts: a row is delivered when a fetch (5 ms wait) returns its
+    /// message.
+    Kafka,
+    /// `INTO POSTGRES` on a PostgreSQL 15 the bench starts: a row is
+    /// delivered when a poll of the table (every 2 ms) shows it.
+    Postgres,
 }
 
 /// One rate's figures.
@@ -74,6 +88,9 @@ pub struct SubscribeRow {
     pub sent: (f64, f64),
     /// p50 and p99 of acknowledged → delivered (ms).
     pub acked: (f64, f64),
+    /// A sink's commits: how many, their mean time (ms), and the share of
+    /// it spent recording progress (from `sink_statuses`).
+    pub commits: Option<(u64, f64, f64)>,
 }
 
 /// Per write: when sent, when acknowledged, when delivered.
@@ -150,7 +167,59 @@ async fn one_rate(
 
     let column = if size == 0 { 2 } else { 3 };
     let sink_dir = tempfile::tempdir().context("a directory for the sink")?;
-    let reader = if settings.sink {
+    let mut services = Services::default();
+    let key = if size == 0 { "id" } else { "g" };
+    let field = if size == 0 { "id" } else { "last" };
+    let reader = if settings.sink == Some(SinkBench::Kafka) {
+        let broker = crate::kafka::Broker::start().await?;
+        db::exec(
+            &setup,
+            &format!(
+                "CREATE CONNECTION k TO KAFKA (BROKER '{}'); \
+                 CREATE SINK evs FROM {subscribed} INTO KAFKA CONNECTION k (TOPIC 'evs') \
+                 KEY ({key}) NOT ENFORCED ENVELOPE UPSERT WITH (SNAPSHOT = false)",
+                broker.address()
+            ),
+            "Freshet",
+        )
+        .await?;
+        let client = broker.client().await?;
+        let pc = match client
+            .partition_client(
+                "evs",
+                0,
+                rskafka::client::partition::UnknownTopicHandling::Retry,
+            )
+            .await
+        {
+            Ok(pc) => pc,
+            Err(e) => return failed(format!("a client of topic evs: {e}")),
+        };
+        services.broker = Some(broker);
+        tokio::spawn(kafka_reader(pc, Arc::clone(&times), total, field))
+    } else if settings.sink == Some(SinkBench::Postgres) {
+        let pg = crate::postgres::PgServer::start_with(None, &[])?;
+        db::exec(
+            &setup,
+            &format!(
+                "CREATE CONNECTION pg TO POSTGRES (HOST '127.0.0.1', PORT {}, USER postgres, \
+                 DATABASE 'postgres') WITH (VALIDATE = false); \
+                 CREATE SINK evs FROM {subscribed} INTO POSTGRES CONNECTION pg (TABLE 'evs') \
+                 KEY ({key}) NOT ENFORCED WITH (SNAPSHOT = false)",
+                pg.port()
+            ),
+            "Freshet",
+        )
+        .await?;
+        let client = pg.connect().await?;
+        services.postgres = Some(pg);
+        tokio::spawn(postgres_reader(
+            client,
+            Arc::clone(&times),
+            total,
+            size == 0,
+        ))
+    } else if settings.sink == Some(SinkBench::Files) {
         db::exec(
             &setup,
             &format!(
@@ -260,6 +329,24 @@ async fn one_rate(
             acked.push(signed_ms(d, a));
         }
     }
+    let commits = if settings.sink.is_some() {
+        let row = setup
+            .query_one(
+                "SELECT commits, commit_us, progress_us FROM freshet_internal.sink_statuses",
+                &[],
+            )
+            .await
+            .context("read the sink's status")?;
+        let (n, total_us, progress_us): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+        Some((
+            n as u64,
+            total_us as f64 / 1e3 / (n.max(1) as f64),
+            progress_us as f64 / (total_us.max(1) as f64),
+        ))
+    } else {
+        None
+    };
+    drop(services);
     Ok(SubscribeRow {
         size,
         rate,
@@ -268,7 +355,106 @@ async fn one_rate(
         writes: sent.len(),
         sent: p50_p99(&mut sent),
         acked: p50_p99(&mut acked),
+        commits,
     })
+}
+
+/// The services a sink's benchmark started, stopped when dropped.
+#[derive(Default)]
+struct Services {
+    broker: Option<crate::kafka::Broker>,
+    postgres: Option<crate::postgres::PgServer>,
+}
+
+/// The Kafka sink's reader: fetches the topic's partition (one, as the
+/// sink creates it) with a 5 ms wait; the rows of the messages a fetch
+/// returns are delivered when it returns.
+async fn kafka_reader(
+    pc: rskafka::client::partition::PartitionClient,
+    times: Arc<Mutex<HashMap<i64, Times>>>,
+    total: usize,
+    field: &'static str,
+) -> usize {
+    let mut next = 0i64;
+    let mut seen = 0usize;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while seen < total && Instant::now() < deadline {
+        let Ok((records, _)) = pc.fetch_records(next, 1..8_000_000, 5).await else {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        };
+        let now = Instant::now();
+        let mut map = times.lock().await;
+        for r in records {
+            if r.offset < next {
+                continue;
+            }
+            next = r.offset + 1;
+            let Some(value) = r.record.value else {
+                continue;
+            };
+            let Ok(value) = serde_json::from_slice::<serde_json::Value>(&value) else {
+                continue;
+            };
+            if let Some(id) = value[field].as_i64() {
+                seen += usize::from(mark(&mut map, id, now));
+            }
+        }
+    }
+    seen
+}
+
+/// The PostgreSQL sink's reader: polls the table every 2 ms (for `ev`,
+/// the ids above the highest one below which all have arrived; for the
+/// view, every group's `last`).
+async fn postgres_reader(
+    client: tokio_postgres::Client,
+    times: Arc<Mutex<HashMap<i64, Times>>>,
+    total: usize,
+    table: bool,
+) -> usize {
+    let mut seen = 0usize;
+    let mut delivered = std::collections::HashSet::new();
+    let mut floor = -1i64;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while seen < total && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let sql = if table {
+            format!("SELECT id FROM evs WHERE id > {floor}")
+        } else {
+            "SELECT last FROM evs".to_string()
+        };
+        let Ok(rows) = client.query(&sql, &[]).await else {
+            continue;
+        };
+        let now = Instant::now();
+        let mut map = times.lock().await;
+        for row in rows {
+            let id: i64 = row.get(0);
+            if delivered.insert(id) {
+                seen += usize::from(mark(&mut map, id, now));
+            }
+        }
+        while delivered.contains(&(floor + 1)) {
+            floor += 1;
+        }
+    }
+    seen
+}
+
+/// Mark write `id` delivered at `now` if it is a measured write not seen
+/// before; whether it was.
+fn mark(map: &mut HashMap<i64, Times>, id: i64, now: Instant) -> bool {
+    if id < 0 {
+        return false;
+    }
+    let t = map.entry(id).or_default();
+    if t.delivered.is_none() {
+        t.delivered = Some(now);
+        true
+    } else {
+        false
+    }
 }
 
 /// The subscribed client: a row is delivered when its line arrives.
@@ -399,13 +585,27 @@ fn p50_p99(values: &mut [f64]) -> (f64, f64) {
 /// The Markdown section of the subscribe benchmark.
 pub fn render(rows: &[SubscribeRow], settings: &SubscribeSettings<'_>) -> String {
     let mut s = String::new();
-    if settings.sink {
-        s.push_str(
+    match settings.sink {
+        Some(SinkBench::Files) => s.push_str(
             "Delivered through a files sink: `CREATE SINK evs FROM x INTO FILES (PATH ...) \
              FORMAT CSV WITH (SNAPSHOT = false)`; a row is delivered when the benchmark, polling \
              the sink's `manifest.json` every millisecond, first sees a manifest naming the row's \
              file (the sink commits about once a second).\n\n",
-        );
+        ),
+        Some(SinkBench::Kafka) => s.push_str(
+            "Delivered through a Kafka sink: `CREATE SINK evs FROM x INTO KAFKA CONNECTION k \
+             (TOPIC 'evs') KEY (id | g) NOT ENFORCED ENVELOPE UPSERT WITH (SNAPSHOT = false)` on a \
+             tansu broker (in memory) the benchmark starts; a row is delivered when the \
+             benchmark's fetch of the topic (5 ms wait) returns its message (the sink commits \
+             about once a second).\n\n",
+        ),
+        Some(SinkBench::Postgres) => s.push_str(
+            "Delivered through a PostgreSQL sink: `CREATE SINK evs FROM x INTO POSTGRES \
+             CONNECTION pg (TABLE 'evs') KEY (id | g) NOT ENFORCED WITH (SNAPSHOT = false)` on a \
+             PostgreSQL 15 the benchmark starts; a row is delivered when the benchmark's poll of \
+             the table (every 2 ms) shows it (the sink commits about once a second).\n\n",
+        ),
+        None => {}
     }
     s += &format!(
         "## SUBSCRIBE latency: write commit → row delivered\n\n\
@@ -421,13 +621,24 @@ pub fn render(rows: &[SubscribeRow], settings: &SubscribeSettings<'_>) -> String
          from above and *acknowledged → delivered* from below (negative: the subscriber had the row \
          before the writer had its acknowledgement).\n\n\
          | rows in ev | subscribed to | target writes/s | rows/INSERT | achieved writes/s | writes | \
-         sent → delivered p50 / p99 (ms) | acknowledged → delivered p50 / p99 (ms) |\n\
-         |---:|---|---:|---:|---:|---:|---:|---:|\n",
-        settings.writers, settings.seconds
+         sent → delivered p50 / p99 (ms) | acknowledged → delivered p50 / p99 (ms) |{}\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|{}\n",
+        settings.writers,
+        settings.seconds,
+        if settings.sink.is_some() {
+            " sink commits | mean commit (ms) | of it recording progress |"
+        } else {
+            ""
+        },
+        if settings.sink.is_some() {
+            "---:|---:|---:|"
+        } else {
+            ""
+        }
     );
     for r in rows {
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {:.0} | {} | {:.2} / {:.2} | {:.2} / {:.2} |\n",
+            "| {} | {} | {} | {} | {:.0} | {} | {:.2} / {:.2} | {:.2} / {:.2} |{}\n",
             r.size,
             if r.size == 0 { "`ev`" } else { "`ev_latest`" },
             r.rate,
@@ -437,7 +648,11 @@ pub fn render(rows: &[SubscribeRow], settings: &SubscribeSettings<'_>) -> String
             r.sent.0,
             r.sent.1,
             r.acked.0,
-            r.acked.1
+            r.acked.1,
+            match r.commits {
+                Some((n, mean, share)) => format!(" {n} | {mean:.2} | {:.1} % |", share * 100.0),
+                None => String::new(),
+            }
         ));
     }
     s

@@ -33,6 +33,10 @@ pub struct SinkDetails {
     pub snapshot: bool,
     /// The time the sink first read its input at (chosen at `CREATE`).
     pub as_of: Timestamp,
+    /// `WITH (COMMIT INTERVAL = ...)`: how long changes gather before a
+    /// commit at the target (default: the server's, 1 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_interval_ms: Option<u64>,
 }
 
 /// Where a sink writes.

@@ -27,6 +27,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
+use crate::Committed;
 use crate::error::{Result, SinkError};
 
 /// The manifest's name in the directory.
@@ -144,13 +145,13 @@ impl FilesTarget {
 
     /// Commit the changes at times in `[lower, upper)` (`batches`, rows of
     /// the sink's schema; none when the range had no changes): their file
-    /// first, then the manifest naming it. Returns the bytes written.
+    /// first, then the manifest naming it.
     pub async fn commit(
         &mut self,
         lower: Timestamp,
         upper: Timestamp,
         batches: &[RecordBatch],
-    ) -> Result<u64> {
+    ) -> Result<Committed> {
         let mut manifest = self.manifest.clone().unwrap_or_else(|| Manifest {
             sink: self.sink.to_string(),
             format: self.format.extension().into(),
@@ -180,9 +181,13 @@ impl FilesTarget {
         let text = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| SinkError::Internal(format!("manifest: {e}")))?;
         written += text.len() as u64;
+        let began = std::time::Instant::now();
         self.put(MANIFEST, Bytes::from(text)).await?;
         self.manifest = Some(manifest);
-        Ok(written)
+        Ok(Committed {
+            bytes: written,
+            progress: began.elapsed(),
+        })
     }
 
     async fn read_manifest(&self) -> Result<Option<Manifest>> {

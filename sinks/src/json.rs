@@ -261,6 +261,7 @@ mod tests {
             key_not_enforced: false,
             snapshot: true,
             as_of: 0,
+            commit_interval_ms: None,
         }
     }
 

@@ -29,6 +29,7 @@ use rskafka::client::{Client, ClientBuilder};
 use rskafka::record::Record;
 use serde::{Deserialize, Serialize};
 
+use crate::Committed;
 use crate::error::{Result, SinkError};
 use crate::json::{JsonEncoder, Message};
 
@@ -151,14 +152,13 @@ impl KafkaTarget {
 
     /// Send the changes at times in `[lower, upper)` (`batches`, rows of
     /// the sink's shaped schema), leaving out those already in the
-    /// topic, then record `upper` as the frontier. Returns the bytes
-    /// written.
+    /// topic, then record `upper` as the frontier.
     pub async fn commit(
         &mut self,
         _lower: Timestamp,
         upper: Timestamp,
         batches: &[RecordBatch],
-    ) -> Result<u64> {
+    ) -> Result<Committed> {
         let partitions = self.producers.len();
         let mut outgoing: Vec<Vec<Record>> = vec![Vec::new(); partitions];
         let mut bytes = 0u64;
@@ -189,9 +189,13 @@ impl KafkaTarget {
             frontier: Some(upper),
             offsets: self.offsets.clone(),
         };
+        let began = std::time::Instant::now();
         bytes += self.write_progress(&progress).await?;
         self.present.retain(|(t, _)| *t >= upper);
-        Ok(bytes)
+        Ok(Committed {
+            bytes,
+            progress: began.elapsed(),
+        })
     }
 
     fn record(&self, message: Message) -> Record {

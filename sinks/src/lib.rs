@@ -102,6 +102,15 @@ pub trait DataflowStarter: Send + Sync + 'static {
     fn start(&self, as_of: Timestamp, snapshot: bool) -> Result<Started>;
 }
 
+/// What one commit at a target did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Committed {
+    /// Bytes written (encoded changes and progress).
+    pub bytes: u64,
+    /// Time spent recording the progress.
+    pub progress: Duration,
+}
+
 /// How sinks commit.
 #[derive(Clone, Copy, Debug)]
 pub struct SinkConfig {

@@ -24,6 +24,7 @@ use freshet_catalog::{PostgresSinkSpec, SinkDetails};
 use freshet_repr::{GlobalId, PgType, Timestamp};
 use tokio_postgres::{Client, NoTls, Statement};
 
+use crate::Committed;
 use crate::error::{Result, SinkError};
 
 /// How long connecting may take.
@@ -140,14 +141,13 @@ impl PostgresTarget {
 
     /// Apply the changes at times in `[lower, upper)` (shaped upsert rows:
     /// `mz_timestamp`, `mz_state`, key columns, value columns) and move
-    /// the progress row to `upper`, in one transaction. Returns the bytes
-    /// of values sent.
+    /// the progress row to `upper`, in one transaction.
     pub async fn commit(
         &mut self,
         _lower: Timestamp,
         upper: Timestamp,
         batches: &[RecordBatch],
-    ) -> Result<u64> {
+    ) -> Result<Committed> {
         // Each key's last change in the range decides what the table holds.
         let width = self.types.len();
         let key_len = self.key.len();
@@ -225,11 +225,13 @@ impl PostgresTarget {
                 .await
                 .map_err(|e| upstream("inserting rows", &e))?;
         }
+        let began = std::time::Instant::now();
         txn.execute(&self.progress, &[&self.identity, &frontier])
             .await
             .map_err(|e| upstream("recording the sink's progress", &e))?;
+        let progress = began.elapsed();
         txn.commit().await.map_err(|e| upstream("committing", &e))?;
-        Ok(bytes)
+        Ok(Committed { bytes, progress })
     }
 
     /// The types of a shaped row's key columns, then value columns.

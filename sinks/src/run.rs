@@ -18,7 +18,7 @@ use crate::files::FilesTarget;
 use crate::kafka::KafkaTarget;
 use crate::postgres::PostgresTarget;
 use crate::status::{SinkState, StatusCell};
-use crate::{DataflowStarter, SinkConfig, SinkEndpoint, SinkTarget};
+use crate::{Committed, DataflowStarter, SinkConfig, SinkEndpoint, SinkTarget};
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -64,6 +64,10 @@ async fn run_once(
     config: SinkConfig,
 ) -> Result<()> {
     let details = &target.details;
+    let mut config = config;
+    if let Some(ms) = details.commit_interval_ms {
+        config.commit_interval = Duration::from_millis(ms);
+    }
     let mut to = Target::open(target).await?;
     let frontier = to.recover().await?;
     status.resumed_at(frontier);
@@ -118,8 +122,9 @@ async fn run_once(
             || pending_rows >= config.max_rows
             || complete;
         if due && upper > lower {
-            let bytes = to.commit(lower, upper, &pending).await?;
-            status.exported(pending_rows as u64, bytes, upper);
+            let began = Instant::now();
+            let committed = to.commit(lower, upper, &pending).await?;
+            status.exported(pending_rows as u64, &committed, began.elapsed(), upper);
             tracing::debug!(sink = %target.id, lower, upper, rows = pending_rows, "sink committed");
             lower = upper;
             pending.clear();
@@ -181,13 +186,13 @@ impl Target {
 
     /// Deliver the changes at times in `[lower, upper)` and record `upper`
     /// as the frontier, atomically as far as a reader of the target can
-    /// tell; the bytes written.
+    /// tell.
     async fn commit(
         &mut self,
         lower: Timestamp,
         upper: Timestamp,
         batches: &[RecordBatch],
-    ) -> Result<u64> {
+    ) -> Result<Committed> {
         match self {
             Target::Files(t) => t.commit(lower, upper, batches).await,
             Target::Kafka(t) => t.commit(lower, upper, batches).await,

@@ -52,6 +52,14 @@ pub struct SinkStatus {
     /// Every change at a time below this is durably at the target
     /// (`None` until the target's progress is read).
     pub frontier: Option<Timestamp>,
+    /// Commits at the target by this process.
+    pub commits: u64,
+    /// Microseconds those commits took, in all.
+    pub commit_us: u64,
+    /// Of those, the microseconds spent recording progress at the target
+    /// (the manifest, the progress record, the progress row): what
+    /// exactly-once costs on top of delivering the changes.
+    pub progress_us: u64,
     /// Wall-clock milliseconds of the last commit at the target.
     pub last_export_at: Option<u64>,
     /// Wall-clock milliseconds of the last change of `state`.
@@ -79,6 +87,9 @@ impl StatusCell {
             messages: 0,
             bytes: 0,
             frontier: None,
+            commits: 0,
+            commit_us: 0,
+            progress_us: 0,
             last_export_at: None,
             changed_at: freshet_storage::wall_clock_ms(),
         })))
@@ -107,12 +118,21 @@ impl StatusCell {
         }
     }
 
-    /// Record a commit at the target of `messages` changes (`bytes`
-    /// encoded) that brought it to `frontier`.
-    pub fn exported(&self, messages: u64, bytes: u64, frontier: Timestamp) {
+    /// Record a commit at the target of `messages` changes that brought
+    /// it to `frontier`, taking `took` in all.
+    pub fn exported(
+        &self,
+        messages: u64,
+        committed: &crate::Committed,
+        took: std::time::Duration,
+        frontier: Timestamp,
+    ) {
         let mut s = self.0.lock();
         s.messages += messages;
-        s.bytes += bytes;
+        s.bytes += committed.bytes;
+        s.commits += 1;
+        s.commit_us += took.as_micros() as u64;
+        s.progress_us += committed.progress.as_micros() as u64;
         s.frontier = Some(frontier);
         s.last_export_at = Some(freshet_storage::wall_clock_ms());
     }

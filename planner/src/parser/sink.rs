@@ -11,7 +11,7 @@
 //!   [KEY (column [, ...]) [NOT ENFORCED]]
 //!   [FORMAT PARQUET | CSV | JSON]
 //!   [ENVELOPE UPSERT | DEBEZIUM]
-//!   [WITH (SNAPSHOT [=] bool)]
+//!   [WITH (SNAPSHOT [=] bool, COMMIT INTERVAL [=] 'interval')]
 //! ```
 //!
 //! The statement prints back in one canonical form, which the catalog
@@ -177,10 +177,18 @@ pub(super) fn parse_create_sink(parser: &mut Parser) -> Result<Statement, Parser
     let mut options = Vec::new();
     if parser.parse_keyword(Keyword::WITH) {
         parser.expect_token(&Token::LParen)?;
-        options = super::stream::parse_option_list(parser)?
-            .into_iter()
-            .map(|(name, value)| (name.to_uppercase(), value))
-            .collect();
+        options = parser.parse_comma_separated(|p| {
+            // `COMMIT INTERVAL` is two words; the rest are SUBSCRIBE's.
+            if super::is_word(p, 0, "commit") && super::is_word(p, 1, "interval") {
+                p.next_token();
+                p.next_token();
+                let _ = p.consume_token(&Token::Eq);
+                return Ok(("COMMIT INTERVAL".to_string(), Some(p.parse_expr()?)));
+            }
+            let mut one = super::stream::parse_option(p)?;
+            one.0 = one.0.to_uppercase();
+            Ok(one)
+        })?;
         parser.expect_token(&Token::RParen)?;
     }
     Ok(Statement::CreateSink(Box::new(CreateSinkStatement {
@@ -310,14 +318,16 @@ mod tests {
     fn sinks_print_back_in_canonical_form() {
         let s = sink(
             "create sink if not exists s from mv into files (path '/tmp/o''x') \
-             key (a, b) not enforced format parquet envelope debezium with (snapshot = false)",
+             key (a, b) not enforced format parquet envelope debezium \
+             with (snapshot = false, commit interval '100ms')",
         );
         assert!(s.if_not_exists);
         assert!(s.key_not_enforced);
         assert_eq!(
             s.to_string(),
             "CREATE SINK IF NOT EXISTS s FROM mv INTO FILES (PATH '/tmp/o''x') KEY (a, b) \
-             NOT ENFORCED FORMAT PARQUET ENVELOPE DEBEZIUM WITH (SNAPSHOT = false)"
+             NOT ENFORCED FORMAT PARQUET ENVELOPE DEBEZIUM WITH (SNAPSHOT = false, \
+             COMMIT INTERVAL = '100ms')"
         );
         assert_eq!(sink(&s.to_string()), s);
         let kafka = sink(

@@ -252,17 +252,20 @@ fn parse_fetch(parser: &mut Parser) -> Result<Statement, ParserError> {
 pub(crate) fn parse_option_list(
     parser: &mut Parser,
 ) -> Result<Vec<(String, Option<ast::Expr>)>, ParserError> {
-    parser.parse_comma_separated(|p| {
-        let name = p.parse_identifier()?.value.to_lowercase();
-        let value = if p.consume_token(&Token::Eq) {
-            Some(p.parse_expr()?)
-        } else if matches!(p.peek_token().token, Token::Comma | Token::RParen) {
-            None
-        } else {
-            Some(p.parse_expr()?)
-        };
-        Ok((name, value))
-    })
+    parser.parse_comma_separated(parse_option)
+}
+
+/// One `name [=] [value]` of such a list (name lower-cased).
+pub(crate) fn parse_option(p: &mut Parser) -> Result<(String, Option<ast::Expr>), ParserError> {
+    let name = p.parse_identifier()?.value.to_lowercase();
+    let value = if p.consume_token(&Token::Eq) {
+        Some(p.parse_expr()?)
+    } else if matches!(p.peek_token().token, Token::Comma | Token::RParen) {
+        None
+    } else {
+        Some(p.parse_expr()?)
+    };
+    Ok((name, value))
 }
 
 #[cfg(test)]

@@ -132,8 +132,23 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
         )));
     }
     let mut snapshot = true;
+    let mut commit_interval_ms = None;
     for (option, value) in &stmt.options {
         match option.as_str() {
+            "COMMIT INTERVAL" => {
+                let Some(value) = value else {
+                    return Err(PlanError::InvalidParameter(
+                        "COMMIT INTERVAL needs a value such as '100ms'".into(),
+                    ));
+                };
+                let ms = crate::statements::options::interval_ms("COMMIT INTERVAL", value)?;
+                if !(1..=3_600_000).contains(&ms) {
+                    return Err(PlanError::InvalidParameter(format!(
+                        "COMMIT INTERVAL must be between 1 millisecond and 1 hour, not {ms} ms"
+                    )));
+                }
+                commit_interval_ms = Some(ms);
+            }
             "SNAPSHOT" => {
                 snapshot = match value {
                     None => true,
@@ -209,6 +224,7 @@ pub fn create_sink(cx: &StatementContext, stmt: &CreateSinkStatement) -> Result<
         key_not_enforced: stmt.key_not_enforced,
         snapshot,
         as_of: 0,
+        commit_interval_ms,
     };
     Ok(Plan::CreateSink(Box::new(CreateSinkPlan {
         def: ItemDef {

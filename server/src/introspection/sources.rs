@@ -90,6 +90,9 @@ impl QueryReader {
                     frontier.map(|f| f.to_string()),
                     status.and_then(|s| s.progress()).map(|p| p.to_string()),
                     lag.map(|l| l.to_string()),
+                    Some(status.map_or(0, |s| s.commits).to_string()),
+                    Some(status.map_or(0, |s| s.commit_us).to_string()),
+                    Some(status.map_or(0, |s| s.progress_us).to_string()),
                     status
                         .and_then(|s| s.last_export_at)
                         .and_then(timestamp_text),

@@ -287,7 +287,8 @@ async fn kafka_sinks_deliver_upserts_and_debezium_exactly_once() {
     .unwrap();
     c.batch_execute(
         "CREATE SINK up FROM t INTO KAFKA CONNECTION k (TOPIC 'up', TOPIC PARTITION COUNT 3) ENVELOPE UPSERT;
-         CREATE SINK dbz FROM g INTO KAFKA CONNECTION k (TOPIC 'dbz') KEY (v) FORMAT JSON ENVELOPE DEBEZIUM;",
+         CREATE SINK dbz FROM g INTO KAFKA CONNECTION k (TOPIC 'dbz') KEY (v) FORMAT JSON ENVELOPE DEBEZIUM \
+           WITH (COMMIT INTERVAL = '50ms');",
     )
     .await
     .unwrap();
@@ -342,6 +343,18 @@ async fn kafka_sinks_deliver_upserts_and_debezium_exactly_once() {
     );
     let progress = last_record(&kafka, "_freshet-progress-up").await;
     assert!(progress["frontier"].as_u64().is_some(), "{progress}");
+    // `COMMIT INTERVAL` makes the Debezium sink commit more often.
+    let commits = rows(
+        &c,
+        "SELECT name, commits, progress_us <= commit_us FROM freshet_internal.sink_statuses ORDER BY name",
+    )
+    .await;
+    let n = |i: usize| commits[i][1].as_deref().unwrap().parse::<u64>().unwrap();
+    assert!(n(0) > n(1), "{commits:?}");
+    assert!(
+        commits.iter().all(|r| r[2].as_deref() == Some("t")),
+        "{commits:?}"
+    );
     let e = c.batch_execute("DROP CONNECTION k").await.unwrap_err();
     assert_eq!(sqlstate(&e), "2BP01", "{e}");
 
@@ -445,6 +458,16 @@ async fn kafka_sink_definitions_are_checked_at_create() {
             "CREATE SINK s FROM nokey INTO KAFKA CONNECTION k (TOPIC 'o') ENVELOPE DEBEZIUM",
             "22023",
             "requires a KEY",
+        ),
+        (
+            "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC 'o') ENVELOPE UPSERT WITH (COMMIT INTERVAL '0ms')",
+            "22023",
+            "between 1 millisecond and 1 hour",
+        ),
+        (
+            "CREATE SINK s FROM t INTO KAFKA CONNECTION k (TOPIC 'o') ENVELOPE UPSERT WITH (COMMIT INTERVAL = 'soon')",
+            "22023",
+            "invalid COMMIT INTERVAL",
         ),
         (
             "CREATE SINK s FROM t INTO KAFKA CONNECTION t (TOPIC 'o') ENVELOPE UPSERT",

@@ -267,7 +267,8 @@ async fn postgres_sinks_survive_kill_9_with_every_transaction_whole() {
              INSERT INTO acct SELECT g, 100 FROM generate_series(1, {ACCOUNTS}) AS g;
              CREATE TABLE t (k int PRIMARY KEY, v int);
              CREATE MATERIALIZED VIEW groups AS SELECT v, count(*) AS n FROM t GROUP BY v;
-             CREATE SINK acct_out FROM acct INTO POSTGRES CONNECTION pg (TABLE 'acct');
+             CREATE SINK acct_out FROM acct INTO POSTGRES CONNECTION pg (TABLE 'acct') \
+               WITH (COMMIT INTERVAL = '20ms');
              CREATE SINK groups_out FROM groups INTO POSTGRES CONNECTION pg (TABLE 'groups') KEY (v);"
         ))
         .await
