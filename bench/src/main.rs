@@ -162,6 +162,10 @@ struct Args {
     /// commit → visible at the sink's target.
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "files")]
     subscribe_sink: Option<subscribe::SinkBench>,
+    /// With `--subscribe-sink`: also commit this many rows at once and
+    /// time the sink delivering them (sink throughput); 0 skips it.
+    #[arg(long, default_value_t = 0)]
+    subscribe_sink_bulk: u64,
     /// Run the concurrent-connections benchmark (idle memory per
     /// connection; SELECT 1 and keyed lookups from N sessions at once)
     /// instead of the maintenance benchmark.
@@ -318,10 +322,28 @@ async fn bench(args: &Args) -> Result<()> {
             sink: args.subscribe_sink,
         };
         let rows = subscribe::run(&sub_settings).await?;
+        let mut bulk = String::new();
+        if let (Some(kind), n) = (args.subscribe_sink, args.subscribe_sink_bulk)
+            && n > 0
+        {
+            eprintln!("subscribe: bulk export of {n} rows");
+            let (insert, export, commits) =
+                subscribe::bulk(&bin, args.freshet_workers, kind, n).await?;
+            bulk = format!(
+                "\n### Sink throughput: {n} rows committed at once\n\n\
+                 `INSERT INTO ev SELECT ... generate_series` of {n} rows into an empty `ev` with \
+                 the sink above on it, then `messages_written` in `sink_statuses` polled every \
+                 20 ms until it reaches {n}.\n\n\
+                 | INSERT (s) | INSERT acknowledged → all at the target (s) | changes/s | sink commits |\n\
+                 |---:|---:|---:|---:|\n\
+                 | {insert:.2} | {export:.2} | {:.0} | {commits} |\n",
+                n as f64 / export
+            );
+        }
         notes.push("PostgreSQL has no SUBSCRIBE; this section measures Freshet alone.".into());
         let env = environment(args, &bin, settings.view, "not run".into(), load_before);
         let text = format!(
-            "{}\n{}",
+            "{}\n{}{bulk}",
             report::render_environment("SUBSCRIBE latency", &env, &notes),
             subscribe::render(&rows, &sub_settings)
         );

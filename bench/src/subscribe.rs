@@ -167,22 +167,13 @@ async fn one_rate(
 
     let column = if size == 0 { 2 } else { 3 };
     let sink_dir = tempfile::tempdir().context("a directory for the sink")?;
-    let mut services = Services::default();
     let key = if size == 0 { "id" } else { "g" };
     let field = if size == 0 { "id" } else { "last" };
-    let reader = if settings.sink == Some(SinkBench::Kafka) {
-        let broker = crate::kafka::Broker::start().await?;
-        db::exec(
-            &setup,
-            &format!(
-                "CREATE CONNECTION k TO KAFKA (BROKER '{}'); \
-                 CREATE SINK evs FROM {subscribed} INTO KAFKA CONNECTION k (TOPIC 'evs') \
-                 KEY ({key}) NOT ENFORCED ENVELOPE UPSERT WITH (SNAPSHOT = false)",
-                broker.address()
-            ),
-            "Freshet",
-        )
-        .await?;
+    let services = match settings.sink {
+        Some(kind) => create_sink(&setup, kind, subscribed, key, sink_dir.path()).await?,
+        None => Services::default(),
+    };
+    let reader = if let Some(broker) = &services.broker {
         let client = broker.client().await?;
         let pc = match client
             .partition_client(
@@ -195,24 +186,9 @@ async fn one_rate(
             Ok(pc) => pc,
             Err(e) => return failed(format!("a client of topic evs: {e}")),
         };
-        services.broker = Some(broker);
         tokio::spawn(kafka_reader(pc, Arc::clone(&times), total, field))
-    } else if settings.sink == Some(SinkBench::Postgres) {
-        let pg = crate::postgres::PgServer::start_with(None, &[])?;
-        db::exec(
-            &setup,
-            &format!(
-                "CREATE CONNECTION pg TO POSTGRES (HOST '127.0.0.1', PORT {}, USER postgres, \
-                 DATABASE 'postgres') WITH (VALIDATE = false); \
-                 CREATE SINK evs FROM {subscribed} INTO POSTGRES CONNECTION pg (TABLE 'evs') \
-                 KEY ({key}) NOT ENFORCED WITH (SNAPSHOT = false)",
-                pg.port()
-            ),
-            "Freshet",
-        )
-        .await?;
+    } else if let Some(pg) = &services.postgres {
         let client = pg.connect().await?;
-        services.postgres = Some(pg);
         tokio::spawn(postgres_reader(
             client,
             Arc::clone(&times),
@@ -220,16 +196,6 @@ async fn one_rate(
             size == 0,
         ))
     } else if settings.sink == Some(SinkBench::Files) {
-        db::exec(
-            &setup,
-            &format!(
-                "CREATE SINK evs FROM {subscribed} INTO FILES (PATH '{}') FORMAT CSV \
-                 WITH (SNAPSHOT = false)",
-                sink_dir.path().display()
-            ),
-            "Freshet",
-        )
-        .await?;
         tokio::spawn(sink_reader(
             sink_dir.path().to_path_buf(),
             Arc::clone(&times),
@@ -359,6 +325,106 @@ async fn one_rate(
     })
 }
 
+/// Start what sink `kind` writes to and create sink `evs` from
+/// `subscribed` (keyed by `key` for an envelope), exporting only changes
+/// after its creation.
+async fn create_sink(
+    setup: &tokio_postgres::Client,
+    kind: SinkBench,
+    subscribed: &str,
+    key: &str,
+    dir: &std::path::Path,
+) -> Result<Services> {
+    let mut services = Services::default();
+    let sql = match kind {
+        SinkBench::Kafka => {
+            let broker = crate::kafka::Broker::start().await?;
+            let sql = format!(
+                "CREATE CONNECTION k TO KAFKA (BROKER '{}'); \
+                 CREATE SINK evs FROM {subscribed} INTO KAFKA CONNECTION k (TOPIC 'evs') \
+                 KEY ({key}) NOT ENFORCED ENVELOPE UPSERT WITH (SNAPSHOT = false)",
+                broker.address()
+            );
+            services.broker = Some(broker);
+            sql
+        }
+        SinkBench::Postgres => {
+            let pg = crate::postgres::PgServer::start_with(None, &[])?;
+            let sql = format!(
+                "CREATE CONNECTION pg TO POSTGRES (HOST '127.0.0.1', PORT {}, USER postgres, \
+                 DATABASE 'postgres') WITH (VALIDATE = false); \
+                 CREATE SINK evs FROM {subscribed} INTO POSTGRES CONNECTION pg (TABLE 'evs') \
+                 KEY ({key}) NOT ENFORCED WITH (SNAPSHOT = false)",
+                pg.port()
+            );
+            services.postgres = Some(pg);
+            sql
+        }
+        SinkBench::Files => format!(
+            "CREATE SINK evs FROM {subscribed} INTO FILES (PATH '{}') FORMAT CSV \
+             WITH (SNAPSHOT = false)",
+            dir.display()
+        ),
+    };
+    db::exec(setup, &sql, "Freshet").await?;
+    Ok(services)
+}
+
+/// Bulk export: how fast sink `kind` delivers `rows` changes committed at
+/// once (one `INSERT ... SELECT generate_series`) into `ev`: from the
+/// INSERT's acknowledgement until `messages_written` in `sink_statuses`
+/// (counted after each commit at the target) reaches `rows`, polled every
+/// 20 ms. Returns (insert seconds, export seconds after it, commits).
+pub async fn bulk(
+    bin: &std::path::Path,
+    workers: Option<u32>,
+    kind: SinkBench,
+    rows: u64,
+) -> Result<(f64, f64, u64)> {
+    let server = FreshetServer::start(bin, workers).await?;
+    let setup = server.connect().await?;
+    db::exec(&setup, "CREATE TABLE ev (id bigint, g bigint)", "Freshet").await?;
+    let dir = tempfile::tempdir().context("a directory for the sink")?;
+    let services = create_sink(&setup, kind, "ev", "id", dir.path()).await?;
+    let sent = Instant::now();
+    db::exec(
+        &setup,
+        &format!(
+            "INSERT INTO ev SELECT value, value % {GROUPS} FROM generate_series(0, {})",
+            rows - 1
+        ),
+        "Freshet",
+    )
+    .await?;
+    let acked = Instant::now();
+    let deadline = acked + Duration::from_secs(900);
+    loop {
+        let row = setup
+            .query_one(
+                "SELECT messages_written, commits FROM freshet_internal.sink_statuses",
+                &[],
+            )
+            .await
+            .context("read the sink's status")?;
+        let (written, commits): (i64, i64) = (row.get(0), row.get(1));
+        if written as u64 >= rows {
+            let done = Instant::now();
+            drop(services);
+            return Ok((
+                (acked - sent).as_secs_f64(),
+                (done - acked).as_secs_f64(),
+                commits as u64,
+            ));
+        }
+        if Instant::now() > deadline {
+            return failed(format!(
+                "the sink wrote {written} of {rows} changes in 900 s"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The services a sink's benchmark started, stopped when dropped.
 #[derive(Default)]
 struct Services {
@@ -377,6 +443,7 @@ async fn kafka_reader(
 ) -> usize {
     let mut next = 0i64;
     let mut seen = 0usize;
+    let mut marks = HashMap::new();
     let deadline = Instant::now() + Duration::from_secs(600);
     while seen < total && Instant::now() < deadline {
         let Ok((records, _)) = pc.fetch_records(next, 1..8_000_000, 5).await else {
@@ -396,8 +463,12 @@ async fn kafka_reader(
             let Ok(value) = serde_json::from_slice::<serde_json::Value>(&value) else {
                 continue;
             };
-            if let Some(id) = value[field].as_i64() {
-                seen += usize::from(mark(&mut map, id, now));
+            match (field, value["g"].as_i64(), value[field].as_i64()) {
+                ("last", Some(g), Some(last)) => {
+                    seen += mark_upto(&mut map, &mut marks, g, last, now)
+                }
+                (_, _, Some(id)) => seen += usize::from(mark(&mut map, id, now)),
+                _ => {}
             }
         }
     }
@@ -416,13 +487,14 @@ async fn postgres_reader(
     let mut seen = 0usize;
     let mut delivered = std::collections::HashSet::new();
     let mut floor = -1i64;
+    let mut marks = HashMap::new();
     let deadline = Instant::now() + Duration::from_secs(600);
     while seen < total && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(2)).await;
         let sql = if table {
             format!("SELECT id FROM evs WHERE id > {floor}")
         } else {
-            "SELECT last FROM evs".to_string()
+            "SELECT g, last FROM evs".to_string()
         };
         let Ok(rows) = client.query(&sql, &[]).await else {
             continue;
@@ -430,9 +502,14 @@ async fn postgres_reader(
         let now = Instant::now();
         let mut map = times.lock().await;
         for row in rows {
-            let id: i64 = row.get(0);
-            if delivered.insert(id) {
-                seen += usize::from(mark(&mut map, id, now));
+            if table {
+                let id: i64 = row.get(0);
+                if delivered.insert(id) {
+                    seen += usize::from(mark(&mut map, id, now));
+                }
+            } else {
+                let (g, last): (i64, i64) = (row.get(0), row.get(1));
+                seen += mark_upto(&mut map, &mut marks, g, last, now);
             }
         }
         while delivered.contains(&(floor + 1)) {
@@ -440,6 +517,32 @@ async fn postgres_reader(
         }
     }
     seen
+}
+
+/// The view's row for group `g` shows `last`: every write of `g` up to it
+/// is visible (a sink may carry only the latest of several writes to one
+/// group: a commit's last change per key, or one timestamp's). Marks them
+/// delivered at `now` (`marks`: per group, the last id marked); how many
+/// were new.
+fn mark_upto(
+    map: &mut HashMap<i64, Times>,
+    marks: &mut HashMap<i64, i64>,
+    g: i64,
+    last: i64,
+    now: Instant,
+) -> usize {
+    let from = marks.get(&g).copied().unwrap_or(g - GROUPS);
+    if last <= from {
+        return 0;
+    }
+    let mut n = 0;
+    let mut id = from + GROUPS;
+    while id <= last {
+        n += usize::from(mark(map, id, now));
+        id += GROUPS;
+    }
+    marks.insert(g, last);
+    n
 }
 
 /// Mark write `id` delivered at `now` if it is a measured write not seen
@@ -506,6 +609,7 @@ async fn sink_reader(
     column: usize,
 ) -> usize {
     let mut read_files = std::collections::HashSet::new();
+    let mut marks = HashMap::new();
     let mut seen = 0usize;
     let deadline = Instant::now() + Duration::from_secs(600);
     while seen < total && Instant::now() < deadline {
@@ -536,7 +640,19 @@ async fn sink_reader(
             let mut map = times.lock().await;
             for line in csv.lines().skip(1) {
                 let fields: Vec<&str> = line.split(',').collect();
-                seen += usize::from(deliver(&mut map, &fields, column, now));
+                seen += if column == 3 {
+                    // The view: its row for group g shows every write of
+                    // g up to `last`.
+                    match (fields.get(1), fields.get(2), fields.get(3)) {
+                        (Some(&"1"), Some(g), Some(last)) => match (g.parse(), last.parse()) {
+                            (Ok(g), Ok(last)) => mark_upto(&mut map, &mut marks, g, last, now),
+                            _ => 0,
+                        },
+                        _ => 0,
+                    }
+                } else {
+                    usize::from(deliver(&mut map, &fields, column, now))
+                };
             }
         }
     }
@@ -606,6 +722,17 @@ pub fn render(rows: &[SubscribeRow], settings: &SubscribeSettings<'_>) -> String
              the table (every 2 ms) shows it (the sink commits about once a second).\n\n",
         ),
         None => {}
+    }
+    if settings.sink.is_some() {
+        s.push_str(
+            "With the view, a write counts as visible when its group's row at the target \
+             shows it or a later write of the group (a sink may carry only the latest change \
+             of a key per timestamp; a PostgreSQL sink only per commit). *Sink commits*, \
+             *mean commit* and *of it recording progress* come from `sink_statuses` \
+             (`commits`, `commit_us`, `progress_us`) at the end of the rate: the cost of \
+             recording progress at the target (the manifest, the progress record, the \
+             progress row), which is what exactly-once adds to delivering the changes.\n\n",
+        );
     }
     s += &format!(
         "## SUBSCRIBE latency: write commit → row delivered\n\n\

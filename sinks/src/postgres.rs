@@ -40,6 +40,9 @@ pub struct PostgresTarget {
     insert: Statement,
     progress: Statement,
     read_progress: Statement,
+    table: String,
+    /// The key columns, quoted, with their types' names.
+    key_columns: Vec<(String, String)>,
 }
 
 impl PostgresTarget {
@@ -64,17 +67,12 @@ impl PostgresTarget {
                 .join(", ")
         };
         let aliases = |n: usize| (0..n).map(|i| format!("c{i}")).collect::<Vec<_>>();
+        // `=` (not `IS NOT DISTINCT FROM`, which no index serves): keys
+        // with a NULL are deleted by statements of their own.
         let matches: Vec<String> = key_columns
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                let op = if c.nullable {
-                    "IS NOT DISTINCT FROM"
-                } else {
-                    "="
-                };
-                format!("t.{} {op} d.c{i}::{}", ident(&c.name), c.ty.sql_name())
-            })
+            .map(|(i, c)| format!("t.{} = d.c{i}::{}", ident(&c.name), c.ty.sql_name()))
             .collect();
         let delete = format!(
             "DELETE FROM {table} AS t USING unnest({}) AS d({}) WHERE {}",
@@ -118,6 +116,11 @@ impl PostgresTarget {
             insert: prepare(insert).await?,
             progress: prepare(progress).await?,
             read_progress: prepare(read_progress).await?,
+            key_columns: key_columns
+                .iter()
+                .map(|c| (ident(&c.name), c.ty.sql_name()))
+                .collect(),
+            table,
             client,
         })
     }
@@ -193,6 +196,9 @@ impl PostgresTarget {
             }
         }
         let mut keys: Vec<Vec<Option<String>>> = vec![Vec::new(); key_len];
+        // Keys with NULLs, by which of their columns are NULL: the columns
+        // that are not.
+        let mut with_nulls: HashMap<Vec<bool>, Vec<Vec<Option<String>>>> = HashMap::new();
         let mut rows: Vec<Vec<Option<String>>> = vec![Vec::new(); width];
         for (key, row) in last {
             if let Some(row) = row {
@@ -200,12 +206,26 @@ impl PostgresTarget {
                     column.push(value);
                 }
             }
+            if key.iter().any(Option::is_none) {
+                let pattern: Vec<bool> = key.iter().map(Option::is_none).collect();
+                let columns = with_nulls
+                    .entry(pattern)
+                    .or_insert_with_key(|p| vec![Vec::new(); p.iter().filter(|n| !**n).count()]);
+                for (column, value) in columns.iter_mut().zip(key.into_iter().flatten()) {
+                    column.push(Some(value));
+                }
+                continue;
+            }
             for (column, value) in keys.iter_mut().zip(key) {
                 column.push(value);
             }
         }
         let frontier =
             i64::try_from(upper).map_err(|_| SinkError::Internal(format!("frontier {upper}")))?;
+        let null_deletes: Vec<(String, Vec<Vec<Option<String>>>)> = with_nulls
+            .into_iter()
+            .map(|(pattern, columns)| (self.delete_with_nulls(&pattern), columns))
+            .collect();
         let txn = self
             .client
             .transaction()
@@ -215,6 +235,13 @@ impl PostgresTarget {
             let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
                 keys.iter().map(|k| k as _).collect();
             txn.execute(&self.delete, &params)
+                .await
+                .map_err(|e| upstream("deleting changed keys", &e))?;
+        }
+        for (sql, columns) in &null_deletes {
+            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                columns.iter().map(|k| k as _).collect();
+            txn.execute(sql.as_str(), &params)
                 .await
                 .map_err(|e| upstream("deleting changed keys", &e))?;
         }
@@ -232,6 +259,41 @@ impl PostgresTarget {
         let progress = began.elapsed();
         txn.commit().await.map_err(|e| upstream("committing", &e))?;
         Ok(Committed { bytes, progress })
+    }
+
+    /// The statement deleting keys whose columns are NULL where `nulls`
+    /// says (`IS NULL`, which the key's index serves), given the other
+    /// columns' values as arrays.
+    fn delete_with_nulls(&self, nulls: &[bool]) -> String {
+        let mut conditions = Vec::new();
+        let mut arrays = Vec::new();
+        for ((name, ty), null) in self.key_columns.iter().zip(nulls) {
+            if *null {
+                conditions.push(format!("t.{name} IS NULL"));
+            } else {
+                let i = arrays.len();
+                conditions.push(format!("t.{name} = d.c{i}::{ty}"));
+                arrays.push(i);
+            }
+        }
+        let table = &self.table;
+        if arrays.is_empty() {
+            return format!(
+                "DELETE FROM {table} AS t WHERE {}",
+                conditions.join(" AND ")
+            );
+        }
+        let params: Vec<String> = arrays
+            .iter()
+            .map(|i| format!("${}::text[]", i + 1))
+            .collect();
+        let aliases: Vec<String> = arrays.iter().map(|i| format!("c{i}")).collect();
+        format!(
+            "DELETE FROM {table} AS t USING unnest({}) AS d({}) WHERE {}",
+            params.join(", "),
+            aliases.join(", "),
+            conditions.join(" AND ")
+        )
     }
 
     /// The types of a shaped row's key columns, then value columns.
