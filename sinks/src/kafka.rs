@@ -93,6 +93,12 @@ impl KafkaTarget {
     ) -> Result<Self> {
         let reader = client(brokers, true).await?;
         let partitions = ensure_topics(&reader, spec).await?;
+        if partitions.is_empty() {
+            return Err(SinkError::Target(format!(
+                "Kafka topic \"{}\" has no partitions",
+                spec.topic
+            )));
+        }
         let producer = client(brokers, false).await?;
         let mut producers = Vec::with_capacity(partitions.len());
         for p in &partitions {

@@ -168,6 +168,12 @@ impl PostgresTarget {
                 .zip(self.shaped_types())
                 .map(|(c, ty)| text_column(c, ty))
                 .collect::<Result<_>>()?;
+            if texts.len() != width {
+                return Err(SinkError::Internal(format!(
+                    "a sink batch with {} columns for a table of {width}",
+                    texts.len()
+                )));
+            }
             for i in 0..batch.num_rows() {
                 let key: Vec<Option<String>> =
                     texts[..key_len].iter().map(|c| c[i].clone()).collect();
