@@ -52,20 +52,19 @@ impl Coordinator {
             return Err(AdapterError::Internal("a sink without sink details".into()));
         };
         let schema = target_desc(details).arrow_schema();
-        match &details.connector {
-            SinkConnector::Files(spec) => freshet_sinks::check_target(spec, &schema).await?,
-            SinkConnector::Kafka(spec) => {
-                let brokers =
-                    super::connections::kafka_brokers(&self.catalog_state(), spec.connection)?;
-                freshet_sinks::kafka::check_target(spec, &brokers).await?
+        let endpoint = sink_endpoint(&self.catalog_state(), &details.connector)?;
+        match (&details.connector, &endpoint) {
+            (SinkConnector::Files(spec), _) => freshet_sinks::check_target(spec, &schema).await?,
+            (SinkConnector::Kafka(spec), SinkEndpoint::Kafka(brokers)) => {
+                freshet_sinks::kafka::check_target(spec, brokers).await?
             }
-            SinkConnector::Postgres(spec) => {
-                let SinkEndpoint::Postgres(config) =
-                    postgres_endpoint(&self.catalog_state(), spec.connection)?
-                else {
-                    return Err(AdapterError::Internal("not a PostgreSQL endpoint".into()));
-                };
-                freshet_sinks::postgres::check_target(details, spec, &config).await?
+            (SinkConnector::Postgres(spec), SinkEndpoint::Postgres(config)) => {
+                freshet_sinks::postgres::check_target(details, spec, config).await?
+            }
+            _ => {
+                return Err(AdapterError::Internal(
+                    "a sink's endpoint does not match its target".into(),
+                ));
             }
         }
         let (as_of, holds) = self.choose_as_of(&inputs)?;
@@ -87,14 +86,7 @@ impl Coordinator {
             .ok_or_else(|| AdapterError::Internal(format!("{id} is not a sink")))?;
         self.storage
             .admit_dependent(id, details.as_of, catalog.collections_behind(id));
-        let endpoint = match &details.connector {
-            SinkConnector::Kafka(spec) => SinkEndpoint::Kafka(super::connections::kafka_brokers(
-                &catalog,
-                spec.connection,
-            )?),
-            SinkConnector::Postgres(spec) => postgres_endpoint(&catalog, spec.connection)?,
-            SinkConnector::Files(_) => SinkEndpoint::None,
-        };
+        let endpoint = sink_endpoint(&catalog, &details.connector)?;
         let target = SinkTarget {
             id,
             details: details.clone(),
@@ -113,16 +105,19 @@ impl Coordinator {
     }
 }
 
-/// How to reach PostgreSQL connection `id` (with its password).
-fn postgres_endpoint(catalog: &CatalogState, id: GlobalId) -> Result<SinkEndpoint> {
-    let e = super::connections::postgres_endpoint(catalog, id)?;
-    Ok(SinkEndpoint::postgres(
-        &e.host,
-        e.port,
-        &e.user,
-        e.password.as_deref(),
-        &e.database,
-    ))
+/// How a sink with `connector` reaches its system: its connection
+/// resolved now (a PostgreSQL password read from its secret).
+fn sink_endpoint(catalog: &CatalogState, connector: &SinkConnector) -> Result<SinkEndpoint> {
+    Ok(match connector {
+        SinkConnector::Files(_) => SinkEndpoint::None,
+        SinkConnector::Kafka(spec) => {
+            SinkEndpoint::Kafka(super::connections::kafka_brokers(catalog, spec.connection)?)
+        }
+        SinkConnector::Postgres(spec) => {
+            let e = super::connections::postgres_endpoint(catalog, spec.connection)?;
+            SinkEndpoint::postgres(&e.host, e.port, &e.user, e.password.as_deref(), &e.database)
+        }
+    })
 }
 
 /// Starts a sink's dataflow, planned from the catalog as it was when the
