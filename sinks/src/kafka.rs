@@ -22,16 +22,16 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use freshet_catalog::{KafkaSinkSpec, SinkDetails};
-use freshet_repr::{GlobalId, Timestamp};
+use freshet_catalog::KafkaSinkSpec;
+use freshet_repr::Timestamp;
 use rskafka::client::partition::{Compression, OffsetAt, PartitionClient, UnknownTopicHandling};
 use rskafka::client::{Client, ClientBuilder};
 use rskafka::record::Record;
 use serde::{Deserialize, Serialize};
 
-use crate::Committed;
 use crate::error::{Result, SinkError};
 use crate::json::{JsonEncoder, Message};
+use crate::{Committed, SinkTarget};
 
 /// How long connecting (and any one request) may take.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
@@ -83,14 +83,14 @@ pub struct KafkaTarget {
 }
 
 impl KafkaTarget {
-    /// Connect to `brokers` for sink `sink` (`details`), creating its
+    /// Connect to `brokers` for sink `target`, creating its
     /// topics if missing.
     pub async fn open(
-        sink: GlobalId,
-        details: &SinkDetails,
+        target: &SinkTarget,
         spec: &KafkaSinkSpec,
         brokers: &[String],
     ) -> Result<Self> {
+        let details = &target.details;
         let reader = client(brokers, true).await?;
         let partitions = ensure_topics(&reader, spec).await?;
         if partitions.is_empty() {
@@ -106,7 +106,7 @@ impl KafkaTarget {
         }
         let progress = partition_client(&producer, &spec.progress_topic, 0).await?;
         Ok(KafkaTarget {
-            identity: identity(sink, details),
+            identity: target.identity(),
             spec: spec.clone(),
             encoder: JsonEncoder::new(details)?,
             reader,
@@ -295,11 +295,6 @@ impl KafkaTarget {
 pub async fn check_target(spec: &KafkaSinkSpec, brokers: &[String]) -> Result<()> {
     let client = client(brokers, true).await?;
     ensure_topics(&client, spec).await.map(|_| ())
-}
-
-/// A sink's identity in its messages and progress records.
-fn identity(sink: GlobalId, details: &SinkDetails) -> String {
-    format!("{sink}@{}", details.as_of)
 }
 
 /// The partition Kafka's default partitioner puts `key` in.

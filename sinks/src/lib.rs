@@ -57,6 +57,15 @@ pub struct SinkTarget {
     pub endpoint: SinkEndpoint,
 }
 
+impl SinkTarget {
+    /// The sink's name in the progress it records at a Kafka or
+    /// PostgreSQL target: its id and `as_of`, so that a sink of another
+    /// Freshet (a fresh data directory reuses ids) is not taken for it.
+    pub(crate) fn identity(&self) -> String {
+        format!("{}@{}", self.id, self.details.as_of)
+    }
+}
+
 /// How a sink reaches the system it writes to.
 #[derive(Clone, Debug)]
 pub enum SinkEndpoint {

@@ -21,11 +21,11 @@ use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::datatypes::DataType;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use freshet_catalog::{PostgresSinkSpec, SinkDetails};
-use freshet_repr::{GlobalId, PgType, Timestamp};
+use freshet_repr::{PgType, Timestamp};
 use tokio_postgres::{Client, NoTls, Statement};
 
-use crate::Committed;
 use crate::error::{Result, SinkError};
+use crate::{Committed, SinkTarget};
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,11 +49,11 @@ impl PostgresTarget {
     /// Connect with `config`, create the tables if missing, and prepare
     /// the statements of a commit.
     pub async fn open(
-        sink: GlobalId,
-        details: &SinkDetails,
+        target: &SinkTarget,
         spec: &PostgresSinkSpec,
         config: &tokio_postgres::Config,
     ) -> Result<Self> {
+        let details = &target.details;
         let client = connect(config).await?;
         ensure_tables(&client, details, spec).await?;
         let columns = &details.relation.columns;
@@ -109,7 +109,7 @@ impl PostgresTarget {
             }
         };
         Ok(PostgresTarget {
-            identity: format!("{sink}@{}", details.as_of),
+            identity: target.identity(),
             key: details.key.clone(),
             types: columns.iter().map(|c| c.ty.clone()).collect(),
             delete: prepare(delete).await?,

@@ -159,17 +159,13 @@ impl Target {
                 let SinkEndpoint::Kafka(brokers) = &target.endpoint else {
                     return Err(no_endpoint("Kafka"));
                 };
-                Target::Kafka(Box::new(
-                    KafkaTarget::open(target.id, &target.details, spec, brokers).await?,
-                ))
+                Target::Kafka(Box::new(KafkaTarget::open(target, spec, brokers).await?))
             }
             SinkConnector::Postgres(spec) => {
                 let SinkEndpoint::Postgres(config) = &target.endpoint else {
                     return Err(no_endpoint("PostgreSQL"));
                 };
-                Target::Postgres(Box::new(
-                    PostgresTarget::open(target.id, &target.details, spec, config).await?,
-                ))
+                Target::Postgres(Box::new(PostgresTarget::open(target, spec, config).await?))
             }
         })
     }

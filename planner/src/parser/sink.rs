@@ -125,21 +125,13 @@ pub(super) fn parse_create_sink(parser: &mut Parser) -> Result<Statement, Parser
             value,
         }
     } else if eat_word(parser, "kafka") {
-        expect_word(parser, "connection")?;
-        let connection = parser.parse_object_name(false)?;
-        parser.expect_token(&Token::LParen)?;
-        let options = parser.parse_comma_separated(|p| parse_option(p, KAFKA_SINK_OPTIONS))?;
-        parser.expect_token(&Token::RParen)?;
+        let (connection, options) = parse_connection_target(parser, KAFKA_SINK_OPTIONS)?;
         SinkTargetStatement::Kafka {
             connection,
             options,
         }
     } else if eat_word(parser, "postgres") {
-        expect_word(parser, "connection")?;
-        let connection = parser.parse_object_name(false)?;
-        parser.expect_token(&Token::LParen)?;
-        let options = parser.parse_comma_separated(|p| parse_option(p, POSTGRES_SINK_OPTIONS))?;
-        parser.expect_token(&Token::RParen)?;
+        let (connection, options) = parse_connection_target(parser, POSTGRES_SINK_OPTIONS)?;
         SinkTargetStatement::Postgres {
             connection,
             options,
@@ -202,6 +194,19 @@ pub(super) fn parse_create_sink(parser: &mut Parser) -> Result<Statement, Parser
         envelope,
         options,
     })))
+}
+
+/// `CONNECTION name (option value, ...)` with options among `names`.
+fn parse_connection_target(
+    parser: &mut Parser,
+    names: &[&str],
+) -> Result<(ObjectName, Vec<(String, SinkOptionValue)>), ParserError> {
+    expect_word(parser, "connection")?;
+    let connection = parser.parse_object_name(false)?;
+    parser.expect_token(&Token::LParen)?;
+    let options = parser.parse_comma_separated(|p| parse_option(p, names))?;
+    parser.expect_token(&Token::RParen)?;
+    Ok((connection, options))
 }
 
 /// One of `names` with its value (`=` optional).

@@ -18,7 +18,7 @@ use tokio_postgres::Client as PgClient;
 
 use crate::harness::*;
 use crate::kafka::Broker;
-use crate::sinks::{contents, wait_exported};
+use crate::sinks::{churn, contents, crash_cycles, wait_exported};
 
 /// One message of a sink's topic.
 #[derive(Clone, Debug)]
@@ -499,10 +499,7 @@ async fn kafka_sink_definitions_are_checked_at_create() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_sinks_survive_kill_9_without_duplicates_or_gaps() {
-    let cycles: usize = std::env::var("FRESHET_CRASH_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4);
+    let cycles = crash_cycles();
     let broker = Broker::start();
     let kafka = broker.client().await;
     let mut s = Server::start();
@@ -523,26 +520,7 @@ async fn kafka_sinks_survive_kill_9_without_duplicates_or_gaps() {
     let mut next = 1;
     for cycle in 0..cycles {
         let kill_after = Duration::from_millis(rng.random_range(200..2500));
-        let writer = {
-            let c = s.connect().await;
-            let start = next;
-            tokio::spawn(async move {
-                let mut k = start;
-                loop {
-                    let sql = if k % 5 == 0 {
-                        format!("DELETE FROM t WHERE k = {}", k - 3)
-                    } else if k % 7 == 0 {
-                        format!("UPDATE t SET v = v + 1 WHERE k = {}", k - 2)
-                    } else {
-                        format!("INSERT INTO t VALUES ({k}, {})", k % 4)
-                    };
-                    if c.batch_execute(&sql).await.is_err() {
-                        return k;
-                    }
-                    k += 1;
-                }
-            })
-        };
+        let writer = churn(s.connect().await, next, "v");
         tokio::time::sleep(kill_after).await;
         s.kill();
         next = writer.await.unwrap() + 1;

@@ -11,19 +11,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use crate::harness::*;
 use crate::pg::PgServer;
-use crate::sinks::wait_exported;
+use crate::sinks::{crash_cycles, wait_exported};
 
+/// A client of the upstream, in UTC (as Freshet shows timestamptz).
 async fn upstream(pg: &PgServer) -> Client {
-    let (client, connection) = tokio_postgres::connect(&pg.conn_str(), NoTls)
-        .await
-        .expect("connect to PostgreSQL");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
+    let client = crate::postgres_source::upstream(pg).await;
     client
         .batch_execute("SET TimeZone = 'UTC'")
         .await
@@ -252,10 +248,7 @@ async fn postgres_sink_definitions_are_checked_at_create() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_sinks_survive_kill_9_with_every_transaction_whole() {
-    let cycles: usize = std::env::var("FRESHET_CRASH_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4);
+    let cycles = crash_cycles();
     const ACCOUNTS: i64 = 10;
     let pg = PgServer::start_logical();
     let up = upstream(&pg).await;

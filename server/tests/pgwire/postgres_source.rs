@@ -12,7 +12,8 @@ use tokio_postgres::{Client, NoTls};
 use crate::harness::*;
 use crate::pg::PgServer;
 
-async fn upstream(pg: &PgServer) -> Client {
+/// A client of the upstream PostgreSQL.
+pub(crate) async fn upstream(pg: &PgServer) -> Client {
     let (client, connection) = tokio_postgres::connect(&pg.conn_str(), NoTls)
         .await
         .expect("connect to PostgreSQL");

@@ -494,6 +494,37 @@ async fn sink_definitions_are_checked_at_create() {
     }
 }
 
+/// How many kill -9 cycles a crash harness runs (`FRESHET_CRASH_CYCLES`,
+/// default 4).
+pub(crate) fn crash_cycles() -> usize {
+    std::env::var("FRESHET_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4)
+}
+
+/// Writes to `t (k int PRIMARY KEY, <column> int)` from key `start` on,
+/// until the server dies: inserts, with every fifth write a delete and
+/// every seventh an update of `column`. Returns the key it stopped at.
+pub(crate) fn churn(c: Client, start: i64, column: &'static str) -> tokio::task::JoinHandle<i64> {
+    tokio::spawn(async move {
+        let mut k = start;
+        loop {
+            let sql = if k % 5 == 0 {
+                format!("DELETE FROM t WHERE k = {}", k - 3)
+            } else if k % 7 == 0 {
+                format!("UPDATE t SET {column} = {column} + 1 WHERE k = {}", k - 2)
+            } else {
+                format!("INSERT INTO t VALUES ({k}, {})", k % 4)
+            };
+            if c.batch_execute(&sql).await.is_err() {
+                return k;
+            }
+            k += 1;
+        }
+    })
+}
+
 /// Whether `changes`, applied one timestamp at a time, keep every row's
 /// multiplicity within 0..=1 (what a view with a key holds at every
 /// time): a change repeated or lost shows as a count out of range or as
@@ -519,10 +550,7 @@ fn check_history(changes: &[Change]) {
 
 #[tokio::test]
 async fn files_sinks_survive_kill_9_without_duplicates_or_gaps() {
-    let cycles: usize = std::env::var("FRESHET_CRASH_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(4);
+    let cycles = crash_cycles();
     let mut s = Server::start();
     let out = tempfile::tempdir().unwrap();
     let raw = out.path().join("raw");
@@ -551,26 +579,7 @@ async fn files_sinks_survive_kill_9_without_duplicates_or_gaps() {
         // Writes go on while the sinks export; the server dies at a
         // random moment among them.
         let kill_after = Duration::from_millis(rng.random_range(200..2500));
-        let writer = {
-            let c = s.connect().await;
-            let start = next;
-            tokio::spawn(async move {
-                let mut k = start;
-                loop {
-                    let sql = if k % 5 == 0 {
-                        format!("DELETE FROM t WHERE k = {}", k - 3)
-                    } else if k % 7 == 0 {
-                        format!("UPDATE t SET g = g + 1 WHERE k = {}", k - 2)
-                    } else {
-                        format!("INSERT INTO t VALUES ({k}, {})", k % 4)
-                    };
-                    if c.batch_execute(&sql).await.is_err() {
-                        return k;
-                    }
-                    k += 1;
-                }
-            })
-        };
+        let writer = churn(s.connect().await, next, "g");
         tokio::time::sleep(kill_after).await;
         s.kill();
         next = writer.await.unwrap() + 1;
