@@ -15,6 +15,7 @@
 //!    statements into [`Plan`]s.
 
 pub mod builtins;
+pub mod decorrelate;
 pub mod error;
 pub mod error_position;
 pub mod interrupt;

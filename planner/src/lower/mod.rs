@@ -180,7 +180,8 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
                 JoinType::RightSemi => (JoinKind::LeftSemi, true),
                 JoinType::LeftAnti => (JoinKind::LeftAnti, false),
                 JoinType::RightAnti => (JoinKind::LeftAnti, true),
-                JoinType::LeftMark | JoinType::RightMark => {
+                JoinType::LeftMark => return lower(&mark_join(j)?),
+                JoinType::RightMark => {
                     return Err(unsupported("EXISTS or IN combined with OR (a mark join)"));
                 }
             };
@@ -338,8 +339,11 @@ fn not_in(j: &datafusion::logical_expr::Join) -> Result<LogicalPlan> {
     let [(x, y)] = j.on.as_slice() else {
         return Err(unsupported("NOT IN with a row of several columns"));
     };
-    if j.filter.is_some() || j.join_type != JoinType::LeftAnti {
+    if j.join_type != JoinType::LeftAnti {
         return Err(unsupported("this form of NOT IN (subquery)"));
+    }
+    if let Some(plan) = crate::decorrelate::correlated_not_in(j)? {
+        return Ok(plan);
     }
     let anti = LogicalPlan::Join(datafusion::logical_expr::Join {
         null_aware: false,
@@ -371,6 +375,40 @@ fn not_in(j: &datafusion::logical_expr::Join) -> Result<LogicalPlan> {
         .cross_join(stats)?
         .filter(keep)?
         .project(columns)?
+        .build()?)
+}
+
+/// `EXISTS` or `IN` under `OR`, which DataFusion plans as a mark join
+/// (every left row, plus whether it has a match): the rows with a match
+/// marked true and those without marked false, from the semi and anti
+/// joins the dataflow maintains. Each left row is in exactly one of the
+/// two, once, so the union keeps the left side's multiplicities.
+fn mark_join(j: &datafusion::logical_expr::Join) -> Result<LogicalPlan> {
+    use datafusion::logical_expr::{LogicalPlanBuilder, lit};
+    let (q, mark) = j.schema.qualified_field(j.schema.fields().len() - 1);
+    let side = |join_type: JoinType, value: bool| -> Result<LogicalPlan> {
+        let joined = LogicalPlan::Join(datafusion::logical_expr::Join::try_new(
+            Arc::clone(&j.left),
+            Arc::clone(&j.right),
+            j.on.clone(),
+            j.filter.clone(),
+            join_type,
+            j.join_constraint,
+            j.null_equality,
+            false,
+        )?);
+        let mut columns: Vec<Expr> = j
+            .left
+            .schema()
+            .columns()
+            .into_iter()
+            .map(Expr::Column)
+            .collect();
+        columns.push(lit(value).alias_qualified(q.cloned(), mark.name()));
+        Ok(LogicalPlanBuilder::from(joined).project(columns)?.build()?)
+    };
+    Ok(LogicalPlanBuilder::from(side(JoinType::LeftSemi, true)?)
+        .union(side(JoinType::LeftAnti, false)?)?
         .build()?)
 }
 

@@ -10,6 +10,7 @@ use datafusion::optimizer::analyzer::resolve_grouping_function::ResolveGroupingF
 use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
 use datafusion::prelude::SessionConfig;
 
+use crate::decorrelate::UnnestSubqueries;
 use crate::rewrites::checked_arithmetic::CheckedIntegerArithmetic;
 use crate::rewrites::sum_bigint_as_numeric::SumBigintAsNumeric;
 use crate::rewrites::text_casts::PostgresTextCasts;
@@ -85,6 +86,11 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         "pg_get_keywords",
         Arc::new(crate::query::keywords::Keywords),
     );
+    // Correlated subqueries DataFusion cannot decorrelate (`decorrelate`).
+    let rules = UnnestSubqueries::placed_in(state.optimizers().to_vec());
+    let state = SessionStateBuilder::new_from_existing(state)
+        .with_optimizer_rules(rules)
+        .build();
     // Every rule checks the statement's stop flag first (`interrupt`).
     crate::interrupt::interruptible(state)
 }

@@ -45,12 +45,27 @@ pub const SINGLE_VALUE: &str = "single_value";
 pub fn rewrite<V: VisitMut>(node: &mut V, is_aggregate: &dyn Fn(&str) -> bool) {
     struct Rewriter<'f> {
         is_aggregate: &'f dyn Fn(&str) -> bool,
+        /// The right operands of `op ANY/ALL (subquery)`: sets, not
+        /// scalar subqueries, so left alone (by address, stable in the
+        /// box while the walk runs).
+        quantified: HashSet<*const Query>,
     }
     impl VisitorMut for Rewriter<'_> {
         type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } = expr
+                && let Expr::Subquery(q) = right.as_ref()
+            {
+                self.quantified.insert(q.as_ref() as *const Query);
+            }
+            ControlFlow::Continue(())
+        }
         fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
             match expr {
-                Expr::Subquery(q) if is_correlated(q) => {
+                Expr::Subquery(q)
+                    if is_correlated(q)
+                        && !self.quantified.contains(&(q.as_ref() as *const Query)) =>
+                {
                     if let Some(new) = single_valued(q, self.is_aggregate) {
                         *expr = new;
                     }
@@ -82,7 +97,10 @@ pub fn rewrite<V: VisitMut>(node: &mut V, is_aggregate: &dyn Fn(&str) -> bool) {
             ControlFlow::Continue(())
         }
     }
-    let _ = node.visit(&mut Rewriter { is_aggregate });
+    let _ = node.visit(&mut Rewriter {
+        is_aggregate,
+        quantified: HashSet::new(),
+    });
 }
 
 /// Qualifiers a query's `FROM` items bind, at any depth.

@@ -38,9 +38,9 @@ const SET_ALIAS: &str = "__in_set";
 const SET_COLUMN: &str = "__in_value";
 
 /// Rewrite `[NOT] IN (subquery)` wherever a query's select list or `ORDER
-/// BY` keys use it as a value (at any depth of those expressions). Refused
-/// (0A000) where the subquery is correlated and `x` could be captured by
-/// its `FROM` (see [`as_value`]).
+/// BY` keys use it as a value (at any depth of those expressions). Where
+/// the subquery is correlated and `x` could be captured by its `FROM` (see
+/// [`as_value`]) it is left to the planner's general unnesting.
 pub fn rewrite<V: VisitMut>(node: &mut V) -> Result<()> {
     struct Rewriter;
     impl VisitorMut for Rewriter {
@@ -121,14 +121,9 @@ fn as_value(left: &Expr, subquery: &Query, negated: bool) -> Result<Option<Expr>
         !has_bare_identifier(left) && used_qualifiers(left).iter().all(|q| !bound.contains(q));
     let (set, value) = match single_item(subquery).filter(|_| inlinable) {
         Some(item) => (subquery.clone(), item),
-        // A derived table cannot see the outer query.
-        None if is_correlated(subquery) => {
-            return Err(PlanError::Unsupported(format!(
-                "{left} IN (subquery) as a value, with a subquery that reads the outer \
-                 query, is supported only for a plain SELECT and with {left}'s columns \
-                 qualified by their relation (t.x)"
-            )));
-        }
+        // A derived table cannot see the outer query: left as it is, for
+        // the planner's general unnesting (`crate::decorrelate`).
+        None if is_correlated(subquery) => return Ok(None),
         None => {
             // Grouped, distinct, limited, a set operation, or `left` could
             // be captured: counted over as a derived table.
