@@ -6,6 +6,7 @@
 //! operators of [`RelPlan`], and refuses everything else at CREATE with
 //! SQLSTATE 0A000 naming the construct, so a view is never silently wrong.
 
+pub mod grouping_sets;
 pub mod plan_codec;
 pub mod scalar_subquery;
 pub mod temporal;
@@ -223,7 +224,10 @@ pub fn lower(plan: &LogicalPlan) -> Result<RelPlan> {
                 .iter()
                 .any(|e| matches!(e, Expr::GroupingSet(_)))
             {
-                return Err(unsupported("GROUPING SETS, ROLLUP and CUBE"));
+                return match grouping_sets::expand(a)? {
+                    Some(union) => lower(&union),
+                    None => Err(unsupported("this form of GROUPING SETS")),
+                };
             }
             Ok(RelPlan::Reduce {
                 input: Box::new(lower(&a.input)?),

@@ -37,6 +37,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     let mut functions = checked.functions();
     functions.extend(casts.functions());
     functions.extend(crate::query::functions::all());
+    functions.push(crate::rewrites::array_overlap::udf());
     let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
         Arc::new(crate::rewrites::sort_subqueries::SortSubqueries),
         Arc::new(crate::rewrites::mz_now_comparisons::MzNowComparisons),
@@ -74,9 +75,19 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     state
         .register_udaf(crate::query::single_value::udaf())
         .expect("registering built-in functions cannot fail");
+    for f in crate::query::jsonb_aggregates::udafs() {
+        state
+            .register_udaf(f)
+            .expect("registering built-in functions cannot fail");
+    }
     state
         .register_expr_planner(Arc::new(
             crate::rewrites::mz_now_comparisons::MzNowComparisonPlanner,
+        ))
+        .expect("registering built-in planners cannot fail");
+    state
+        .register_expr_planner(Arc::new(
+            crate::rewrites::array_overlap::ArrayOverlapPlanner,
         ))
         .expect("registering built-in planners cannot fail");
     state
@@ -86,6 +97,9 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         "pg_get_keywords",
         Arc::new(crate::query::keywords::Keywords),
     );
+    for (name, f) in crate::query::jsonb_table_functions::table_functions() {
+        state.register_udtf(name, f);
+    }
     // Correlated subqueries DataFusion cannot decorrelate (`decorrelate`).
     let rules = UnnestSubqueries::placed_in(state.optimizers().to_vec());
     let state = SessionStateBuilder::new_from_existing(state)

@@ -25,6 +25,7 @@ pub fn all() -> Vec<Arc<ScalarUDF>> {
     ];
     out.extend(crate::query::json_build::functions());
     out.extend(crate::query::jsonb_ops::functions());
+    out.extend(crate::query::jsonb_functions::functions());
     out.extend(crate::query::crypto::functions());
     out
 }

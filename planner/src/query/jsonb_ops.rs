@@ -17,6 +17,10 @@
 //! kind of container and NULL arguments all give NULL; the `text` forms
 //! give a JSON string without its quotes and JSON `null` as SQL NULL.
 //!
+//! [`JsonbOperatorPlanner`] also plans the containment and existence
+//! operators `@>`, `<@`, `?`, `?|` and `?&` with a `jsonb` operand, as
+//! calls of the functions of [`crate::query::jsonb_functions`].
+//!
 //! DataFusion parses the operators but cannot type them ("Operator ->> is
 //! not yet supported"); [`JsonbOperatorPlanner`] turns them into calls of
 //! these functions while the SQL is planned, choosing the function by the
@@ -43,6 +47,8 @@ use datafusion::logical_expr::{
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 use freshet_repr::{PgType, SqlStateError, sqlstate};
 use serde_json::Value;
+
+use crate::query::jsonb_functions::{JsonbOperator, operator_udf};
 
 /// How a function reaches into the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -428,6 +434,9 @@ impl ExprPlanner for JsonbOperatorPlanner {
         expr: RawBinaryExpr,
         schema: &DFSchema,
     ) -> Result<PlannerResult<RawBinaryExpr>> {
+        if let Some((symbol, op)) = containment_or_existence(&expr.op) {
+            return plan_containment_or_existence(expr, symbol, op, schema);
+        }
         // `b->-1` is lexed as one operator `->-`; Postgres's lexer never
         // ends an operator like this one in `-` or `+` (only operators
         // holding one of `~!@#%^&|`?` may), so it reads `b -> -1`.
@@ -498,6 +507,127 @@ impl ExprPlanner for JsonbOperatorPlanner {
             ScalarFunction::new_udf(udf(access, as_text), vec![left, right]),
         )))
     }
+}
+
+/// The containment and existence operators, with their spelling.
+fn containment_or_existence(op: &BinaryOperator) -> Option<(&'static str, JsonbOperator)> {
+    Some(match op {
+        BinaryOperator::AtArrow => ("@>", JsonbOperator::Contains),
+        BinaryOperator::ArrowAt => ("<@", JsonbOperator::ContainedIn),
+        BinaryOperator::Question => ("?", JsonbOperator::Exists),
+        BinaryOperator::QuestionPipe => ("?|", JsonbOperator::ExistsAny),
+        BinaryOperator::QuestionAnd => ("?&", JsonbOperator::ExistsAll),
+        _ => return None,
+    })
+}
+
+/// How an operand stands to `jsonb`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operand {
+    /// Known `jsonb`: its field says so.
+    Jsonb,
+    /// Text that may be `jsonb`: an untyped literal or NULL, or a computed
+    /// text (`coalesce`, `CASE`) that lost the `jsonb` mark.
+    Untyped,
+    /// A column, cast or value known to be of another type.
+    Other,
+}
+
+/// What `e` (of field `field`) is to a `jsonb` operator.
+fn operand_kind(e: &Expr, field: &Field) -> Operand {
+    match field.data_type() {
+        DataType::Null => Operand::Untyped,
+        _ if PgType::of_field(field) == PgType::Jsonb => Operand::Jsonb,
+        t if texty(t) => {
+            if matches!(e, Expr::Column(_) | Expr::Cast(_) | Expr::TryCast(_)) {
+                Operand::Other
+            } else {
+                Operand::Untyped
+            }
+        }
+        _ => Operand::Other,
+    }
+}
+
+/// Plans `@>`, `<@`, `?`, `?|` and `?&` with a `jsonb` operand as calls of
+/// [`crate::query::jsonb_functions`]. Arrays keep DataFusion's `@>` and
+/// `<@` (planned before this planner is asked, and left alone here when
+/// either side is an array); other operands are refused with Postgres's
+/// 42883. The right of `?|` and `?&` is `text[]`, a string literal there
+/// read as one.
+fn plan_containment_or_existence(
+    expr: RawBinaryExpr,
+    symbol: &str,
+    op: JsonbOperator,
+    schema: &DFSchema,
+) -> Result<PlannerResult<RawBinaryExpr>> {
+    let (_, left_field) = expr.left.to_field(schema)?;
+    let (_, right_field) = expr.right.to_field(schema)?;
+    let is_list = |t: &DataType| matches!(t, DataType::List(_) | DataType::LargeList(_));
+    let containment = matches!(op, JsonbOperator::Contains | JsonbOperator::ContainedIn);
+    if containment && (is_list(left_field.data_type()) || is_list(right_field.data_type())) {
+        return Ok(PlannerResult::Original(expr));
+    }
+    let RawBinaryExpr { left, right, .. } = expr;
+    let operand_name = |e: &Expr, f: &Field| match e {
+        Expr::Literal(ScalarValue::Utf8(_) | ScalarValue::Null, _) => "unknown".to_string(),
+        _ => PgType::of_field(f).sql_name(),
+    };
+    let refuse = || {
+        DataFusionError::External(Box::new(SqlStateError {
+            code: sqlstate::UNDEFINED_FUNCTION,
+            message: format!(
+                "operator does not exist: {} {symbol} {}",
+                operand_name(&left, &left_field),
+                operand_name(&right, &right_field),
+            ),
+        }))
+    };
+    let l = operand_kind(&left, &left_field);
+    let r = operand_kind(&right, &right_field);
+    let literal = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Literal(ScalarValue::Utf8(_) | ScalarValue::Null, _)
+        )
+    };
+    if containment && literal(&left) && literal(&right) {
+        // Postgres has `@>` for several types and cannot choose.
+        return Err(DataFusionError::External(Box::new(SqlStateError {
+            code: "42725",
+            message: format!("operator is not unique: unknown {symbol} unknown"),
+        })));
+    }
+    let right = match op {
+        // Both sides are documents; at least one must be (or may be) jsonb.
+        JsonbOperator::Contains | JsonbOperator::ContainedIn => match (l, r) {
+            (Operand::Other, _) | (_, Operand::Other) => return Err(refuse()),
+            _ => right,
+        },
+        JsonbOperator::Exists => {
+            if l == Operand::Other || r == Operand::Jsonb || !texty(right_field.data_type()) {
+                return Err(refuse());
+            }
+            right
+        }
+        JsonbOperator::ExistsAny | JsonbOperator::ExistsAll => {
+            if l == Operand::Other {
+                return Err(refuse());
+            }
+            match right_field.data_type() {
+                DataType::List(item) if texty(item.data_type()) => right,
+                // An untyped literal is read as `text[]`; a text column is
+                // not one.
+                t if texty(t) && r == Operand::Untyped => {
+                    right.cast_to(&text_array_type(), schema)?
+                }
+                _ => return Err(refuse()),
+            }
+        }
+    };
+    Ok(PlannerResult::Planned(Expr::ScalarFunction(
+        ScalarFunction::new_udf(operator_udf(op), vec![left, right]),
+    )))
 }
 
 #[cfg(test)]

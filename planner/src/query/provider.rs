@@ -307,7 +307,20 @@ impl<'a> PlanningContext<'a> {
         crate::rewrites::in_subquery_values::rewrite(&mut stmt)?;
         crate::rewrites::integer_literals::type_integer_literals(&mut stmt);
         match self.sql_to_rel().sql_statement_to_plan(stmt.clone()) {
-            Err(e) if e.to_string().contains("unique expression names") => {
+            // A repeated output name DataFusion refuses, directly or (when
+            // another item reads a column of that name: `SELECT c, c + 1
+            // AS c`) as an ambiguous reference; a real ambiguity fails the
+            // same way again.
+            Err(e)
+                if e.to_string().contains("unique expression names")
+                    || matches!(
+                        e.find_root(),
+                        datafusion::error::DataFusionError::SchemaError(
+                            datafusion::common::SchemaError::AmbiguousReference { .. },
+                            _
+                        )
+                    ) =>
+            {
                 crate::rewrites::unnamed_select_items::alias_unnamed_items(&mut stmt);
                 Ok(self.sql_to_rel().sql_statement_to_plan(stmt)?)
             }

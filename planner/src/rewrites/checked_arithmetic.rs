@@ -339,6 +339,10 @@ fn apply(op: ArithOp, l: &ColumnarValue, r: &ColumnarValue, rows: usize) -> Resu
         let divisor = r.to_array(rows.max(1))?;
         let zero = ScalarValue::new_zero(&divisor.data_type().clone())?.to_scalar()?;
         let is_zero = arrow::compute::kernels::cmp::eq(&divisor, &zero)?;
+        // A NULL dividend makes the quotient NULL before anything divides
+        // (PostgreSQL's operators are strict): `NULL / 0` is NULL.
+        let dividend = l.to_array(rows.max(1))?;
+        let is_zero = arrow::compute::and(&is_zero, &arrow::compute::is_not_null(&dividend)?)?;
         if is_zero.true_count() > 0 {
             return Err(crate::error::sqlstate_error(
                 sqlstate::DIVISION_BY_ZERO,
@@ -584,6 +588,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(scalar(out), ScalarValue::Int64(Some(i32::MAX as i64 + 1)));
+        // NULL divided by zero is NULL, as in PostgreSQL.
+        let out = eval_scalars(
+            "/",
+            vec![ScalarValue::Int64(None), ScalarValue::Int64(Some(0))],
+        )
+        .unwrap();
+        assert_eq!(scalar(out), ScalarValue::Int64(None));
         // A double divided by zero raises, as PostgreSQL does.
         let err = eval_scalars(
             "*/",

@@ -16,6 +16,7 @@
 //! [`checked_arithmetic`], [`text_casts`], [`sum_bigint_as_numeric`]; and [`long_chains`]'
 //! optimizer rules.
 
+pub mod array_overlap;
 pub mod checked_arithmetic;
 pub mod correlated_subqueries;
 pub mod empty_relations;

@@ -1479,6 +1479,174 @@ fn shape_scalar_subquery_correlated(g: &mut Gen) -> Query {
     Query { sql, cols }
 }
 
+/// A correlated aggregate whose correlation is not an equality
+/// (`b.y < a.x`), in the select list and, sometimes, in `WHERE`: unnested
+/// by Freshet's planner rule, not by DataFusion.
+fn shape_correlated_inequality(g: &mut Gen) -> Query {
+    let (r1, r2) = g.two_rels();
+    let mut items = g.items(&[("a", &r1.cols)], 1, 2);
+    let (agg, ty) = subquery_agg(g, &r2.cols);
+    let (x, y) = g.join_key(&r1.cols, &r2.cols);
+    let op = g.pick(&["<", "<=", ">", ">=", "<>"]);
+    let f2 = g.from(&r2, "b");
+    let mut cond = format!("b.{} {op} a.{}", y.name, x.name);
+    if g.chance(0.3) {
+        let p = g.pred("b", &r2.cols, 0);
+        write!(cond, " AND {p}").expect("write");
+    }
+    items.push((format!("(SELECT {agg} FROM {f2} WHERE {cond})"), ty));
+    let (sel, cols) = select_list(items);
+    let f1 = g.from(&r1, "a");
+    let mut sql = format!("SELECT {sel} FROM {f1}");
+    if g.chance(0.4) {
+        let (x, y) = g.join_key(&r1.cols, &r2.cols);
+        let op = g.pick(&["<", ">", "<>"]);
+        let f2 = g.from(&r2, "b");
+        write!(
+            sql,
+            " WHERE (SELECT count(*) FROM {f2} WHERE b.{} {op} a.{}) > {}",
+            y.name,
+            x.name,
+            g.range(0, 2)
+        )
+        .expect("write");
+    }
+    Query { sql, cols }
+}
+
+/// `[NOT] EXISTS`, `op ANY/ALL` and `[NOT] IN` (as a filter and as a
+/// value) over a subquery correlated by an inequality.
+fn shape_correlated_quantified(g: &mut Gen) -> Query {
+    let (r1, r2) = g.two_rels();
+    let mut items = g.items(&[("a", &r1.cols)], 1, 2);
+    let (x, y) = g.join_key(&r1.cols, &r2.cols);
+    let (u, v) = g.join_key(&r1.cols, &r2.cols);
+    let corr_op = g.pick(&["<", ">", "<>", "<="]);
+    let f2 = g.from(&r2, "b");
+    let corr = format!("b.{} {corr_op} a.{}", v.name, u.name);
+    if g.chance(0.5) {
+        let not = g.pick(&["", "NOT "]);
+        items.push((
+            format!(
+                "a.{} {not}IN (SELECT b.{} FROM {f2} WHERE {corr})",
+                x.name, y.name
+            ),
+            Ty::Bool,
+        ));
+    }
+    let (sel, cols) = select_list(items);
+    let f1 = g.from(&r1, "a");
+    let f2 = g.from(&r2, "b");
+    let pred = match g.range(0, 2) {
+        0 => {
+            let not = g.pick(&["", "NOT "]);
+            format!("{not}EXISTS (SELECT 1 FROM {f2} WHERE {corr})")
+        }
+        1 => {
+            let op = g.cmp_op();
+            let q = g.pick(&["ANY", "ALL"]);
+            format!(
+                "a.{} {op} {q} (SELECT b.{} FROM {f2} WHERE {corr})",
+                x.name, y.name
+            )
+        }
+        _ => {
+            let not = g.pick(&["", "NOT "]);
+            format!(
+                "a.{} {not}IN (SELECT b.{} FROM {f2} WHERE {corr})",
+                x.name, y.name
+            )
+        }
+    };
+    Query {
+        sql: format!("SELECT {sel} FROM {f1} WHERE {pred}"),
+        cols,
+    }
+}
+
+/// `LEFT JOIN LATERAL (... ORDER BY ... LIMIT 1)`: the best row of the
+/// other side below each row (a top-1 per outer value).
+fn shape_lateral_top(g: &mut Gen) -> Query {
+    let (r1, r2) = g.two_rels();
+    let mut items = g.items(&[("a", &r1.cols)], 1, 2);
+    let (x, y) = g.join_key(&r1.cols, &r2.cols);
+    let c = g
+        .col(&r2.cols, |t| t != Ty::Bool)
+        .expect("a non-bool column");
+    let dir = g.direction();
+    let op = g.pick(&["<", ">", "<>"]);
+    let f2 = g.from(&r2, "b");
+    items.push(("l.v".to_string(), c.ty));
+    let (sel, cols) = select_list(items);
+    let f1 = g.from(&r1, "a");
+    // Ordered by the one column selected: ties give the same value.
+    let sql = format!(
+        "SELECT {sel} FROM {f1} LEFT JOIN LATERAL (SELECT b.{c} AS v FROM {f2} \
+         WHERE b.{y} {op} a.{x} ORDER BY b.{c}{dir} LIMIT 1) l ON true",
+        c = c.name,
+        y = y.name,
+        x = x.name
+    );
+    Query { sql, cols }
+}
+
+/// `GROUPING SETS`, `ROLLUP` or `CUBE` over one or two grouping columns.
+fn shape_grouping_sets(g: &mut Gen) -> Query {
+    let r = g.rel();
+    let a = g.any_col(&r.cols);
+    let b = g.any_col(&r.cols);
+    let (agg, ty) = g.basic_agg("a", &r.cols);
+    let groups = if a.name == b.name {
+        match g.range(0, 1) {
+            0 => format!("ROLLUP (a.{})", a.name),
+            _ => format!("GROUPING SETS ((a.{}), ())", a.name),
+        }
+    } else {
+        match g.range(0, 2) {
+            0 => format!("ROLLUP (a.{}, a.{})", a.name, b.name),
+            1 => format!("CUBE (a.{}, a.{})", a.name, b.name),
+            _ => format!("GROUPING SETS ((a.{}), (a.{}), ())", a.name, b.name),
+        }
+    };
+    let mut items = vec![(format!("a.{}", a.name), a.ty)];
+    if a.name != b.name {
+        items.push((format!("a.{}", b.name), b.ty));
+    }
+    items.push(("count(*)".into(), Ty::Int8));
+    items.push((agg, ty));
+    let (sel, cols) = select_list(items);
+    let from = g.from(&r, "a");
+    let wh = g.maybe_where(0.3, "a", &r.cols);
+    Query {
+        sql: format!("SELECT {sel} FROM {from}{wh} GROUP BY {groups}"),
+        cols,
+    }
+}
+
+/// `DISTINCT ON (x) x, y ... ORDER BY x, y`: the first `y` per `x` (only
+/// ordered columns are selected, so ties give the same row).
+fn shape_distinct_on(g: &mut Gen) -> Query {
+    let r = g.rel();
+    let x = g.any_col(&r.cols);
+    let y = g.any_col(&r.cols);
+    let dir = g.direction();
+    let items = vec![
+        (format!("a.{}", x.name), x.ty),
+        (format!("a.{}", y.name), y.ty),
+    ];
+    let (sel, cols) = select_list(items);
+    let from = g.from(&r, "a");
+    let wh = g.maybe_where(0.3, "a", &r.cols);
+    Query {
+        sql: format!(
+            "SELECT DISTINCT ON (a.{x}) {sel} FROM {from}{wh} ORDER BY a.{x}, a.{y}{dir}",
+            x = x.name,
+            y = y.name
+        ),
+        cols,
+    }
+}
+
 fn shape_cte(g: &mut Gen) -> Query {
     let (r1, r2) = g.two_rels();
     let f1 = g.from(&r1, "a");
@@ -1878,6 +2046,11 @@ const SHAPES: &[Shape] = &[
         "scalar_subquery_correlated",
         shape_scalar_subquery_correlated,
     ),
+    plain("correlated_inequality", shape_correlated_inequality),
+    plain("correlated_quantified", shape_correlated_quantified),
+    plain("lateral_top", shape_lateral_top),
+    plain("grouping_sets", shape_grouping_sets),
+    plain("distinct_on", shape_distinct_on),
     plain("cte", shape_cte),
     plain("values_join", shape_values_join),
     plain("topk", shape_topk),
