@@ -17,20 +17,29 @@ pub fn jsonb_text(v: &serde_json::Value) -> String {
     out
 }
 
+/// An object's entries in the order `jsonb` stores and prints them:
+/// shorter keys first, then by bytes (what `jsonb_each` and
+/// `jsonb_object_keys` list, too).
+pub fn stored_order(
+    map: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<(&String, &serde_json::Value)> {
+    let mut entries: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+    entries.sort_by(|(a, _), (b, _)| a.len().cmp(&b.len()).then(a.as_bytes().cmp(b.as_bytes())));
+    entries
+}
+
 fn write_jsonb(v: &serde_json::Value, out: &mut String) {
     use serde_json::Value;
     match v {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by(|a, b| a.len().cmp(&b.len()).then(a.as_bytes().cmp(b.as_bytes())));
             out.push('{');
-            for (i, k) in keys.iter().enumerate() {
+            for (i, (k, v)) in stored_order(map).into_iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
                 out.push_str(&serde_json::to_string(k).unwrap_or_default());
                 out.push_str(": ");
-                write_jsonb(&map[k.as_str()], out);
+                write_jsonb(v, out);
             }
             out.push('}');
         }

@@ -49,15 +49,14 @@ use datafusion::common::{Column, DFSchema, NullEquality, Result, ScalarValue};
 use datafusion::functions_aggregate::count::count_all;
 use datafusion::functions_aggregate::expr_fn::max;
 use datafusion::logical_expr::expr::{Exists, InSubquery};
-use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{
     Aggregate, Expr, Filter, Join, JoinConstraint, JoinType, LogicalPlan, Projection, Subquery,
     SubqueryAlias, lit, when,
 };
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
-use domain::{Domain, Names, find, is_not_distinct_from};
-use push::Push;
+use domain::{Domain, Names, find};
+use push::{Push, columns_of};
 
 /// The optimizer rule (see the module documentation).
 #[derive(Debug, Default)]
@@ -423,23 +422,9 @@ impl Unnest<'_> {
         let Some(cols) = dom.columns_in(right.schema()) else {
             return Ok(None);
         };
-        let pairs = outer
-            .iter()
-            .zip(&cols)
-            .map(|(l, r)| (Expr::Column(l.clone()), Expr::Column(r.clone())));
+        let pairs = outer.iter().cloned().zip(cols).collect();
         let (on, filter, null_equality) =
-            if j.on.is_empty() || j.null_equality == NullEquality::NullEqualsNull {
-                let mut on = j.on.clone();
-                on.extend(pairs);
-                (on, j.filter.clone(), NullEquality::NullEqualsNull)
-            } else {
-                let same = pairs.map(|(l, r)| is_not_distinct_from(l, r));
-                (
-                    j.on.clone(),
-                    conjunction(j.filter.clone().into_iter().chain(same)),
-                    j.null_equality,
-                )
-            };
+            push::matching_domains(j.on.clone(), j.filter.clone(), j.null_equality, pairs);
         let joined = LogicalPlan::Join(Join::try_new(
             Arc::clone(&j.left),
             Arc::new(right),
@@ -524,14 +509,6 @@ fn at_most_one_row(plan: &LogicalPlan) -> bool {
         LogicalPlan::Values(v) => v.values.len() <= 1,
         _ => false,
     }
-}
-
-/// Every column of `schema`, qualified.
-fn columns_of(schema: &DFSchema) -> Vec<Expr> {
-    schema
-        .iter()
-        .map(|(q, f)| Expr::Column(Column::new(q.cloned(), f.name())))
-        .collect()
 }
 
 /// `plan` projected back to `schema`'s columns.

@@ -278,65 +278,32 @@ impl Push<'_> {
             }
             JoinType::Full => (true, true),
         };
-        let left_dom = dom.clone();
         let right_dom = if into_left && into_right {
             dom.renamed(self.names)?
         } else {
             dom.clone()
         };
-        let left = if into_left {
-            match self.push(&j.left, &left_dom)? {
-                Some(p) => p,
-                None => return Ok(None),
-            }
-        } else {
-            j.left.as_ref().clone()
-        };
-        let right = if into_right {
-            match self.push(&j.right, &right_dom)? {
-                Some(p) => p,
-                None => return Ok(None),
-            }
-        } else {
-            j.right.as_ref().clone()
-        };
-        let left_cols = if into_left {
-            dom_columns(&left_dom, left.schema())
-        } else {
-            None
-        };
-        let right_cols = if into_right {
-            dom_columns(&right_dom, right.schema())
-        } else {
-            None
-        };
-        if (into_left && left_cols.is_none()) || (into_right && right_cols.is_none()) {
+        let Some((left, left_cols)) = self.side(&j.left, into_left, dom)? else {
             return Ok(None);
-        }
+        };
+        let Some((right, right_cols)) = self.side(&j.right, into_right, &right_dom)? else {
+            return Ok(None);
+        };
         // Outer references in the condition read whichever copy is there.
         let Some(cond_cols) = left_cols.clone().or_else(|| right_cols.clone()) else {
             return Ok(None);
         };
         let subst = |e: &Expr| dom.substitute(e.clone(), &cond_cols).map(|t| t.data);
-        let mut on =
+        let on =
             j.on.iter()
                 .map(|(l, r)| Ok((subst(l)?, subst(r)?)))
                 .collect::<Result<Vec<_>>>()?;
-        let mut filter = j.filter.as_ref().map(subst).transpose()?;
-        let mut null_equality = j.null_equality;
-        if let (Some(lc), Some(rc)) = (&left_cols, &right_cols) {
-            let pairs = lc
-                .iter()
-                .zip(rc)
-                .map(|(l, r)| (Expr::Column(l.clone()), Expr::Column(r.clone())));
-            if on.is_empty() || null_equality == NullEquality::NullEqualsNull {
-                on.extend(pairs);
-                null_equality = NullEquality::NullEqualsNull;
-            } else {
-                let same = pairs.map(|(l, r)| is_not_distinct_from(l, r));
-                filter = conjunction(filter.into_iter().chain(same));
-            }
-        }
+        let filter = j.filter.as_ref().map(subst).transpose()?;
+        let pairs: Vec<(Column, Column)> = match (&left_cols, &right_cols) {
+            (Some(lc), Some(rc)) => lc.iter().cloned().zip(rc.iter().cloned()).collect(),
+            _ => vec![],
+        };
+        let (on, filter, null_equality) = matching_domains(on, filter, j.null_equality, pairs);
         let joined = LogicalPlan::Join(Join::try_new(
             Arc::new(left),
             Arc::new(right),
@@ -375,6 +342,24 @@ impl Push<'_> {
             exprs,
             Arc::new(joined),
         )?)))
+    }
+
+    /// One side of a join: pushed down with `dom` (and its domain columns)
+    /// when it needs the domain, as it was otherwise. `None` when it
+    /// cannot be pushed.
+    fn side(
+        &self,
+        plan: &LogicalPlan,
+        pushed: bool,
+        dom: &Domain,
+    ) -> Result<Option<(LogicalPlan, Option<Vec<Column>>)>> {
+        if !pushed {
+            return Ok(Some((plan.clone(), None)));
+        }
+        let Some(p) = self.push(plan, dom)? else {
+            return Ok(None);
+        };
+        Ok(dom.columns_in(p.schema()).map(|cols| (p, Some(cols))))
     }
 
     /// `ORDER BY ... LIMIT n OFFSET m` per domain row: a row number over
@@ -457,13 +442,8 @@ fn own_subquery_refers(plan: &LogicalPlan, dom: &Domain) -> bool {
     found
 }
 
-/// The domain's columns in `schema`.
-fn dom_columns(dom: &Domain, schema: &DFSchema) -> Option<Vec<Column>> {
-    dom.columns_in(schema)
-}
-
 /// Every column of `schema`, qualified.
-fn columns_of(schema: &DFSchema) -> Vec<Expr> {
+pub(super) fn columns_of(schema: &DFSchema) -> Vec<Expr> {
     schema
         .iter()
         .map(|(q, f)| Expr::Column(Column::new(q.cloned(), f.name())))
@@ -531,5 +511,34 @@ fn partition_by(e: Expr, cols: &[Column]) -> Option<Expr> {
             Some(Expr::WindowFunction(w))
         }
         _ => None,
+    }
+}
+
+/// A join condition that also matches domain values (`pairs`, left and
+/// right column of each): as equi-join keys with NULLs equal when the
+/// join's own keys allow that (or it has none), otherwise as `IS NOT
+/// DISTINCT FROM` conjuncts of the filter.
+pub(super) fn matching_domains(
+    mut on: Vec<(Expr, Expr)>,
+    filter: Option<Expr>,
+    null_equality: NullEquality,
+    pairs: Vec<(Column, Column)>,
+) -> (Vec<(Expr, Expr)>, Option<Expr>, NullEquality) {
+    if pairs.is_empty() {
+        return (on, filter, null_equality);
+    }
+    let pairs = pairs
+        .into_iter()
+        .map(|(l, r)| (Expr::Column(l), Expr::Column(r)));
+    if on.is_empty() || null_equality == NullEquality::NullEqualsNull {
+        on.extend(pairs);
+        (on, filter, NullEquality::NullEqualsNull)
+    } else {
+        let same = pairs.map(|(l, r)| is_not_distinct_from(l, r));
+        (
+            on,
+            conjunction(filter.into_iter().chain(same)),
+            null_equality,
+        )
     }
 }

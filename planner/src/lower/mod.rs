@@ -368,18 +368,22 @@ fn not_in(j: &datafusion::logical_expr::Join) -> Result<LogicalPlan> {
     let keep = rows()
         .eq(non_null)
         .and(rows().eq(lit(0i64)).or(x.clone().is_not_null()));
-    let columns: Vec<Expr> = j
-        .left
-        .schema()
-        .columns()
-        .into_iter()
-        .map(Expr::Column)
-        .collect();
+    let columns = left_columns(j);
     Ok(LogicalPlanBuilder::from(anti)
         .cross_join(stats)?
         .filter(keep)?
         .project(columns)?
         .build()?)
+}
+
+/// The left input's columns of `j`, as expressions.
+fn left_columns(j: &datafusion::logical_expr::Join) -> Vec<Expr> {
+    j.left
+        .schema()
+        .columns()
+        .into_iter()
+        .map(Expr::Column)
+        .collect()
 }
 
 /// `EXISTS` or `IN` under `OR`, which DataFusion plans as a mark join
@@ -401,13 +405,7 @@ fn mark_join(j: &datafusion::logical_expr::Join) -> Result<LogicalPlan> {
             j.null_equality,
             false,
         )?);
-        let mut columns: Vec<Expr> = j
-            .left
-            .schema()
-            .columns()
-            .into_iter()
-            .map(Expr::Column)
-            .collect();
+        let mut columns = left_columns(j);
         columns.push(lit(value).alias_qualified(q.cloned(), mark.name()));
         Ok(LogicalPlanBuilder::from(joined).project(columns)?.build()?)
     };

@@ -13,8 +13,8 @@
 //! subquery, as in SQL); `single_row` raises Postgres's cardinality error
 //! (21000) when the subquery returns more than one row, which the dataflow
 //! keeps as an error of the view until the extra rows go away.
-//! Correlated scalar subqueries are decorrelated by DataFusion into joins
-//! before this point.
+//! Correlated scalar subqueries are unnested into joins before this point
+//! (by DataFusion's rules, or else by [`crate::decorrelate`]).
 
 use std::sync::Arc;
 

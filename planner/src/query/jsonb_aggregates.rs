@@ -31,7 +31,7 @@ use datafusion::logical_expr::{
 use freshet_repr::{PgType, sqlstate};
 use serde_json::{Map, Number, Value};
 
-use crate::query::jsonb_functions::parse_jsonb;
+use crate::query::jsonb_ops::parse_jsonb;
 
 /// Both aggregates, for registration in the session (where dataflow plans
 /// of materialized views also find them by name).

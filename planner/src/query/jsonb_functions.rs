@@ -34,7 +34,10 @@ use datafusion::logical_expr::{
     Volatility,
 };
 use freshet_repr::{PgType, SqlStateError, sqlstate};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use crate::query::jsonb_ops::{as_text, parse_jsonb, text_array_type, texty, type_name};
+use freshet_repr::jsonb::stored_order;
 
 /// The `jsonb` operators that are planned as calls of this module's
 /// functions (see [`operator_udf`]).
@@ -103,15 +106,6 @@ struct JsonbFunction {
     signature: Signature,
 }
 
-/// Whether values of `t` are text (or an untyped NULL, which Postgres would
-/// resolve to the parameter's type).
-fn texty(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 | DataType::Null
-    )
-}
-
 /// Whether `t` is `text[]` (or something Postgres would read as one: an
 /// untyped literal or NULL).
 fn text_array_like(t: &DataType) -> bool {
@@ -121,44 +115,9 @@ fn text_array_like(t: &DataType) -> bool {
     }
 }
 
-/// The Postgres name of an argument type, for errors (`unknown` for an
-/// untyped NULL, as Postgres says).
-fn type_name(t: &DataType) -> String {
-    match t {
-        DataType::Null => "unknown".into(),
-        t => PgType::from_arrow(t)
-            .map(|p| p.sql_name())
-            .unwrap_or_else(|| t.to_string()),
-    }
-}
-
-/// The Arrow type of `text[]`.
-fn text_array_type() -> DataType {
-    PgType::Array(Box::new(PgType::Text)).arrow_type()
-}
-
 /// An error with a Postgres SQLSTATE.
 fn pg_error(code: &'static str, message: impl Into<String>) -> DataFusionError {
     crate::error::sqlstate_error(code, message)
-}
-
-/// Parse a `jsonb` argument. Stored `jsonb` is valid JSON; text given to a
-/// function directly may not be, which Postgres reports as 22P02.
-pub(crate) fn parse_jsonb(text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|_| {
-        pg_error(
-            sqlstate::INVALID_TEXT_REPRESENTATION,
-            format!("invalid input syntax for type json: \"{text}\""),
-        )
-    })
-}
-
-/// An object's entries in the order `jsonb` stores (and prints) them:
-/// shorter keys first, then by bytes.
-pub(crate) fn stored_order(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by(|(a, _), (b, _)| a.len().cmp(&b.len()).then(a.as_bytes().cmp(b.as_bytes())));
-    entries
 }
 
 /// Whether `v` is a scalar (not an object or array).
@@ -464,15 +423,6 @@ impl Args {
     }
 }
 
-/// `a` as text.
-fn as_text(a: &ArrayRef) -> Result<StringArray> {
-    let cast = arrow::compute::cast(a, &DataType::Utf8)?;
-    cast.as_any()
-        .downcast_ref::<StringArray>()
-        .cloned()
-        .ok_or_else(|| exec_datafusion_err!("text argument expected"))
-}
-
 /// `a` as `text[]`.
 fn as_text_array(a: &ArrayRef) -> Result<GenericListArray<i32>> {
     let cast = arrow::compute::cast(a, &text_array_type())?;
@@ -693,7 +643,7 @@ impl ScalarUDFImpl for JsonbFunction {
                 call.flag = flags.as_any().downcast_ref::<BooleanArray>().cloned();
                 call.text.push(None);
             } else {
-                call.text.push(Some(as_text(a)?));
+                call.text.push(Some(as_text(a, self.name())?));
             }
         }
         let results: Vec<Out> = (0..rows)

@@ -98,7 +98,7 @@ struct JsonbAccess {
 
 /// Whether values of `t` are text (or an untyped NULL, which Postgres
 /// would resolve to text).
-fn texty(t: &DataType) -> bool {
+pub(crate) fn texty(t: &DataType) -> bool {
     matches!(
         t,
         DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 | DataType::Null
@@ -107,7 +107,7 @@ fn texty(t: &DataType) -> bool {
 
 /// The Postgres name of an argument type, for errors (`unknown` for an
 /// untyped NULL, as Postgres says).
-fn type_name(t: &DataType) -> String {
+pub(crate) fn type_name(t: &DataType) -> String {
     match t {
         DataType::Null => "unknown".into(),
         t => PgType::from_arrow(t)
@@ -117,7 +117,7 @@ fn type_name(t: &DataType) -> String {
 }
 
 /// The Arrow type of `text[]`, which `#>` paths are.
-fn text_array_type() -> DataType {
+pub(crate) fn text_array_type() -> DataType {
     PgType::Array(Box::new(PgType::Text)).arrow_type()
 }
 
@@ -233,7 +233,7 @@ impl ScalarUDFImpl for JsonbAccess {
                 out.push(None);
                 continue;
             }
-            let document = parse(docs.value(row))?;
+            let document = parse_jsonb(docs.value(row))?;
             let found = path.iter().try_fold(&document, |v, step| step.apply(v));
             out.push(found.and_then(|v| render(v, self.as_text)));
         }
@@ -242,7 +242,7 @@ impl ScalarUDFImpl for JsonbAccess {
 }
 
 /// `a` as text (it is `Utf8` after [`JsonbAccess::coerce_types`]).
-fn as_text(a: &ArrayRef, function: &str) -> Result<StringArray> {
+pub(crate) fn as_text(a: &ArrayRef, function: &str) -> Result<StringArray> {
     let cast = arrow::compute::cast(a, &DataType::Utf8)?;
     cast.as_any()
         .downcast_ref::<StringArray>()
@@ -252,7 +252,7 @@ fn as_text(a: &ArrayRef, function: &str) -> Result<StringArray> {
 
 /// Parse a stored document. Stored `jsonb` is valid JSON; text given to
 /// the functions directly may not be, which Postgres reports as 22P02.
-fn parse(text: &str) -> Result<Value> {
+pub(crate) fn parse_jsonb(text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|_| {
         crate::error::sqlstate_error(
             sqlstate::INVALID_TEXT_REPRESENTATION,

@@ -29,7 +29,8 @@ use datafusion::logical_expr::Expr;
 use freshet_repr::{PgType, sqlstate};
 use serde_json::Value;
 
-use crate::query::jsonb_functions::{parse_jsonb, stored_order};
+use crate::query::jsonb_ops::parse_jsonb;
+use freshet_repr::jsonb::stored_order;
 
 /// Which function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,22 +46,33 @@ pub struct JsonbTableFunction {
     kind: Kind,
 }
 
+/// Every function of this module.
+const KINDS: [Kind; 5] = [
+    Kind::Each { text: false },
+    Kind::Each { text: true },
+    Kind::ArrayElements { text: false },
+    Kind::ArrayElements { text: true },
+    Kind::ObjectKeys,
+];
+
+/// Whether `name` is one of this module's functions (so a `FROM` item
+/// calling it is planned as a table function, not a scalar one).
+pub fn is_table_function(name: &str) -> bool {
+    KINDS
+        .into_iter()
+        .any(|kind| JsonbTableFunction { kind }.name() == name)
+}
+
 /// Every function of this module with its name, for registration in the
 /// session.
 pub fn table_functions() -> Vec<(&'static str, Arc<dyn TableFunctionImpl>)> {
-    [
-        Kind::Each { text: false },
-        Kind::Each { text: true },
-        Kind::ArrayElements { text: false },
-        Kind::ArrayElements { text: true },
-        Kind::ObjectKeys,
-    ]
-    .into_iter()
-    .map(|kind| {
-        let f = JsonbTableFunction { kind };
-        (f.name(), Arc::new(f) as Arc<dyn TableFunctionImpl>)
-    })
-    .collect()
+    KINDS
+        .into_iter()
+        .map(|kind| {
+            let f = JsonbTableFunction { kind };
+            (f.name(), Arc::new(f) as Arc<dyn TableFunctionImpl>)
+        })
+        .collect()
 }
 
 impl JsonbTableFunction {

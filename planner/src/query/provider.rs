@@ -313,13 +313,7 @@ impl<'a> PlanningContext<'a> {
             // same way again.
             Err(e)
                 if e.to_string().contains("unique expression names")
-                    || matches!(
-                        e.find_root(),
-                        datafusion::error::DataFusionError::SchemaError(
-                            datafusion::common::SchemaError::AmbiguousReference { .. },
-                            _
-                        )
-                    ) =>
+                    || is_ambiguous_reference(&e) =>
             {
                 crate::rewrites::unnamed_select_items::alias_unnamed_items(&mut stmt);
                 Ok(self.sql_to_rel().sql_statement_to_plan(stmt)?)
@@ -733,4 +727,13 @@ pub fn index_seeks(plan: &LogicalPlan) -> Vec<(TableReference, IndexSeek)> {
         Ok(TreeNodeRecursion::Continue)
     });
     out
+}
+
+/// Whether planning failed on an ambiguous column reference.
+fn is_ambiguous_reference(e: &datafusion::error::DataFusionError) -> bool {
+    matches!(
+        e.find_root(),
+        datafusion::error::DataFusionError::SchemaError(s, _)
+            if matches!(**s, datafusion::common::SchemaError::AmbiguousReference { .. })
+    )
 }

@@ -337,7 +337,8 @@ fn function_in_from(factor: &mut ast::TableFactor) {
         return;
     }
     let fname = fname.value.to_lowercase();
-    let table_function = TABLE_FUNCTIONS.contains(&fname.as_str());
+    let table_function = TABLE_FUNCTIONS.contains(&fname.as_str())
+        || crate::query::jsonb_table_functions::is_table_function(&fname);
     let mut has_subquery = false;
     let _ = ast::visit_expressions(&args.args, |e| {
         if matches!(
