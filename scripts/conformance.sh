@@ -41,10 +41,57 @@ as_pg() {
 }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# select1-5 through the sqllogictest-rs CLI in both protocols, a fresh
+# server per file; prints one line per run, returns non-zero on a failure.
+cli_runs() {
+  local failed=0
+  for engine in postgres postgres-extended; do
+    for f in "$corpus"/select{1,2,3,4,5}.test; do
+      port="$(free_port)"
+      http="$(free_port)"
+      "$freshet" --data-dir "$work/cli-data" --listen "127.0.0.1:$port" \
+        --http-listen "127.0.0.1:$http" >"$work/cli-server.log" 2>&1 &
+      server=$!
+      for _ in $(seq 1 100); do
+        psql -X -q -h 127.0.0.1 -p "$port" -U freshet -c "SELECT 1" >/dev/null 2>&1 && break
+        sleep 0.2
+      done
+      if "$cli" -e "$engine" --label postgresql -h 127.0.0.1 -p "$port" -u freshet -d freshet \
+        "$f" >"$work/cli.out" 2>&1; then
+        echo "sqllogictest-rs -e $engine $(basename "$f"): passed"
+      else
+        echo "sqllogictest-rs -e $engine $(basename "$f"): FAILED"
+        tail -20 "$work/cli.out"
+        failed=1
+      fi
+      kill "$server" 2>/dev/null || true
+      wait "$server" 2>/dev/null || true
+      rm -rf "$work/cli-data"
+    done
+  done
+  return "$failed"
+}
+
 status=0
+cli_pid=""
+if [ "$mode" != "--no-cli" ]; then
+  cli="$tools/sqllogictest/bin/sqllogictest"
+  if [ ! -x "$cli" ]; then
+    echo "== installing sqllogictest-bin 0.29.1 into $tools/sqllogictest =="
+    cargo install sqllogictest-bin --version 0.29.1 --locked --root "$tools/sqllogictest" \
+      --target-dir "$tools/sqllogictest-build"
+    rm -rf "$tools/sqllogictest-build"
+  fi
+  # In the background, beside the corpus runs below.
+  cli_runs >"$work/cli-report" 2>&1 &
+  cli_pid=$!
+fi
 if [ "$mode" != "--cli-only" ]; then
-  # Freshet: a fresh server per file (the runner's default).
-  "$runner" --verbose --server-binary "$freshet" "${files[@]}" >"$work/freshet.out" 2>&1 || true
+  # Freshet: a fresh server per file (the runner's default), in the
+  # background while PostgreSQL runs the same files (two cores, two
+  # servers).
+  "$runner" --verbose --server-binary "$freshet" "${files[@]}" >"$work/freshet.out" 2>&1 &
+  freshet_run=$!
   # PostgreSQL 15: a fresh database per file, same runner and labels.
   mkdir -p "$work/pg"
   [ "$(id -u)" = "0" ] && chown "${FRESHET_PG_USER:-freshet-pg}" "$work/pg"
@@ -60,6 +107,7 @@ if [ "$mode" != "--cli-only" ]; then
     "$runner" --verbose --reference-postgres --host 127.0.0.1 --port "$port" --user postgres \
       --database "c$n" "$f" >>"$work/pg.out" 2>&1 || true
   done
+  wait "$freshet_run" || true
   python3 - "$work/freshet.out" "$work/pg.out" "$corpus" <<'EOF' || status=1
 import re, sys
 fr, pg, corpus = sys.argv[1:4]
@@ -103,37 +151,8 @@ sys.exit(1 if unexpected_records else 0)
 EOF
 fi
 
-if [ "$mode" != "--no-cli" ]; then
-  cli="$tools/sqllogictest/bin/sqllogictest"
-  if [ ! -x "$cli" ]; then
-    echo "== installing sqllogictest-bin 0.29.1 into $tools/sqllogictest =="
-    cargo install sqllogictest-bin --version 0.29.1 --locked --root "$tools/sqllogictest" \
-      --target-dir "$tools/sqllogictest-build"
-    rm -rf "$tools/sqllogictest-build"
-  fi
-  for engine in postgres postgres-extended; do
-    for f in "$corpus"/select{1,2,3,4,5}.test; do
-      port="$(free_port)"
-      http="$(free_port)"
-      "$freshet" --data-dir "$work/cli-data" --listen "127.0.0.1:$port" \
-        --http-listen "127.0.0.1:$http" >"$work/cli-server.log" 2>&1 &
-      server=$!
-      for _ in $(seq 1 100); do
-        psql -X -q -h 127.0.0.1 -p "$port" -U freshet -c "SELECT 1" >/dev/null 2>&1 && break
-        sleep 0.2
-      done
-      if "$cli" -e "$engine" --label postgresql -h 127.0.0.1 -p "$port" -u freshet -d freshet \
-        "$f" >"$work/cli.out" 2>&1; then
-        echo "sqllogictest-rs -e $engine $(basename "$f"): passed"
-      else
-        echo "sqllogictest-rs -e $engine $(basename "$f"): FAILED"
-        tail -20 "$work/cli.out"
-        status=1
-      fi
-      kill "$server" 2>/dev/null || true
-      wait "$server" 2>/dev/null || true
-      rm -rf "$work/cli-data"
-    done
-  done
+if [ -n "$cli_pid" ]; then
+  wait "$cli_pid" || status=1
+  cat "$work/cli-report"
 fi
 exit "$status"

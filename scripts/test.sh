@@ -7,7 +7,8 @@
 # sqllogictest suites, the driver tests (psycopg 3, psycopg2, asyncpg,
 # SQLAlchemy and pandas, in a virtualenv this script creates next to the
 # build cache; node-postgres, installed by npm next to it too), and
-# the cargo-fuzz targets for a bounded time.
+# the cargo-fuzz targets for a bounded time, and the SQLite sqllogictest
+# corpus (../shared/suites/sqlite) against Freshet and PostgreSQL.
 #
 # It sets up what the tests need itself: PostgreSQL refuses to run as root,
 # so when run as root it creates an unprivileged system user for the
@@ -82,6 +83,13 @@ echo "== sqllogictest suites =="
 cargo run -p freshet-sqllogictest -- \
   --server-binary "${CARGO_TARGET_DIR:-target}/debug/freshet" \
   sqllogictest/tests/
+
+echo "== SQLite sqllogictest corpus against Freshet and PostgreSQL 15 (docs/conformance.md) =="
+# Fails on any record Freshet fails that PostgreSQL passes, and on any
+# select1-5 file the sqllogictest-rs CLI fails in either protocol.
+FRESHET_BIN="${CARGO_TARGET_DIR:-target}/debug/freshet" \
+  FRESHET_SLT_BIN="${CARGO_TARGET_DIR:-target}/debug/freshet-sqllogictest" \
+  ./scripts/conformance.sh
 
 echo "== driver tests (psycopg 3, psycopg2, asyncpg, SQLAlchemy 2, pandas, pgJDBC, pgbench, dbt) =="
 venv="${CARGO_TARGET_DIR:-target}/drivers-venv"

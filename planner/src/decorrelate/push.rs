@@ -106,6 +106,23 @@ impl Push<'_> {
                     LogicalPlan::Sort(s) if s.fetch.is_none() => {
                         self.per_domain_limit(plan, &s.input, &s.expr, skip, fetch, dom)
                     }
+                    // `SELECT v ... ORDER BY w LIMIT n` is planned as a limit
+                    // over a projection over the sort; a projection keeps the
+                    // row count, so the limit moves under it, onto the sort
+                    // whose order it takes.
+                    LogicalPlan::Projection(p) => {
+                        let limit = LogicalPlan::Limit(datafusion::logical_expr::Limit {
+                            skip: l.skip.clone(),
+                            fetch: l.fetch.clone(),
+                            input: Arc::clone(&p.input),
+                        });
+                        let swapped = LogicalPlan::Projection(Projection::try_new_with_schema(
+                            p.expr.clone(),
+                            Arc::new(limit),
+                            Arc::clone(&p.schema),
+                        )?);
+                        self.push(&swapped, dom)
+                    }
                     input => self.per_domain_limit(plan, input, &[], skip, fetch, dom),
                 }
             }

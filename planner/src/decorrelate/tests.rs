@@ -49,6 +49,7 @@ fn table(name_a: &str, name_b: &str, rows: &[(i32, Option<i32>)]) -> Arc<MemTabl
 
 fn context() -> SessionContext {
     let rules = UnnestSubqueries::placed_in(Optimizer::new().rules);
+    let rules = crate::rewrites::null_equal_joins::NullEqualJoins::placed_in(rules);
     let state = SessionStateBuilder::new()
         .with_default_features()
         .with_optimizer_rules(rules)
@@ -122,6 +123,23 @@ async fn scalar_count_with_inequality_correlation() {
         })
         .collect();
     assert_eq!(got, want);
+}
+
+/// A NULL subquery result equals no outer value, not the outer NULLs
+/// (the NULL-matching join that attaches results must not lend its NULL
+/// matching to the comparison, see `rewrites::null_equal_joins`).
+#[tokio::test]
+async fn comparison_with_a_null_result_matches_nothing() {
+    for sql in [
+        "SELECT a, b FROM t WHERE b = (SELECT max(v) FROM u WHERE u.k > 100)",
+        "SELECT a, b FROM t WHERE b = (SELECT max(v) FROM u WHERE u.k > t.a + 100)",
+        "SELECT a, b FROM t WHERE b = (SELECT max(v) FROM u WHERE u.k = t.a AND u.k > 100)",
+    ] {
+        assert_eq!(run(sql).await, vec![], "{sql}");
+    }
+    let got =
+        run("SELECT a, b FROM t WHERE b = (SELECT count(*) FROM u WHERE u.k < t.a) * 10").await;
+    assert_eq!(got, vec![(2, Some(20)), (3, Some(30))]);
 }
 
 #[tokio::test]
@@ -222,6 +240,25 @@ async fn lateral_top_one_per_outer_row() {
     assert_eq!(got, want);
 }
 
+/// The order comes from a column the subquery does not select (a limit
+/// over a projection over the sort).
+#[tokio::test]
+async fn top_one_ordered_by_an_unselected_column() {
+    let got =
+        run("SELECT a, (SELECT v FROM u WHERE u.k < t.a ORDER BY k DESC, v LIMIT 1) FROM t").await;
+    assert_eq!(
+        got,
+        vec![
+            (1, None),
+            (2, Some(5)),
+            (3, Some(7)),
+            (4, None),
+            (5, Some(30)),
+            (6, Some(30))
+        ]
+    );
+}
+
 #[tokio::test]
 async fn correlated_subquery_inside_an_aggregate() {
     let got = run("SELECT 0, sum((SELECT count(*) FROM u WHERE u.k < t.a)) FROM t").await;
@@ -260,4 +297,19 @@ async fn correlated_not_in_counts_nulls_per_row() {
         .map(|&(a, _)| (i64::from(a), Some(0)))
         .collect();
     assert_eq!(got, want);
+}
+
+/// Two correlated `IN`s in one select list (two mark joins) plan in
+/// bounded time and keep three-valued answers.
+#[tokio::test]
+async fn two_correlated_ins_in_a_select_list() {
+    let ctx = context();
+    let sql = "SELECT a, b NOT IN (SELECT abs(v) FROM u WHERE u.k = t.a), \
+               b IN (SELECT abs(v) FROM u WHERE u.k = t.a) FROM t";
+    let df = ctx.sql(sql).await.expect("plans");
+    let plan = df.clone().into_optimized_plan().expect("optimizes");
+    assert!(!nested(&plan), "not unnested:\n{}", plan.display_indent());
+    let batches = df.collect().await.expect("runs");
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, T.len());
 }

@@ -86,11 +86,6 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         ))
         .expect("registering built-in planners cannot fail");
     state
-        .register_expr_planner(Arc::new(
-            crate::rewrites::array_overlap::ArrayOverlapPlanner,
-        ))
-        .expect("registering built-in planners cannot fail");
-    state
         .register_expr_planner(Arc::new(crate::query::jsonb_ops::JsonbOperatorPlanner))
         .expect("registering built-in planners cannot fail");
     state.register_udtf(
@@ -102,7 +97,17 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     }
     // Correlated subqueries DataFusion cannot decorrelate (`decorrelate`).
     let rules = UnnestSubqueries::placed_in(state.optimizers().to_vec());
+    // NULL-matching join keys not extended to plain equalities.
+    let rules = crate::rewrites::null_equal_joins::NullEqualJoins::placed_in(rules);
+    // Array operators first, ahead of DataFusion's own planners (which
+    // plan `@>`/`<@` between arrays with NULL elements matching).
+    let mut planners: Vec<Arc<dyn datafusion::logical_expr::planner::ExprPlanner>> =
+        vec![Arc::new(
+            crate::rewrites::array_overlap::ArrayOverlapPlanner,
+        )];
+    planners.extend(state.expr_planners().iter().cloned());
     let state = SessionStateBuilder::new_from_existing(state)
+        .with_expr_planners(planners)
         .with_optimizer_rules(rules)
         .build();
     // Every rule checks the statement's stop flag first (`interrupt`).

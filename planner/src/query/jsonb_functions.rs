@@ -64,6 +64,10 @@ enum Kind {
     StripNulls,
     Pretty,
     Set,
+    /// `jsonb || jsonb`.
+    Concat,
+    /// `jsonb - text`, `jsonb - integer`, `jsonb - text[]`.
+    Delete,
 }
 
 /// Every function of this module, for registration in the session (where
@@ -80,10 +84,22 @@ pub fn functions() -> Vec<Arc<ScalarUDF>> {
         Kind::StripNulls,
         Kind::Pretty,
         Kind::Set,
+        Kind::Concat,
+        Kind::Delete,
     ]
     .into_iter()
     .map(udf)
     .collect()
+}
+
+/// The function `jsonb || jsonb` is planned as.
+pub fn concat_udf() -> Arc<ScalarUDF> {
+    udf(Kind::Concat)
+}
+
+/// The function `jsonb - text|integer|text[]` is planned as.
+pub fn delete_udf() -> Arc<ScalarUDF> {
+    udf(Kind::Delete)
 }
 
 /// The function an operator is planned as, so the planner need not look it
@@ -354,6 +370,74 @@ fn set_path(
     Ok(())
 }
 
+/// `a || b` as Postgres's `jsonb_concat`: two objects merge (the right
+/// one's fields win); otherwise both sides are arrays, a scalar or object
+/// standing for the one-element array holding it, and the arrays are
+/// concatenated.
+fn concat(a: Value, b: Value) -> Value {
+    match (a, b) {
+        (Value::Object(mut left), Value::Object(right)) => {
+            left.extend(right);
+            Value::Object(left)
+        }
+        (a, b) => {
+            let items = |v: Value| match v {
+                Value::Array(items) => items,
+                other => vec![other],
+            };
+            let mut out = items(a);
+            out.extend(items(b));
+            Value::Array(out)
+        }
+    }
+}
+
+/// What `jsonb - x` removes.
+enum Removal<'a> {
+    /// A key of an object, or the string elements equal to it of an array.
+    Key(&'a str),
+    /// Several such keys (`- text[]`; NULL elements are skipped).
+    Keys(Vec<Option<&'a str>>),
+    /// The array element at a position (negative from the end).
+    Index(i64),
+}
+
+/// `doc - removal` as Postgres's `jsonb_delete` variants compute it.
+fn delete(doc: Value, removal: &Removal) -> Result<Value> {
+    let removes = |k: &str| match removal {
+        Removal::Key(key) => *key == k,
+        Removal::Keys(keys) => keys.iter().flatten().any(|key| *key == k),
+        Removal::Index(_) => false,
+    };
+    match (doc, removal) {
+        (doc, _) if is_scalar(&doc) => Err(pg_error(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            "cannot delete from scalar",
+        )),
+        (Value::Object(_), Removal::Index(_)) => Err(pg_error(
+            sqlstate::INVALID_PARAMETER_VALUE,
+            "cannot delete from object using integer index",
+        )),
+        (Value::Object(mut map), _) => {
+            map.retain(|k, _| !removes(k));
+            Ok(Value::Object(map))
+        }
+        (Value::Array(mut items), Removal::Index(i)) => {
+            let len = items.len() as i64;
+            let at = if *i < 0 { len + i } else { *i };
+            if (0..len).contains(&at) {
+                items.remove(at as usize);
+            }
+            Ok(Value::Array(items))
+        }
+        (Value::Array(mut items), _) => {
+            items.retain(|item| !item.as_str().is_some_and(removes));
+            Ok(Value::Array(items))
+        }
+        (doc, _) => Ok(doc),
+    }
+}
+
 /// `jsonb_set` on one row's arguments.
 fn jsonb_set(target: &str, path: &[Option<&str>], new: &str, create: bool) -> Result<String> {
     let mut doc = parse_jsonb(target)?;
@@ -392,6 +476,8 @@ struct Args {
     path: Option<GenericListArray<i32>>,
     /// The `boolean` argument, if the function has one.
     flag: Option<BooleanArray>,
+    /// The integer argument (`jsonb - integer`), if the function has one.
+    index: Option<arrow::array::Int64Array>,
 }
 
 impl Args {
@@ -512,6 +598,29 @@ impl JsonbFunction {
                 doc.map(|d| parse_jsonb(d).map(|v| pretty(&v)))
                     .transpose()?,
             ),
+            Kind::Concat => Out::Text(match (doc, args.text(1, row)) {
+                (Some(a), Some(b)) => Some(crate::pg::text::jsonb_text(&concat(
+                    parse_jsonb(a)?,
+                    parse_jsonb(b)?,
+                ))),
+                _ => None,
+            }),
+            Kind::Delete => {
+                let removal = if let Some(index) = &args.index {
+                    (!index.is_null(row)).then(|| Removal::Index(index.value(row)))
+                } else if args.path.is_some() {
+                    args.path(row)?.map(Removal::Keys)
+                } else {
+                    args.text(1, row).map(Removal::Key)
+                };
+                Out::Text(match (doc, removal) {
+                    (Some(d), Some(removal)) => Some(crate::pg::text::jsonb_text(&delete(
+                        parse_jsonb(d)?,
+                        &removal,
+                    )?)),
+                    _ => None,
+                })
+            }
             Kind::Set => {
                 let create = match &args.flag {
                     None => Some(true),
@@ -541,6 +650,8 @@ impl ScalarUDFImpl for JsonbFunction {
             Kind::StripNulls => "jsonb_strip_nulls",
             Kind::Pretty => "jsonb_pretty",
             Kind::Set => "jsonb_set",
+            Kind::Concat => "jsonb_concat",
+            Kind::Delete => "jsonb_delete",
         }
     }
 
@@ -570,6 +681,14 @@ impl ScalarUDFImpl for JsonbFunction {
             {
                 Some(vec![text])
             }
+            (Kind::Concat, [a, b]) if texty(a) && texty(b) => Some(vec![text.clone(), text]),
+            (Kind::Delete, [a, b]) if texty(a) && texty(b) => Some(vec![text.clone(), text]),
+            (Kind::Delete, [a, b]) if texty(a) && b.is_integer() => {
+                Some(vec![text, DataType::Int64])
+            }
+            (Kind::Delete, [a, b]) if texty(a) && text_array_like(b) => {
+                Some(vec![text, text_array_type()])
+            }
             (Kind::Set, [a, path, new]) if texty(a) && text_array_like(path) && texty(new) => {
                 Some(vec![text.clone(), text_array_type(), text])
             }
@@ -595,7 +714,12 @@ impl ScalarUDFImpl for JsonbFunction {
         Ok(match self.kind {
             Kind::Operator(_) => DataType::Boolean,
             Kind::ArrayLength => DataType::Int32,
-            Kind::Typeof | Kind::StripNulls | Kind::Pretty | Kind::Set => DataType::Utf8,
+            Kind::Typeof
+            | Kind::StripNulls
+            | Kind::Pretty
+            | Kind::Set
+            | Kind::Concat
+            | Kind::Delete => DataType::Utf8,
         })
     }
 
@@ -608,7 +732,9 @@ impl ScalarUDFImpl for JsonbFunction {
             .map(|f| f.data_type().clone())
             .collect();
         Ok(Arc::new(match self.kind {
-            Kind::StripNulls | Kind::Set => PgType::Jsonb.field(self.name(), true),
+            Kind::StripNulls | Kind::Set | Kind::Concat | Kind::Delete => {
+                PgType::Jsonb.field(self.name(), true)
+            }
             _ => Field::new(self.name(), self.return_type(&types)?, true),
         }))
     }
@@ -626,17 +752,28 @@ impl ScalarUDFImpl for JsonbFunction {
             Kind::Operator(JsonbOperator::ExistsAny | JsonbOperator::ExistsAll) | Kind::Set => {
                 Some(1)
             }
+            Kind::Delete if matches!(arrays[1].data_type(), DataType::List(_)) => Some(1),
             _ => None,
         };
+        let index_at =
+            (self.kind == Kind::Delete && arrays[1].data_type().is_integer()).then_some(1);
         let flag_at = (self.kind == Kind::Set).then_some(3);
         let mut call = Args {
             text: Vec::with_capacity(arrays.len()),
             path: None,
             flag: None,
+            index: None,
         };
         for (i, a) in arrays.iter().enumerate() {
             if Some(i) == path_at {
                 call.path = Some(as_text_array(a)?);
+                call.text.push(None);
+            } else if Some(i) == index_at {
+                let index = arrow::compute::cast(a, &DataType::Int64)?;
+                call.index = index
+                    .as_any()
+                    .downcast_ref::<arrow::array::Int64Array>()
+                    .cloned();
                 call.text.push(None);
             } else if Some(i) == flag_at {
                 let flags = arrow::compute::cast(a, &DataType::Boolean)?;

@@ -437,6 +437,12 @@ impl ExprPlanner for JsonbOperatorPlanner {
         if let Some((symbol, op)) = containment_or_existence(&expr.op) {
             return plan_containment_or_existence(expr, symbol, op, schema);
         }
+        if matches!(
+            expr.op,
+            BinaryOperator::StringConcat | BinaryOperator::Minus
+        ) {
+            return plan_concat_or_delete(expr, schema);
+        }
         // `b->-1` is lexed as one operator `->-`; Postgres's lexer never
         // ends an operator like this one in `-` or `+` (only operators
         // holding one of `~!@#%^&|`?` may), so it reads `b -> -1`.
@@ -507,6 +513,40 @@ impl ExprPlanner for JsonbOperatorPlanner {
             ScalarFunction::new_udf(udf(access, as_text), vec![left, right]),
         )))
     }
+}
+
+/// `jsonb || jsonb` (an untyped operand read as `jsonb`, as Postgres
+/// resolves it) and `jsonb - text|integer|text[]` as calls of
+/// [`crate::query::jsonb_functions`]; any other `||` and `-` is left to
+/// DataFusion.
+fn plan_concat_or_delete(
+    expr: RawBinaryExpr,
+    schema: &DFSchema,
+) -> Result<PlannerResult<RawBinaryExpr>> {
+    let (_, left_field) = expr.left.to_field(schema)?;
+    let (_, right_field) = expr.right.to_field(schema)?;
+    let l = operand_kind(&expr.left, &left_field);
+    let r = operand_kind(&expr.right, &right_field);
+    let udf = match expr.op {
+        BinaryOperator::StringConcat
+            if (l == Operand::Jsonb && r != Operand::Other)
+                || (r == Operand::Jsonb && l != Operand::Other) =>
+        {
+            crate::query::jsonb_functions::concat_udf()
+        }
+        BinaryOperator::Minus
+            if l == Operand::Jsonb
+                && (texty(right_field.data_type())
+                    || right_field.data_type().is_integer()
+                    || matches!(right_field.data_type(), DataType::List(item) if texty(item.data_type()))) =>
+        {
+            crate::query::jsonb_functions::delete_udf()
+        }
+        _ => return Ok(PlannerResult::Original(expr)),
+    };
+    Ok(PlannerResult::Planned(Expr::ScalarFunction(
+        ScalarFunction::new_udf(udf, vec![expr.left, expr.right]),
+    )))
 }
 
 /// The containment and existence operators, with their spelling.

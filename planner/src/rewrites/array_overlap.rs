@@ -16,11 +16,11 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, BooleanBuilder};
 use arrow::datatypes::DataType;
 use datafusion::common::{DFSchema, Result, ScalarValue, exec_err};
-use datafusion::functions_nested::expr_fn::array_has_all;
+use datafusion::functions_nested::expr_fn::{array_has_all, array_position};
 use datafusion::logical_expr::planner::{ExprPlanner, PlannerResult, RawBinaryExpr};
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ExprSchemable, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility, cast,
+    Volatility, cast, when,
 };
 use datafusion::sql::sqlparser::ast::BinaryOperator;
 
@@ -62,16 +62,17 @@ impl ExprPlanner for ArrayOverlapPlanner {
             // `xs @> '{1}'`: the untyped side becomes the array's type;
             // DataFusion plans the operator between two arrays.
             let (left, right) = match (is_list(&lt), is_list(&rt)) {
+                (true, true) => (left, right),
                 (true, false) => (left, as_array(right, &rt, &lt)),
                 (false, true) => (as_array(left, &lt, &rt), right),
                 _ => return Ok(PlannerResult::Original(RawBinaryExpr { op, left, right })),
             };
-            let contained = if op == BinaryOperator::AtArrow {
-                array_has_all(left, right)
+            let (outer, inner) = if op == BinaryOperator::AtArrow {
+                (left, right)
             } else {
-                array_has_all(right, left)
+                (right, left)
             };
-            return Ok(PlannerResult::Planned(contained));
+            return Ok(PlannerResult::Planned(contains(outer, inner)?));
         }
         let (left, right) = match (is_list(&lt), is_list(&rt)) {
             (true, _) => (left, as_array(right, &rt, &lt)),
@@ -82,6 +83,24 @@ impl ExprPlanner for ArrayOverlapPlanner {
         };
         Ok(PlannerResult::Planned(udf().call(vec![left, right])))
     }
+}
+
+/// `outer @> inner` as PostgreSQL answers it: every element of `inner`
+/// equals some element of `outer`, where a NULL element equals nothing
+/// (so `ARRAY[NULL] <@ ARRAY[NULL]` is false, where DataFusion's
+/// `array_has_all` matched the NULLs); NULL when either array is NULL.
+fn contains(outer: Expr, inner: Expr) -> Result<Expr> {
+    let inner_has_no_null = array_position(
+        inner.clone(),
+        datafusion::logical_expr::lit(ScalarValue::Null),
+        datafusion::logical_expr::lit(1i64),
+    )
+    .is_null();
+    when(
+        outer.clone().is_null().or(inner.clone().is_null()),
+        datafusion::logical_expr::lit(ScalarValue::Boolean(None)),
+    )
+    .otherwise(array_has_all(outer, inner).and(inner_has_no_null))
 }
 
 /// The function `&&` is planned as (registered so views' dataflow plans

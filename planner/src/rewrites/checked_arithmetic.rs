@@ -336,12 +336,15 @@ fn apply(op: ArithOp, l: &ColumnarValue, r: &ColumnarValue, rows: usize) -> Resu
         })
     };
     if matches!(op, ArithOp::Div | ArithOp::Rem) {
-        let divisor = r.to_array(rows.max(1))?;
+        // Both operands as arrays of one length: the batch's (possibly
+        // empty), or one row for two scalars.
+        let rows = if scalar { 1 } else { rows };
+        let divisor = r.to_array(rows)?;
         let zero = ScalarValue::new_zero(&divisor.data_type().clone())?.to_scalar()?;
         let is_zero = arrow::compute::kernels::cmp::eq(&divisor, &zero)?;
         // A NULL dividend makes the quotient NULL before anything divides
         // (PostgreSQL's operators are strict): `NULL / 0` is NULL.
-        let dividend = l.to_array(rows.max(1))?;
+        let dividend = l.to_array(rows)?;
         let is_zero = arrow::compute::and(&is_zero, &arrow::compute::is_not_null(&dividend)?)?;
         if is_zero.true_count() > 0 {
             return Err(crate::error::sqlstate_error(

@@ -16,7 +16,10 @@
 //!   item reading only the subquery becomes a subquery of its own (see
 //!   `hoisted`);
 //! - `[NOT] EXISTS (...)` in a select list becomes a count compared with
-//!   zero;
+//!   zero; `[NOT] EXISTS` of an aggregate without `GROUP BY` or `HAVING`
+//!   (`EXISTS (SELECT max(v) FROM u WHERE u.k = t.k)`), which always has
+//!   one row, becomes `true` (`false`) anywhere (DataFusion's semi join
+//!   kept only the outer rows with a matching input row);
 //! - `ARRAY(SELECT e FROM ... [ORDER BY o])` becomes `(SELECT
 //!   array_agg(e ORDER BY o) FROM ...)` (an empty result is NULL rather
 //!   than `{}`), and `ARRAY(SELECT e FROM unnest(a) x)` becomes
@@ -70,6 +73,9 @@ pub fn rewrite<V: VisitMut>(node: &mut V, is_aggregate: &dyn Fn(&str) -> bool) {
                         *expr = new;
                     }
                 }
+                Expr::Exists { subquery, negated } if one_row(subquery, self.is_aggregate) => {
+                    *expr = Expr::value(Value::Boolean(!*negated));
+                }
                 Expr::Function(f)
                     if matches!(f.args, FunctionArguments::Subquery(_))
                         && f.name.to_string().eq_ignore_ascii_case("array") =>
@@ -90,7 +96,7 @@ pub fn rewrite<V: VisitMut>(node: &mut V, is_aggregate: &dyn Fn(&str) -> bool) {
                     if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } =
                         item
                     {
-                        rewrite_exists(e);
+                        rewrite_exists(e, self.is_aggregate);
                     }
                 }
             }
@@ -168,6 +174,29 @@ fn plain_select(q: &Query) -> Option<&Select> {
         SetExpr::Select(s) => Some(s),
         _ => None,
     }
+}
+
+/// Whether `q` yields exactly one row whatever its input: an aggregate
+/// without `GROUP BY`, `HAVING` or window functions, in a plain block.
+fn one_row(q: &Query, is_aggregate: &dyn Fn(&str) -> bool) -> bool {
+    let Some(select) = plain_select(q) else {
+        return false;
+    };
+    let grouped = match &select.group_by {
+        GroupByExpr::All(_) => true,
+        GroupByExpr::Expressions(e, _) => !e.is_empty(),
+    };
+    let windowed = select
+        .projection
+        .iter()
+        .any(|i| calls_aggregate(i, &|_: &str| false));
+    !grouped
+        && select.having.is_none()
+        && !windowed
+        && select
+            .projection
+            .iter()
+            .any(|i| calls_aggregate(i, is_aggregate))
 }
 
 fn aggregates(select: &Select, is_aggregate: &dyn Fn(&str) -> bool) -> bool {
@@ -554,11 +583,19 @@ fn array_aggregated(q: &Query, is_aggregate: &dyn Fn(&str) -> bool) -> Option<Ex
 
 /// `[NOT] EXISTS (q)` anywhere in a select-list expression, when `q` is
 /// correlated: `(SELECT count(*) FROM ...) > 0` (`= 0`).
-fn rewrite_exists(expr: &mut Expr) {
-    struct Rewriter;
-    impl VisitorMut for Rewriter {
+fn rewrite_exists(expr: &mut Expr, is_aggregate: &dyn Fn(&str) -> bool) {
+    struct Rewriter<'f> {
+        is_aggregate: &'f dyn Fn(&str) -> bool,
+    }
+    impl VisitorMut for Rewriter<'_> {
         type Break = ();
         fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Exists { subquery, negated } = expr
+                && one_row(subquery, self.is_aggregate)
+            {
+                *expr = Expr::value(Value::Boolean(!*negated));
+                return ControlFlow::Continue(());
+            }
             if let Expr::Exists { subquery, negated } = expr
                 && is_correlated(subquery)
                 && plain_select(subquery).is_some()
@@ -593,5 +630,5 @@ fn rewrite_exists(expr: &mut Expr) {
             ControlFlow::Continue(())
         }
     }
-    let _ = expr.visit(&mut Rewriter);
+    let _ = expr.visit(&mut Rewriter { is_aggregate });
 }

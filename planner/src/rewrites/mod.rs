@@ -5,7 +5,7 @@
 //! On the statement's AST, before DataFusion plans it (in this order, see
 //! [`crate::query::provider::PlanningContext::plan_sql_statement`]):
 //! [`long_chains`], [`empty_relations`], [`correlated_subqueries`],
-//! [`pg_syntax`], [`set_all`], [`unsupported_constructs`],
+//! [`pg_syntax`] (with [`any_array`]), [`named_windows`], [`set_all`], [`unsupported_constructs`],
 //! [`quantified_subqueries`], [`in_subquery_values`], [`integer_literals`], and
 //! [`unnamed_select_items`] when DataFusion refuses repeated names.
 //! [`literal_sets`] plans long `IN` lists as one set.
@@ -14,8 +14,9 @@
 //! installs ([`crate::query::engine`]): [`sort_subqueries`],
 //! [`mz_now_comparisons`], [`float_numeric_mixes`],
 //! [`checked_arithmetic`], [`text_casts`], [`sum_bigint_as_numeric`]; and [`long_chains`]'
-//! optimizer rules.
+//! and [`null_equal_joins`]' optimizer rules.
 
+pub mod any_array;
 pub mod array_overlap;
 pub mod checked_arithmetic;
 pub mod correlated_subqueries;
@@ -27,6 +28,8 @@ pub mod integer_literals;
 pub mod literal_sets;
 pub mod long_chains;
 pub mod mz_now_comparisons;
+pub mod named_windows;
+pub mod null_equal_joins;
 pub mod pg_syntax;
 pub mod quantified_subqueries;
 pub mod set_all;

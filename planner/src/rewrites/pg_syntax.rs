@@ -173,6 +173,7 @@ pub fn rewrite<V: VisitMut>(node: &mut V, names: &dyn RegNames) -> Result<()> {
 
 fn rewrite_expr(expr: &mut Expr, names: &dyn RegNames) -> Result<()> {
     match expr {
+        Expr::AnyOp { .. } => crate::rewrites::any_array::rewrite(expr),
         Expr::BinaryOp { op, .. } => {
             if let BinaryOperator::PGCustomBinaryOperator(parts) = op
                 && let Some(plain) = plain_operator(parts)

@@ -1,6 +1,8 @@
 //! Differential testing against a real PostgreSQL.
 //!
-//! The corpus in `tests/differential/corpus.sql` runs, record by record, on a
+//! The corpus in `tests/differential/corpus/*.sql` runs, file by file in
+//! name order (one session each side, so later files see earlier files'
+//! tables; each file should create its own), record by record, on a
 //! fresh `freshet` server and on a PostgreSQL instance this test starts in a
 //! temp directory. Every record goes through the simple query protocol on
 //! both servers and the outcomes are compared:
@@ -72,8 +74,8 @@ use crate::endpoint::{DbError, Endpoint, Rows};
 use crate::harness::Server;
 use crate::pg::PgServer;
 
-/// The corpus of records both servers run.
-const CORPUS_PATH: &str = "tests/differential/corpus.sql";
+/// The directory of corpus files both servers run, in file name order.
+const CORPUS_DIR: &str = "tests/differential/corpus";
 /// The differences that are expected, with their reasons.
 const KNOWN_PATH: &str = "tests/differential/known_differences.txt";
 
@@ -107,6 +109,8 @@ enum Kind {
 /// One statement of the corpus.
 #[derive(Clone, Debug)]
 struct Record {
+    /// The corpus file (its name under [`CORPUS_DIR`]) the record is in.
+    file: String,
     /// 1-based line of the directive in the corpus file.
     line: usize,
     kind: Kind,
@@ -164,8 +168,9 @@ fn directive(line: &str) -> Option<Kind> {
     }
 }
 
-/// Parse the corpus format described in the module docs.
-fn parse_corpus(text: &str) -> Result<Vec<Record>, String> {
+/// Parse the corpus format described in the module docs; `file` names
+/// the records' origin in reports.
+fn parse_corpus(file: &str, text: &str) -> Result<Vec<Record>, String> {
     let mut records = vec![];
     for block in blocks(text) {
         let (line, first) = block[0];
@@ -174,7 +179,7 @@ fn parse_corpus(text: &str) -> Result<Vec<Record>, String> {
                 continue;
             }
             return Err(format!(
-                "line {line}: a block must start with `-- setup`, `-- query` or \
+                "{file}:{line}: a block must start with `-- setup`, `-- query` or \
                  `-- query rowsort`, or consist of comments only"
             ));
         };
@@ -185,9 +190,14 @@ fn parse_corpus(text: &str) -> Result<Vec<Record>, String> {
             .collect();
         let sql = sql.join("\n").trim().to_string();
         if sql.is_empty() {
-            return Err(format!("line {line}: record without SQL"));
+            return Err(format!("{file}:{line}: record without SQL"));
         }
-        records.push(Record { line, kind, sql });
+        records.push(Record {
+            file: file.to_string(),
+            line,
+            kind,
+            sql,
+        });
     }
     Ok(records)
 }
@@ -330,7 +340,8 @@ struct Difference {
 impl Difference {
     fn render(&self) -> String {
         format!(
-            "  corpus.sql:{} {}\n    PostgreSQL: {}\n    Freshet:    {}",
+            "  {}:{} {}\n    PostgreSQL: {}\n    Freshet:    {}",
+            self.record.file,
             self.record.line,
             self.record.sql.replace('\n', "\n      "),
             self.pg.render(),
@@ -372,7 +383,8 @@ impl Report {
                     s.push_str(&format!("{}\n    reason: {reason}\n", d.render()));
                 } else {
                     s.push_str(&format!(
-                        "  corpus.sql:{} {}\n    reason: {reason}\n",
+                        "  {}:{} {}\n    reason: {reason}\n",
+                        d.record.file,
                         d.record.line,
                         normalize_sql(&d.record.sql)
                     ));
@@ -476,6 +488,29 @@ fn build_report(runs: Vec<Run>, known: &[Known]) -> Report {
     report
 }
 
+/// Every record of every corpus file, files in name order.
+fn read_corpus() -> Vec<Record> {
+    let dir = crate_file(CORPUS_DIR);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|entry| entry.expect("corpus directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "sql"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no corpus files in {}", dir.display());
+    let mut records = vec![];
+    for path in files {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+        records.extend(parse_corpus(&name, &text).unwrap_or_else(|e| panic!("{e}")));
+    }
+    records
+}
+
 /// Read a file of the differential suite.
 fn read(file: &str) -> String {
     let path = crate_file(file);
@@ -484,7 +519,7 @@ fn read(file: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn freshet_agrees_with_postgres_on_the_corpus() {
-    let records = parse_corpus(&read(CORPUS_PATH)).expect("parse corpus.sql");
+    let records = read_corpus();
     let known = parse_known(&read(KNOWN_PATH)).expect("parse known_differences.txt");
     let postgres = PgServer::start();
     let mut freshet = Server::start();
@@ -512,15 +547,15 @@ async fn freshet_agrees_with_postgres_on_the_corpus() {
 fn corpus_format_parses_directives_and_comments() {
     let text = "-- a comment\n-- more\n\n-- setup\nCREATE TABLE t (a int)\n\n\
                 -- query rowsort\n-- inner comment\nSELECT a\n  FROM t\n";
-    let records = parse_corpus(text).expect("valid corpus");
+    let records = parse_corpus("t.sql", text).expect("valid corpus");
     assert_eq!(records.len(), 2);
     assert_eq!(records[0].kind, Kind::Setup);
     assert_eq!(records[0].line, 4);
     assert_eq!(records[1].kind, Kind::Query { rowsort: true });
     assert_eq!(records[1].sql, "SELECT a\n  FROM t");
     assert_eq!(records[1].key(), "SELECT a FROM t");
-    assert!(parse_corpus("SELECT 1\n").is_err());
-    assert!(parse_corpus("-- query\n-- only a comment\n").is_err());
+    assert!(parse_corpus("t.sql", "SELECT 1\n").is_err());
+    assert!(parse_corpus("t.sql", "-- query\n-- only a comment\n").is_err());
 }
 
 #[test]
@@ -567,6 +602,7 @@ fn outcomes_compare_values_nulls_and_sqlstates() {
 #[test]
 fn report_flags_unexpected_fixed_stale_and_duplicate_entries() {
     let record = |line, sql: &str| Record {
+        file: "t.sql".into(),
         line,
         kind: Kind::Query { rowsort: false },
         sql: sql.to_string(),

@@ -1647,6 +1647,202 @@ fn shape_distinct_on(g: &mut Gen) -> Query {
     }
 }
 
+/// Arrays built from columns: `ARRAY[...]` with `array_length`,
+/// `= ANY`, `&&`, `@>`, `<@` and subscripts, or an ordered `array_agg`
+/// per group. Arrays come out as text (`{1,NULL}`), compared as text.
+fn shape_arrays(g: &mut Gen) -> Query {
+    let r = g.rel();
+    let int = g.col(&r.cols, Ty::is_int).expect("k is an integer column");
+    let other = g.col(&r.cols, Ty::is_int).expect("k is an integer column");
+    // Everything `bigint[]`: PostgreSQL has no `bigint[] @> integer[]`.
+    let arr = format!("ARRAY[a.{}, a.{}]::int8[]", int.name, other.name);
+    if g.chance(0.4) {
+        // Not numeric: a view's `array_agg(numeric)` prints its elements
+        // at scale 10 where the ad hoc query keeps the column's (a known
+        // bug, docs/log.md session 40).
+        let x = g
+            .col(&r.cols, |t| !matches!(t, Ty::Float8 | Ty::Numeric))
+            .expect("k is an integer");
+        let dir = g.direction();
+        let groups = g.group_items("a", &r.cols);
+        let aggs = vec![
+            (
+                format!("array_agg(a.{x} ORDER BY a.{x}{dir})", x = x.name),
+                Ty::Text,
+            ),
+            (
+                format!("array_length(array_agg(a.{}), 1)", int.name),
+                Ty::Int4,
+            ),
+        ];
+        return grouped(g, &r, groups, aggs, None);
+    }
+    let (l1, l2) = (g.lit(Ty::Int4), g.lit(Ty::Int4));
+    let test = match g.range(0, 3) {
+        0 => format!("{arr} && ARRAY[{l1}, {l2}]::int8[]"),
+        1 => format!("{arr} @> ARRAY[{l1}]::int8[]"),
+        2 => format!("{arr} <@ ARRAY[{l1}, {l2}, a.k]::int8[]"),
+        _ => format!("a.{} = ANY (ARRAY[{l1}, {l2}, NULL])", int.name),
+    };
+    let items = vec![
+        (q("a", &int.name), int.ty),
+        (arr.clone(), Ty::Text),
+        (format!("({arr})[{}]", g.range(1, 3)), Ty::Int8),
+        (format!("array_length({arr} || a.k, 1)"), Ty::Int4),
+        (test.clone(), Ty::Bool),
+    ];
+    let (sel, cols) = select_list(items);
+    let from = g.from(&r, "a");
+    let wh = if g.chance(0.5) {
+        format!(" WHERE {test}")
+    } else {
+        g.maybe_where(0.3, "a", &r.cols)
+    };
+    Query {
+        sql: format!("SELECT {sel} FROM {from}{wh}"),
+        cols,
+    }
+}
+
+/// `jsonb` built from columns and taken apart again (`->>`, `->`, `@>`,
+/// `?`, `jsonb_typeof`), or an ordered `jsonb_agg` per group. Documents
+/// come out as text, compared as text.
+fn shape_jsonb(g: &mut Gen) -> Query {
+    let r = g.rel();
+    // Not numeric: jsonb holds numbers as JSON numbers, so `1.50` is
+    // `1.5` (a documented difference).
+    let plain = |t: Ty| !matches!(t, Ty::Float8 | Ty::Numeric);
+    let x = g.col(&r.cols, plain).expect("k is an integer");
+    let y = g.col(&r.cols, plain).expect("k is an integer");
+    let doc = format!(
+        "jsonb_strip_nulls(jsonb_build_object('x', a.{}, 'y', a.{}, 'k', a.k))",
+        x.name, y.name
+    );
+    if g.chance(0.4) {
+        let dir = g.direction();
+        let groups = g.group_items("a", &r.cols);
+        let aggs = vec![
+            (
+                format!("jsonb_agg(a.{x} ORDER BY a.{x}{dir})", x = x.name),
+                Ty::Text,
+            ),
+            (format!("count(*) FILTER (WHERE {doc} ? 'y')"), Ty::Int8),
+        ];
+        return grouped(g, &r, groups, aggs, None);
+    }
+    let l = g.lit(Ty::Int4);
+    let test = match g.range(0, 3) {
+        0 => format!("{doc} ? 'x'"),
+        1 => format!("{doc} @> '{{\"k\": {l}}}'"),
+        2 => format!("({doc} ->> 'k')::int > {l}"),
+        _ => format!("{doc} ?| ARRAY['x', 'y']"),
+    };
+    let items = vec![
+        (q("a", "k"), Ty::Int4),
+        (doc.clone(), Ty::Text),
+        (format!("{doc} ->> 'x'"), Ty::Text),
+        (format!("jsonb_typeof({doc} -> 'y')"), Ty::Text),
+        (test.clone(), Ty::Bool),
+    ];
+    let (sel, cols) = select_list(items);
+    let from = g.from(&r, "a");
+    let wh = if g.chance(0.5) {
+        format!(" WHERE {test}")
+    } else {
+        g.maybe_where(0.3, "a", &r.cols)
+    };
+    Query {
+        sql: format!("SELECT {sel} FROM {from}{wh}"),
+        cols,
+    }
+}
+
+/// Aggregates with `FILTER (WHERE ...)`, per group or over everything.
+fn shape_agg_filter(g: &mut Gen) -> Query {
+    let r = g.rel();
+    let groups = if g.chance(0.8) {
+        g.group_items("a", &r.cols)
+    } else {
+        vec![]
+    };
+    let mut aggs = vec![];
+    for _ in 0..g.range(1, 3) {
+        let (agg, ty) = g.basic_agg("a", &r.cols);
+        let p = g.pred("a", &r.cols, 0);
+        // `count(*)` and friends: `agg(args)` becomes `agg(args) FILTER (...)`.
+        aggs.push((format!("{agg} FILTER (WHERE {p})"), ty));
+    }
+    aggs.push(("count(*)".into(), Ty::Int8));
+    grouped(g, &r, groups, aggs, None)
+}
+
+/// Window aggregates over explicit frames: `ROWS` frames ordered by every
+/// column of the row (rows that tie are equal, so the multiset of answers
+/// is deterministic) and `RANGE` frames with offsets over an integer key
+/// (peers are part of the frame).
+fn shape_window_frame(g: &mut Gen) -> Query {
+    let r = g.rel();
+    let part = g.any_col(&r.cols);
+    let num = g.number_col(&r.cols).expect("a number column");
+    let sum_ty = match num.ty {
+        Ty::Int4 => Ty::Int8,
+        Ty::Int8 => Ty::Numeric,
+        t => t,
+    };
+    let all: Vec<String> = r.cols.iter().map(|c| format!("a.{}", c.name)).collect();
+    let rows_frame = g.pick(&[
+        "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING",
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+        "ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING",
+        "ROWS BETWEEN 2 PRECEDING AND 1 PRECEDING",
+    ]);
+    let range_frame = g.pick(&[
+        "RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING",
+        "RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING",
+        "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+    ]);
+    let dir = g.pick(&["", " DESC"]);
+    let mut items: Vec<(String, Ty)> = r
+        .cols
+        .iter()
+        .map(|c| (format!("a.{}", c.name), c.ty))
+        .collect();
+    items.push((
+        format!(
+            "sum(a.{}) OVER (PARTITION BY a.{} ORDER BY {} {rows_frame})",
+            num.name,
+            part.name,
+            all.join(", ")
+        ),
+        sum_ty,
+    ));
+    items.push((
+        format!(
+            "count(*) OVER (PARTITION BY a.{} ORDER BY a.k{dir} {range_frame})",
+            part.name
+        ),
+        Ty::Int8,
+    ));
+    if let Some(c) = g.col(&r.cols, |t| t != Ty::Bool)
+        && g.chance(0.5)
+    {
+        items.push((
+            format!(
+                "max(a.{}) OVER (PARTITION BY a.{} ORDER BY a.k {range_frame})",
+                c.name, part.name
+            ),
+            c.ty,
+        ));
+    }
+    let (sel, cols) = select_list(items);
+    let from = g.from(&r, "a");
+    let wh = g.maybe_where(0.3, "a", &r.cols);
+    Query {
+        sql: format!("SELECT {sel} FROM {from}{wh}"),
+        cols,
+    }
+}
+
 fn shape_cte(g: &mut Gen) -> Query {
     let (r1, r2) = g.two_rels();
     let f1 = g.from(&r1, "a");
@@ -2051,6 +2247,10 @@ const SHAPES: &[Shape] = &[
     plain("lateral_top", shape_lateral_top),
     plain("grouping_sets", shape_grouping_sets),
     plain("distinct_on", shape_distinct_on),
+    plain("arrays", shape_arrays),
+    plain("jsonb", shape_jsonb),
+    plain("agg_filter", shape_agg_filter),
+    plain("window_frame", shape_window_frame),
     plain("cte", shape_cte),
     plain("values_join", shape_values_join),
     plain("topk", shape_topk),

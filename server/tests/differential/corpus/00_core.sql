@@ -1,4 +1,4 @@
--- Differential corpus: every record runs on Freshet and on PostgreSQL 15
+-- Differential corpus, core file: every record runs on Freshet and on PostgreSQL 15
 -- and the outcomes are compared (see server/tests/pgwire/differential.rs).
 --
 -- Blocks are separated by blank lines. `-- setup` records must succeed on
