@@ -10,7 +10,8 @@
 //! element is NULL; else false. This rewrite spells that rule out as a
 //! `CASE` over the same functions, on the AST (`ANY` over a subquery is
 //! planned elsewhere; an untyped string literal on the right is left to
-//! DataFusion, which reads it as the array it spells).
+//! DataFusion, which reads it as the array it spells, and so is a bare
+//! parameter, whose type is inferred from DataFusion's plan).
 
 use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr, Value};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
@@ -27,8 +28,12 @@ pub fn rewrite(expr: &mut Expr) {
     else {
         return;
     };
+    // A bare parameter (`= ANY($1)`) is left to DataFusion too: its type
+    // is inferred from `array_has($1, x)` as an array of `x`'s type
+    // (`statements::context`), which the functions below would refuse
+    // for a parameter not yet typed.
     if matches!(right.as_ref(), Expr::Subquery(_))
-        || matches!(right.as_ref(), Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)))
+        || matches!(right.as_ref(), Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_) | Value::Placeholder(_)))
     {
         return;
     }
@@ -88,5 +93,6 @@ mod tests {
             "x = ANY(SELECT y FROM t)"
         );
         assert_eq!(rewritten("x = ANY('{1,2}')"), "x = ANY('{1,2}')");
+        assert_eq!(rewritten("x = ANY($1)"), "x = ANY($1)");
     }
 }
