@@ -130,9 +130,77 @@ pub fn split_arrays<'a>(
     Ok(out)
 }
 
+/// The text form of an array from its elements' text (`None` for NULL),
+/// as PostgreSQL's `array_out` writes it: `{1,NULL,"a b","c\\"d"}`.
+///
+/// An element is double-quoted when it is empty, is `NULL` in any case,
+/// or holds a brace, quote, comma, backslash or whitespace; inside quotes
+/// a quote or backslash is escaped with a backslash. Arrays cast to text
+/// and arrays in COPY's text format print this way.
+pub fn format_array_literal<'a>(elements: impl IntoIterator<Item = Option<&'a str>>) -> String {
+    let mut out = String::from("{");
+    for (i, element) in elements.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let Some(text) = element else {
+            out.push_str("NULL");
+            continue;
+        };
+        let quote = text.is_empty()
+            || text.eq_ignore_ascii_case("null")
+            || text
+                .chars()
+                .any(|c| matches!(c, '{' | '}' | '"' | ',' | '\\') || c.is_ascii_whitespace());
+        if !quote {
+            out.push_str(text);
+            continue;
+        }
+        out.push('"');
+        for c in text.chars() {
+            if matches!(c, '"' | '\\') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('"');
+    }
+    out.push('}');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_as_array_out_and_reads_back() {
+        let elements = [
+            Some("1"),
+            None,
+            Some("a b"),
+            Some("c,d"),
+            Some("e\"f"),
+            Some("g\\h"),
+            Some(""),
+            Some("NULL"),
+            Some("{x}"),
+        ];
+        let text = format_array_literal(elements);
+        assert_eq!(
+            text,
+            r#"{1,NULL,"a b","c,d","e\"f","g\\h","","NULL","{x}"}"#
+        );
+        let back = parse_array_literal(&text).unwrap();
+        assert_eq!(
+            back,
+            elements
+                .iter()
+                .map(|e| e.map(str::to_string))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(format_array_literal([]), "{}");
+    }
 
     fn some(v: &[&str]) -> Vec<Option<String>> {
         v.iter().map(|s| Some(s.to_string())).collect()

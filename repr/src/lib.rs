@@ -20,7 +20,7 @@ pub use frontier::Frontier;
 pub use id::GlobalId;
 pub use refresh::{RefreshEvery, RefreshSchedule};
 pub use relation::{ColumnDesc, RelationDesc, nullable_schema};
-pub use types::{PG_TYPE_METADATA_KEY, PgType, TypeError, UTC_TZ};
+pub use types::{PG_TYPE_METADATA_KEY, PgType, TypeError, UNCONSTRAINED_NUMERIC, UTC_TZ};
 
 /// A point in logical time: milliseconds handed out by the timestamp oracle.
 pub type Timestamp = u64;

@@ -336,6 +336,40 @@ pub fn encode_cell<E: Encoder>(
                 pg_field,
             )
         }
+        // Unconstrained `numeric` elements are held at a fixed scale;
+        // like unconstrained `numeric` columns they print without the
+        // padding zeros (`{1.5,2}`, not `{1.5000000000,2.0000000000}`).
+        (_, DataType::List(element))
+            if !binary
+                && *element.data_type() == {
+                    let (p, s) = freshet_repr::UNCONSTRAINED_NUMERIC;
+                    DataType::Decimal128(p, s)
+                } =>
+        {
+            let list = array
+                .as_any()
+                .downcast_ref::<arrow::array::ListArray>()
+                .map(|a| a.value(idx));
+            let decimals = list.as_ref().and_then(|values| {
+                values.as_any().downcast_ref::<Decimal128Array>().map(|d| {
+                    d.iter()
+                        .map(|v| {
+                            v.map(|v| decimal_text(v, freshet_repr::UNCONSTRAINED_NUMERIC.1, true))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            });
+            let text = freshet_repr::array_text::format_array_literal(
+                decimals.iter().flatten().map(Option::as_deref),
+            );
+            encoder.encode_field(
+                &Raw {
+                    text: &text,
+                    binary: text.as_bytes(),
+                },
+                pg_field,
+            )
+        }
         (PgType::Int2Vector | PgType::OidVector, DataType::List(_)) if !binary => {
             let list = array
                 .as_any()

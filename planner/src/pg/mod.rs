@@ -3,4 +3,5 @@
 
 pub mod naming;
 pub mod text;
+pub mod time_zone;
 pub mod types;

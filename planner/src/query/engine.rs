@@ -34,8 +34,10 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
     }
     let checked = CheckedIntegerArithmetic::default();
     let casts = PostgresTextCasts::default();
+    let zones = crate::rewrites::session_time_zone::SessionTimeZone::default();
     let mut functions = checked.functions();
     functions.extend(casts.functions());
+    functions.extend(zones.functions());
     functions.extend(crate::query::functions::all());
     functions.push(crate::rewrites::array_overlap::udf());
     let analyzer_rules: Vec<Arc<dyn AnalyzerRule + Send + Sync>> = vec![
@@ -47,6 +49,7 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         Arc::new(TypeCoercion::new()),
         Arc::new(checked),
         Arc::new(casts),
+        Arc::new(zones),
     ];
     let mut state = SessionStateBuilder::new()
         .with_config(config)
@@ -61,6 +64,15 @@ pub fn new_session_state(target_partitions: usize) -> SessionState {
         state.scalar_functions(),
     ));
     for f in functions {
+        // A function replacing one of DataFusion's removes it under its
+        // aliases too (`list_remove` for `array_remove`): a name left
+        // pointing at DataFusion's would bring it back, under either name,
+        // when the state is rebuilt below.
+        if state.scalar_functions().contains_key(f.name()) {
+            state
+                .deregister_udf(f.name())
+                .expect("deregistering built-in functions cannot fail");
+        }
         state
             .register_udf(f)
             .expect("registering built-in functions cannot fail");

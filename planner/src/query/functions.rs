@@ -27,6 +27,7 @@ pub fn all() -> Vec<Arc<ScalarUDF>> {
     out.extend(crate::query::jsonb_ops::functions());
     out.extend(crate::query::jsonb_functions::functions());
     out.extend(crate::query::crypto::functions());
+    out.extend(crate::query::array_functions::functions());
     out
 }
 

@@ -2,6 +2,7 @@
 //! catalog ids, the table providers that read collections at a query's
 //! timestamp, Freshet's functions, and the session state with its rules.
 
+pub mod array_functions;
 pub mod binding;
 pub mod bound_function;
 pub mod catalog_functions;

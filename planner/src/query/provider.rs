@@ -291,6 +291,7 @@ impl<'a> PlanningContext<'a> {
         crate::rewrites::correlated_subqueries::rewrite(&mut stmt, &is_aggregate);
         crate::rewrites::pg_syntax::rewrite(&mut stmt, &self.resolver)?;
         crate::rewrites::named_windows::rewrite(&mut stmt)?;
+        crate::rewrites::output_ordinals::rewrite(&mut stmt)?;
         if let ast::Statement::Query(q) = &mut stmt {
             let output_names = |q: &ast::Query| -> crate::Result<Vec<String>> {
                 let plan = self.plan_sql_statement(ast::Statement::Query(Box::new(q.clone())))?;

@@ -577,7 +577,12 @@ fn array_aggregated(q: &Query, is_aggregate: &dyn Fn(&str) -> bool) -> Option<Ex
         }
         clauses.push(FunctionArgumentClause::OrderBy(exprs));
     }
-    *item = call("array_agg", e, clauses);
+    // Over zero rows `ARRAY(...)` is `{}`, where `array_agg` is NULL.
+    *item = call(
+        crate::query::array_functions::ARRAY_OR_EMPTY,
+        call("array_agg", e, clauses),
+        vec![],
+    );
     Some(Expr::Subquery(Box::new(q)))
 }
 

@@ -12,7 +12,8 @@
 //!   planned (an unknown name is Postgres's error); any other operand
 //!   becomes the type's output function (`regclassout(x)`), which prints
 //!   the name as `regclass` values print;
-//! - `ARRAY(subquery)` → `(SELECT array_agg(...) FROM (subquery))`;
+//! - `ARRAY(subquery)` → `(SELECT array_or_empty(array_agg(...)) FROM
+//!   (subquery))` (`{}`, not NULL, over zero rows);
 //! - `(e).f`, a field of a composite value → `(e)['f']`, DataFusion's
 //!   struct field access;
 //! - `information_schema._pg_expandarray(a)` (pgJDBC's key and index
@@ -309,8 +310,9 @@ const TABLE_FUNCTIONS: &[&str] = &["generate_series", "range", "pg_get_keywords"
 
 /// Functions in `FROM` as PostgreSQL treats them:
 ///
-/// - `generate_series(...) AS s` names its one column `s`, as PostgreSQL
-///   names a one-column function's column after its alias;
+/// - `generate_series(...) AS s` and `unnest(a) AS s` name their one
+///   column `s`, as PostgreSQL names a one-column function's column after
+///   its alias;
 /// - `FROM generate_series(a, (SELECT ...)) [AS] s(n)` →
 ///   `FROM (SELECT unnest(generate_series(a, (SELECT ...))) AS
 ///   generate_series) [AS] s(n)`: DataFusion's table functions take only
@@ -322,6 +324,22 @@ const TABLE_FUNCTIONS: &[&str] = &["generate_series", "range", "pg_get_keywords"
 ///   `search_path` expansion) → `FROM (SELECT string_to_array(x, ',') AS
 ///   s) AS s`: one row, its column named after the alias.
 fn function_in_from(factor: &mut ast::TableFactor) {
+    // `unnest(a) AS e` names its one column `e`, like generate_series.
+    if let ast::TableFactor::UNNEST {
+        alias: Some(alias),
+        array_exprs,
+        with_offset: false,
+        with_ordinality: false,
+        ..
+    } = factor
+        && array_exprs.len() == 1
+        && alias.columns.is_empty()
+    {
+        alias.columns = vec![ast::TableAliasColumnDef::from_name(
+            alias.name.value.clone(),
+        )];
+        return;
+    }
     let ast::TableFactor::Table {
         name,
         args: Some(args),
@@ -670,7 +688,10 @@ fn is_array_subquery(f: &Function) -> bool {
 
 /// `(SELECT array_agg(_array.elem) FROM (query) AS _array(elem))`.
 fn array_of_subquery(query: ast::Query) -> Expr {
-    let sql = format!("SELECT array_agg(_array.elem) FROM ({query}) AS _array(elem)");
+    let sql = format!(
+        "SELECT {}(array_agg(_array.elem)) FROM ({query}) AS _array(elem)",
+        crate::query::array_functions::ARRAY_OR_EMPTY
+    );
     match datafusion::sql::sqlparser::parser::Parser::new(
         &datafusion::sql::sqlparser::dialect::PostgreSqlDialect {},
     )

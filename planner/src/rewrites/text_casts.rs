@@ -33,6 +33,7 @@ pub struct PostgresTextCasts {
     timestamp_in: Arc<ScalarUDF>,
     timestamptz_in: Arc<ScalarUDF>,
     array_in: Arc<ScalarUDF>,
+    array_out: Arc<ScalarUDF>,
     date_in: Arc<ScalarUDF>,
 }
 
@@ -65,6 +66,9 @@ impl Default for PostgresTextCasts {
             date_in: Arc::new(ScalarUDF::new_from_impl(DateIn {
                 signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
             })),
+            array_out: Arc::new(ScalarUDF::new_from_impl(ArrayOut {
+                signature: Signature::any(1, Volatility::Immutable),
+            })),
             array_in: Arc::new(ScalarUDF::new_from_impl(ArrayIn {
                 signature: Signature::any(2, Volatility::Immutable),
             })),
@@ -83,6 +87,7 @@ impl PostgresTextCasts {
             Arc::clone(&self.timestamp_in),
             Arc::clone(&self.timestamptz_in),
             Arc::clone(&self.array_in),
+            Arc::clone(&self.array_out),
             Arc::clone(&self.date_in),
         ]
     }
@@ -175,6 +180,14 @@ impl PostgresTextCasts {
                 &e,
                 call_with(Arc::clone(&self.array_in), vec![arg, typed_null]),
             )));
+        }
+        // array -> text prints PostgreSQL's `{a,"b c",NULL}` form (Arrow
+        // would print its list display, `[a, b c, ]`).
+        if matches!(target, DataType::Utf8)
+            && let DataType::List(element) = &source
+            && !matches!(element.data_type(), DataType::List(_))
+        {
+            return Ok(Transformed::yes(call(&self.array_out, inner.clone())));
         }
         // text -> varchar(n) truncates; text -> char(n) truncates and drops
         // trailing blanks (Freshet's form of bpchar values).
@@ -411,6 +424,80 @@ impl ScalarUDFImpl for ArrayIn {
     }
 }
 
+/// `array_out(array)`: an array's text form
+/// ([`freshet_repr::array_text::format_array_literal`]), its elements
+/// printed as PostgreSQL prints them in arrays (`t`/`f` for booleans, a
+/// space between a timestamp's date and time, unconstrained numeric
+/// without its padding zeros).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ArrayOut {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ArrayOut {
+    fn name(&self) -> &str {
+        "array_out"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        match arg_types.first() {
+            Some(DataType::List(_) | DataType::Null) => Ok(DataType::Utf8),
+            _ => datafusion::common::plan_err!("array_out takes an array"),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use arrow::array::{Array, ListArray, StringArray};
+        let input = udf::arg_array(&args, 0)?;
+        let Some(lists) = input.as_any().downcast_ref::<ListArray>() else {
+            let nulls = StringArray::new_null(input.len());
+            return udf::to_columnar(udf::array(nulls), udf::all_scalar(&args));
+        };
+        let element_type = lists.value_type();
+        let texts = arrow::compute::cast(lists.values(), &DataType::Utf8)?;
+        let texts = texts
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| datafusion::common::exec_datafusion_err!("array_out: no text"))?;
+        let element_text = |i: usize| -> Option<String> {
+            if texts.is_null(i) {
+                return None;
+            }
+            let text = texts.value(i);
+            Some(match element_type {
+                DataType::Boolean => (if text == "true" { "t" } else { "f" }).to_string(),
+                DataType::Timestamp(..) => text.replacen('T', " ", 1),
+                // Unconstrained numeric is held at a fixed scale; its
+                // padding zeros are not part of the value's text.
+                DataType::Decimal128(p, s)
+                    if (p, s) == freshet_repr::UNCONSTRAINED_NUMERIC && text.contains('.') =>
+                {
+                    text.trim_end_matches('0').trim_end_matches('.').to_string()
+                }
+                _ => text.to_string(),
+            })
+        };
+        let offsets = lists.value_offsets();
+        let out: StringArray = (0..lists.len())
+            .map(|row| {
+                if lists.is_null(row) {
+                    return None;
+                }
+                let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+                let elements: Vec<Option<String>> = (start..end).map(element_text).collect();
+                Some(freshet_repr::array_text::format_array_literal(
+                    elements.iter().map(Option::as_deref),
+                ))
+            })
+            .collect();
+        udf::to_columnar(udf::array(out), udf::all_scalar(&args))
+    }
+}
+
 /// Rounding before a cast to integer: numeric rounds half away from zero,
 /// floating point half to even (`rint`), as Postgres does. The result is
 /// `bigint`; the enclosing cast narrows it (and reports overflow).
@@ -524,21 +611,11 @@ impl ScalarUDFImpl for TimestampIn {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use crate::pg::text::{TimestampInput, parse_timestamp};
         use arrow::array::TimestampMicrosecondArray;
-        use chrono::{Offset, TimeZone};
         let strings = udf::string_arg(&args, 0, self.name())?;
-        let session_tz: arrow::array::timezone::Tz = args
-            .config_options
-            .execution
-            .time_zone
-            .as_deref()
-            .unwrap_or(freshet_repr::UTC_TZ)
-            .parse()
-            .or_else(|_| freshet_repr::UTC_TZ.parse())?;
+        let session_tz = crate::pg::time_zone::session_tz(&args.config_options);
+        // A skipped or repeated local time is read as PostgreSQL reads it.
         let offset_of = |naive: chrono::NaiveDateTime| {
-            session_tz
-                .offset_from_local_datetime(&naive)
-                .earliest()
-                .map(|o| o.fix().local_minus_utc())
+            Some(crate::pg::time_zone::local_offset(&session_tz, naive))
         };
         let out = strings
             .iter()
