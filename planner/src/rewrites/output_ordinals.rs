@@ -156,7 +156,7 @@ mod tests {
         );
         assert_eq!(
             rewritten("SELECT DISTINCT ON (1) a, b FROM t ORDER BY 1, b"),
-            "SELECT DISTINCT ON (a) a, b FROM t ORDER BY 1, b"
+            "SELECT DISTINCT ON (a) a, b FROM t ORDER BY a, b"
         );
         // A bare GROUP BY ordinal is DataFusion's; a wildcard is left.
         assert_eq!(
