@@ -3,7 +3,12 @@
 //! Drivers that send parameters as text (node-postgres, JDBC's
 //! `setArray`, psycopg with text dumpers) and COPY's text and CSV formats
 //! spell arrays this way; the elements are then parsed as the element
-//! type.
+//! type. Arrays cast to text, and arrays Arrow's wire encoder would print
+//! in another form, print this way too ([`list_literals`]).
+
+use arrow::array::{Array, AsArray, ListArray};
+use arrow::datatypes::DataType;
+use arrow::error::ArrowError;
 
 /// The elements of an array literal, `None` for an unquoted `NULL`.
 ///
@@ -169,6 +174,46 @@ pub fn format_array_literal<'a>(elements: impl IntoIterator<Item = Option<&'a st
     out
 }
 
+/// Each list's text form ([`format_array_literal`]), `None` for a NULL
+/// list, with the elements printed as PostgreSQL prints them inside
+/// arrays: `t`/`f` for booleans, a space between a timestamp's date and
+/// time, unconstrained `numeric` (held at a fixed scale) without its
+/// padding zeros; other types as Arrow casts them to text.
+pub fn list_literals(lists: &ListArray) -> Result<Vec<Option<String>>, ArrowError> {
+    let element_type = lists.value_type();
+    let texts = arrow::compute::cast(lists.values(), &DataType::Utf8)?;
+    let texts = texts.as_string::<i32>();
+    let unconstrained = {
+        let (p, s) = crate::UNCONSTRAINED_NUMERIC;
+        DataType::Decimal128(p, s)
+    };
+    let element_text = |i: usize| -> Option<String> {
+        if texts.is_null(i) {
+            return None;
+        }
+        let text = texts.value(i);
+        Some(match &element_type {
+            DataType::Boolean => (if text == "true" { "t" } else { "f" }).to_string(),
+            DataType::Timestamp(..) => text.replacen('T', " ", 1),
+            t if *t == unconstrained && text.contains('.') => {
+                text.trim_end_matches('0').trim_end_matches('.').to_string()
+            }
+            _ => text.to_string(),
+        })
+    };
+    let offsets = lists.value_offsets();
+    Ok((0..lists.len())
+        .map(|row| {
+            if lists.is_null(row) {
+                return None;
+            }
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            let elements: Vec<Option<String>> = (start..end).map(element_text).collect();
+            Some(format_array_literal(elements.iter().map(Option::as_deref)))
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +245,34 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         assert_eq!(format_array_literal([]), "{}");
+    }
+
+    #[test]
+    fn lists_print_their_elements_as_postgres_does() {
+        use arrow::array::{BooleanBuilder, Decimal128Builder, ListBuilder};
+        let mut bools = ListBuilder::new(BooleanBuilder::new());
+        bools.values().append_value(true);
+        bools.values().append_null();
+        bools.values().append_value(false);
+        bools.append(true);
+        bools.append(false);
+        assert_eq!(
+            list_literals(&bools.finish()).unwrap(),
+            vec![Some("{t,NULL,f}".to_string()), None]
+        );
+        let (p, s) = crate::UNCONSTRAINED_NUMERIC;
+        let mut decimals = ListBuilder::new(
+            Decimal128Builder::new()
+                .with_precision_and_scale(p, s)
+                .unwrap(),
+        );
+        decimals.values().append_value(15_000_000_000);
+        decimals.values().append_value(20_000_000_000);
+        decimals.append(true);
+        assert_eq!(
+            list_literals(&decimals.finish()).unwrap(),
+            vec![Some("{1.5,2}".to_string())]
+        );
     }
 
     fn some(v: &[&str]) -> Vec<Option<String>> {

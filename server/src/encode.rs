@@ -340,28 +340,17 @@ pub fn encode_cell<E: Encoder>(
         // like unconstrained `numeric` columns they print without the
         // padding zeros (`{1.5,2}`, not `{1.5000000000,2.0000000000}`).
         (_, DataType::List(element))
-            if !binary
-                && *element.data_type() == {
-                    let (p, s) = freshet_repr::UNCONSTRAINED_NUMERIC;
-                    DataType::Decimal128(p, s)
-                } =>
+            if !binary && is_unconstrained_numeric(element.data_type()) =>
         {
-            let list = array
+            let row = array.slice(idx, 1);
+            let text = row
                 .as_any()
                 .downcast_ref::<arrow::array::ListArray>()
-                .map(|a| a.value(idx));
-            let decimals = list.as_ref().and_then(|values| {
-                values.as_any().downcast_ref::<Decimal128Array>().map(|d| {
-                    d.iter()
-                        .map(|v| {
-                            v.map(|v| decimal_text(v, freshet_repr::UNCONSTRAINED_NUMERIC.1, true))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            });
-            let text = freshet_repr::array_text::format_array_literal(
-                decimals.iter().flatten().map(Option::as_deref),
-            );
+                .map(freshet_repr::array_text::list_literals)
+                .transpose()
+                .map_err(|e| PgWireError::ApiError(Box::new(e)))?
+                .and_then(|mut texts| texts.pop().flatten())
+                .unwrap_or_default();
             encoder.encode_field(
                 &Raw {
                     text: &text,
@@ -398,6 +387,12 @@ pub fn encode_cell<E: Encoder>(
         }
         _ => encode_value(encoder, array, idx, field, pg_field),
     }
+}
+
+/// Whether `t` is unconstrained `numeric`'s Arrow type.
+fn is_unconstrained_numeric(t: &DataType) -> bool {
+    let (p, s) = freshet_repr::UNCONSTRAINED_NUMERIC;
+    *t == DataType::Decimal128(p, s)
 }
 
 /// Postgres's text for `float8` (and `float4` when `single`):

@@ -21,7 +21,7 @@ pub fn session_tz(config: &ConfigOptions) -> Tz {
         .time_zone
         .as_deref()
         .and_then(|tz| tz.parse().ok())
-        .unwrap_or_else(|| "+00:00".parse().expect("a fixed offset parses"))
+        .unwrap_or_else(|| freshet_repr::UTC_TZ.parse().expect("UTC parses"))
 }
 
 /// The UTC offset, in seconds east, that `tz` gives the local time

@@ -109,23 +109,11 @@ impl ScalarUDFImpl for ArrayFunction {
             let nulls = arrow::array::new_null_array(args.return_field.data_type(), n);
             return udf::to_columnar(nulls, scalar);
         };
-        if self.kind == Kind::Length {
-            let dims = arrow::compute::cast(&arrays[1], &DataType::Int64)?;
-            let dims = dims.as_primitive::<arrow::datatypes::Int64Type>();
-            let out: Int32Array = (0..lists.len())
-                .map(|i| {
-                    let len = lists.value_length(i);
-                    (lists.is_valid(i) && dims.is_valid(i) && dims.value(i) == 1 && len > 0)
-                        .then_some(len)
-                })
-                .collect();
-            return udf::to_columnar(udf::array(out), scalar);
-        }
         let DataType::List(element) = lists.data_type().clone() else {
             return exec_err!("{} takes an array", self.kind.name());
         };
         let out = match self.kind {
-            Kind::Length => return exec_err!("array_length is answered above"),
+            Kind::Length => lengths(&lists, &arrays[1])?,
             Kind::OrEmpty => map_lists(&lists, &element, true, |_, values| Ok(Arc::clone(values)))?,
             Kind::Remove => {
                 let needles = arrow::compute::cast(&arrays[1], element.data_type())?;
@@ -150,6 +138,20 @@ impl ScalarUDFImpl for ArrayFunction {
         };
         udf::to_columnar(out, scalar)
     }
+}
+
+/// `array_length(a, dim)` of one-dimensional arrays: the length of a
+/// non-empty array in dimension 1, else NULL.
+fn lengths(lists: &ListArray, dims: &ArrayRef) -> Result<ArrayRef> {
+    let dims = arrow::compute::cast(dims, &DataType::Int64)?;
+    let dims = dims.as_primitive::<arrow::datatypes::Int64Type>();
+    let out: Int32Array = (0..lists.len())
+        .map(|i| {
+            let len = lists.value_length(i);
+            (lists.is_valid(i) && dims.is_valid(i) && dims.value(i) == 1 && len > 0).then_some(len)
+        })
+        .collect();
+    Ok(Arc::new(out))
 }
 
 /// The argument as a list array; `None` for an untyped NULL.

@@ -269,7 +269,6 @@ impl ScalarUDFImpl for Conversion {
         } else {
             out.with_timezone(freshet_repr::UTC_TZ)
         };
-        debug_assert_eq!(out.len(), input.len());
         udf::to_columnar(udf::array(out), udf::all_scalar(&args))
     }
 }

@@ -424,11 +424,8 @@ impl ScalarUDFImpl for ArrayIn {
     }
 }
 
-/// `array_out(array)`: an array's text form
-/// ([`freshet_repr::array_text::format_array_literal`]), its elements
-/// printed as PostgreSQL prints them in arrays (`t`/`f` for booleans, a
-/// space between a timestamp's date and time, unconstrained numeric
-/// without its padding zeros).
+/// `array_out(array)`: an array's text form, as PostgreSQL prints it
+/// ([`freshet_repr::array_text::list_literals`]).
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ArrayOut {
     signature: Signature,
@@ -453,47 +450,10 @@ impl ScalarUDFImpl for ArrayOut {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         use arrow::array::{Array, ListArray, StringArray};
         let input = udf::arg_array(&args, 0)?;
-        let Some(lists) = input.as_any().downcast_ref::<ListArray>() else {
-            let nulls = StringArray::new_null(input.len());
-            return udf::to_columnar(udf::array(nulls), udf::all_scalar(&args));
+        let out = match input.as_any().downcast_ref::<ListArray>() {
+            Some(lists) => StringArray::from(freshet_repr::array_text::list_literals(lists)?),
+            None => StringArray::new_null(input.len()),
         };
-        let element_type = lists.value_type();
-        let texts = arrow::compute::cast(lists.values(), &DataType::Utf8)?;
-        let texts = texts
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .ok_or_else(|| datafusion::common::exec_datafusion_err!("array_out: no text"))?;
-        let element_text = |i: usize| -> Option<String> {
-            if texts.is_null(i) {
-                return None;
-            }
-            let text = texts.value(i);
-            Some(match element_type {
-                DataType::Boolean => (if text == "true" { "t" } else { "f" }).to_string(),
-                DataType::Timestamp(..) => text.replacen('T', " ", 1),
-                // Unconstrained numeric is held at a fixed scale; its
-                // padding zeros are not part of the value's text.
-                DataType::Decimal128(p, s)
-                    if (p, s) == freshet_repr::UNCONSTRAINED_NUMERIC && text.contains('.') =>
-                {
-                    text.trim_end_matches('0').trim_end_matches('.').to_string()
-                }
-                _ => text.to_string(),
-            })
-        };
-        let offsets = lists.value_offsets();
-        let out: StringArray = (0..lists.len())
-            .map(|row| {
-                if lists.is_null(row) {
-                    return None;
-                }
-                let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-                let elements: Vec<Option<String>> = (start..end).map(element_text).collect();
-                Some(freshet_repr::array_text::format_array_literal(
-                    elements.iter().map(Option::as_deref),
-                ))
-            })
-            .collect();
         udf::to_columnar(udf::array(out), udf::all_scalar(&args))
     }
 }
